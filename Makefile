@@ -1,0 +1,46 @@
+# cudalab: `make report` builds the lab report, `make test` runs the tests (each sets up .venv first).
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PROFILE ?= gtx680
+# CuPy comes along where a GPU is present; replay and tests need none.
+EXTRAS := test$(shell command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && echo ,gpu)
+
+.PHONY: help venv report test test-gpu lab wheelhouse gpu-check clean
+
+help:
+	@echo "make report     set up .venv and build the report (PROFILE=$(PROFILE)): build/report-$(PROFILE)/report.html"
+	@echo "make test       set up .venv and run the test suite (GPU tests skip without a GPU)"
+	@echo "make lab        open the notebooks in JupyterLab"
+	@echo "make wheelhouse download the wheels an offline GPU node needs (wheelhouse/)"
+	@echo "make gpu-check  on a GPU node: tests + measured reports for h100 and gtx680, recorded for replay"
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[$(EXTRAS)]'
+	touch $@
+
+venv: $(VENV)/.installed
+
+report: venv
+	$(PY) build_report.py --gpu $(PROFILE)
+
+test: venv
+	$(PY) -m pytest
+
+test-gpu: venv
+	$(PY) -m pytest -m gpu
+
+lab: venv
+	$(PY) -m pip install --quiet -e '.[$(EXTRAS),lab]'
+	$(VENV)/bin/jupyter lab notebooks/
+
+wheelhouse:
+	tools/build_wheelhouse.sh wheelhouse 3.12
+
+gpu-check:
+	tools/gpu_check.sh --record
+
+clean:
+	rm -rf build

@@ -1,0 +1,183 @@
+"""Floyd-Warshall on the GPU: inputs, per-k kernel launches, references, sweeps.
+
+Every lab kernel of chapters 01-03 is "one launch per k": the k loop stays on
+the host and each launch relaxes the whole matrix through vertex k. This
+module runs such kernels (captured in a CUDA graph so that Python's launch
+cost stays out of the timing), checks every result against a reference on
+the same random input, and turns a sweep into tidy frames.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+from cudalab import cpu_reference
+from cudalab.gpu import require_cupy
+from cudalab.launch import check_launch, launch, refusal_types, require_memory
+from cudalab.sweep import progress
+from cudalab.timing import summarize, time_cpu, time_gpu
+
+NO_EDGE = -1
+
+
+def gen_matrix(n: int, seed: int, max_weight: int = 30) -> np.ndarray:
+    """A random graph in the labs' convention (their GenMatrix: ``rand() % 32 - 1``):
+    weights 0..max_weight, -1 (no edge) with probability 1/(max_weight+2), zero diagonal."""
+    if n <= 0:
+        raise ValueError(f"n must be positive, got {n}")
+    rng = np.random.default_rng([seed, n])
+    mat = rng.integers(-1, max_weight + 1, size=(n, n), dtype=np.int32)
+    np.fill_diagonal(mat, 0)
+    return mat
+
+
+def floyd_warshall_cupy(d_mat) -> Any:
+    """Reference on the GPU through CuPy's own elementwise kernels (min-plus on int32,
+    unreachable = 2**30-1 so that two of them still fit in an int32)."""
+    cp = require_cupy()
+    inf = int(cpu_reference.UNREACHABLE)
+    d = cp.where(d_mat < 0, inf, d_mat).astype(cp.int32)
+    for k in range(d.shape[0]):
+        cp.minimum(d, d[:, k, None] + d[None, k, :], out=d)
+    return cp.where(d >= inf, NO_EDGE, d).astype(cp.int32)
+
+
+@dataclass
+class PerKLaunch:
+    """How to launch one per-k kernel for an n x n matrix."""
+
+    kernel: Any
+    grid: tuple[int, ...]
+    block: tuple[int, ...]
+    args: Callable[[Any, int, int], tuple] = field(
+        default=lambda mat, k, n: (mat, np.int32(k), np.int32(n)))
+    shared_mem: int = 0
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+class PerKSolver:
+    """Runs ``n`` launches of a per-k kernel on one device matrix, as a CUDA graph
+    when CuPy can capture one (else as plain launches on the stream)."""
+
+    def __init__(self, plan: PerKLaunch, d_mat, n: int, use_graph: bool = True):
+        cp = require_cupy()
+        check_launch(plan.kernel, plan.grid, plan.block, plan.shared_mem)
+        self.plan, self.d_mat, self.n = plan, d_mat, n
+        self.stream = cp.cuda.Stream(non_blocking=True)
+        self.graph = None
+        with self.stream:
+            launch(plan.kernel, plan.grid, plan.block, plan.args(d_mat, 0, n), plan.shared_mem)  # refusals surface here
+        self.stream.synchronize()
+        if use_graph:
+            try:
+                with self.stream:
+                    self.stream.begin_capture()
+                    try:
+                        self._enqueue()
+                    finally:
+                        self.graph = self.stream.end_capture()
+            except Exception:  # capture unsupported here: plain launches measure the same kernels
+                self.graph = None
+        self.launch_mode = "cuda-graph" if self.graph is not None else "stream"
+
+    def _enqueue(self) -> None:
+        p = self.plan
+        for k in range(self.n):
+            p.kernel(p.grid, p.block, p.args(self.d_mat, k, self.n), shared_mem=p.shared_mem)
+
+    def run(self) -> None:
+        if self.graph is not None:
+            self.graph.launch(self.stream)
+        else:
+            with self.stream:
+                self._enqueue()
+
+
+@dataclass
+class Variant:
+    """One kernel configuration of a sweep: its label, extra columns, and launch plan for n."""
+
+    label: str
+    fields: dict[str, Any]
+    plan: Callable[[int], PerKLaunch]
+
+
+def compare(result, reference) -> dict[str, Any]:
+    """Status of a result against its reference: 'ok' or 'wrong' with the mismatch count."""
+    cp = require_cupy()
+    mismatches = int(cp.count_nonzero(result != reference))
+    return {"status": "ok" if mismatches == 0 else "wrong", "mismatches": mismatches,
+            "reason": "" if mismatches == 0 else f"{mismatches} of {result.size} entries differ from the reference"}
+
+
+def measure_variant(variant: Variant, d_input, reference, n: int, timing: dict[str, Any]) -> dict[str, Any]:
+    """Time one kernel configuration on ``d_input`` and check the timed run's output."""
+    cp = require_cupy()
+    work = cp.empty_like(d_input)
+    plan = variant.plan(n)
+    solver = PerKSolver(plan, work, n)
+
+    def reset():
+        with solver.stream:
+            cp.copyto(work, d_input)
+
+    samples = time_gpu(solver.run, setup=reset, stream=solver.stream, **timing)
+    solver.stream.synchronize()
+    row = {**summarize(samples), "launch_mode": solver.launch_mode, **compare(work, reference)}
+    row["grid"] = "x".join(map(str, plan.grid))
+    return row
+
+
+def sweep_per_k(variants: Sequence[Variant], sizes: Sequence[int], *, seed: int, cpu_max_n: int,
+                timing: Optional[dict[str, Any]] = None, desc: str = "Floyd-Warshall") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Measure every variant at every n, each on a fresh seeded random graph.
+
+    Returns (gpu, cpu): the GPU frame has one row per (n, variant) with timing,
+    status and how it was checked; the CPU frame has the sequential C time for
+    every n <= ``cpu_max_n``. A result is checked against the CPU reference
+    where it ran, else against CuPy's own min-plus Floyd-Warshall on the GPU.
+    """
+    cp = require_cupy()
+    timing = timing or {}
+    gpu_rows, cpu_rows = [], []
+    points = [(n, v) for n in sizes for v in variants]
+    bar = progress(points, desc=desc, total=len(points))
+    current_n, reference, d_input, checked_by = None, None, None, ""
+    for n, variant in bar:
+        base = {"n": n, "variant": variant.label, **variant.fields}
+        if n != current_n:
+            current_n, reference, d_input = n, None, None
+            cp.get_default_memory_pool().free_all_blocks()
+            try:
+                require_memory(4 * n * n * 4, f"n={n} (input, work, reference and a temporary)")
+            except refusal_types() as exc:
+                reason = f"{type(exc).__name__}: {exc}"
+            else:
+                reason = ""
+                host = gen_matrix(n, seed)
+                d_input = cp.asarray(host)
+                if n <= cpu_max_n:
+                    out = np.empty_like(host)
+                    samples = time_cpu(lambda: cpu_reference.floyd_warshall_c(host, out),
+                                       min_total_s=1.0 if n < 512 else 0.0)
+                    cpu_rows.append({"n": n, **summarize(samples, "cpu_time_ms")})
+                    reference, checked_by = cp.asarray(out), "cpu"
+                else:
+                    reference, checked_by = floyd_warshall_cupy(d_input), "cupy"
+        if d_input is None:
+            gpu_rows.append({**base, "status": "skipped", "reason": reason})
+            continue
+        try:
+            row = measure_variant(variant, d_input, reference, n, timing)
+            row["checked_against"] = checked_by
+        except refusal_types() as exc:
+            row = {"status": "skipped", "reason": f"{type(exc).__name__}: {exc}"}
+        gpu_rows.append({**base, **row})
+    return pd.DataFrame(gpu_rows), pd.DataFrame(cpu_rows)

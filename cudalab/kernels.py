@@ -1,0 +1,152 @@
+"""Loading ``kernels_cu/*.cu`` with CuPy, and compile-checking them with nvcc.
+
+A kernel that fails to compile must say which ``.cu`` file and line, so the
+source is handed to NVRTC behind a ``#line`` directive naming the real file:
+the compiler's own diagnostics then point at ``kernels_cu/...cu(LINE)``.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Optional
+
+from cudalab.paths import KERNELS_DIR
+
+_DIAGNOSTIC = re.compile(r"(?P<file>[^\s\"()]+\.cuh?)\((?P<line>\d+)\): (?P<kind>error|catastrophic error|warning)"
+                         r"[^:]*: (?P<message>.*)")
+
+
+class KernelCompileError(RuntimeError):
+    """A ``.cu`` file that does not compile; carries the file, line and full log."""
+
+    def __init__(self, path: Path, line: Optional[int], message: str, log: str):
+        self.path, self.line, self.log = Path(path), line, log
+        where = f"{self.path}:{line}" if line else str(self.path)
+        super().__init__(f"{where}: {message}\n--- compiler log ---\n{log.strip()}")
+
+
+def first_error(log: str) -> tuple[Optional[str], Optional[int], str]:
+    """The file, line and message of the first error in an NVRTC/nvcc log."""
+    fallback = None
+    for m in _DIAGNOSTIC.finditer(log):
+        hit = (m.group("file"), int(m.group("line")), m.group("message").strip())
+        if "error" in m.group("kind"):
+            return hit
+        fallback = fallback or hit
+    if fallback:
+        return fallback
+    return None, None, (log.strip().splitlines() or ["compilation failed"])[0]
+
+
+def kernel_path(filename: str | Path) -> Path:
+    path = Path(filename)
+    if not path.is_absolute() and not path.exists():
+        path = KERNELS_DIR / path
+    if not path.is_file():
+        raise FileNotFoundError(f"no kernel file {path}")
+    return path.resolve()
+
+
+_modules: dict[tuple, Any] = {}
+
+
+def load_module(filename: str | Path, options: Iterable[str] = ()):
+    """Compile a ``.cu`` file with NVRTC (cached) and return the ``cupy.RawModule``."""
+    from cudalab.gpu import require_cupy
+
+    cp = require_cupy()
+    path = kernel_path(filename)
+    opts = (f"-I{path.parent}", "-std=c++17", *options)
+    key = (str(path), path.stat().st_mtime_ns, opts)
+    if key in _modules:
+        return _modules[key]
+    source = f'#line 1 "{path}"\n' + path.read_text()
+    module = cp.RawModule(code=source, options=opts)
+    try:
+        module.compile()
+    except cp.cuda.compiler.CompileException as exc:
+        log = str(exc)
+        _, line, message = first_error(log)
+        raise KernelCompileError(path, line, message, log) from None
+    _modules[key] = module
+    return module
+
+
+def load_kernel(filename: str | Path, name: str, options: Iterable[str] = ()):
+    """One ``extern "C"`` kernel of a ``.cu`` file, as a ``cupy.RawKernel``."""
+    return load_module(filename, options).get_function(name)
+
+
+def source_markdown(filename: str | Path):
+    """The kernel file's source, for the notebook to show what is being measured."""
+    from IPython.display import Markdown
+
+    path = kernel_path(filename)
+    return Markdown(f"`kernels_cu/{path.name}`\n\n```cuda\n{path.read_text().rstrip()}\n```")
+
+
+def kernel_resources(kernel) -> dict[str, int]:
+    """What the compiled kernel uses per thread and block on the present GPU."""
+    return {
+        "registers_per_thread": kernel.num_regs,
+        "static_shared_bytes": kernel.shared_size_bytes,
+        "local_bytes_per_thread": kernel.local_size_bytes,
+        "max_threads_per_block": kernel.max_threads_per_block,
+    }
+
+
+# --------------------------------------------------------------- nvcc check
+
+
+@dataclass(frozen=True)
+class PtxasUsage:
+    kernel: str
+    arch: str
+    registers: int
+    shared_bytes: int
+    stack_bytes: int
+    spill_store_bytes: int
+    spill_load_bytes: int
+
+
+_ENTRY = re.compile(r"Compiling entry function '(?P<name>[^']+)' for '(?P<arch>[^']+)'")
+_FRAME = re.compile(r"(?P<stack>\d+) bytes stack frame, (?P<st>\d+) bytes spill stores, (?P<ld>\d+) bytes spill loads")
+_USED = re.compile(r"Used (?P<regs>\d+) registers(?:.*?(?P<smem>\d+) bytes smem)?")
+
+
+def parse_ptxas(log: str) -> list[PtxasUsage]:
+    """Per-kernel registers, shared memory and spills from ``ptxas -v`` output."""
+    usages, current = [], None
+    for line in log.splitlines():
+        if m := _ENTRY.search(line):
+            current = {"kernel": m["name"], "arch": m["arch"], "stack": 0, "st": 0, "ld": 0}
+        elif current and (m := _FRAME.search(line)):
+            current.update(stack=int(m["stack"]), st=int(m["st"]), ld=int(m["ld"]))
+        elif current and (m := _USED.search(line)):
+            usages.append(PtxasUsage(current["kernel"], current["arch"], int(m["regs"]), int(m["smem"] or 0),
+                                     current["stack"], current["st"], current["ld"]))
+            current = None
+    return usages
+
+
+def nvcc_check(filename: str | Path, arch: str = "sm_90", options: Iterable[str] = ()) -> list[PtxasUsage]:
+    """Compile a ``.cu`` file to a cubin with nvcc (no GPU needed) and report resources.
+
+    Raises ``KernelCompileError`` naming the file and line when it does not compile.
+    """
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        raise FileNotFoundError("nvcc is not on PATH")
+    path = kernel_path(filename)
+    cmd = [nvcc, "-cubin", f"-arch={arch}", "-std=c++17", "-Xptxas", "-v", f"-I{path.parent}",
+           "-o", "/dev/null", *options, str(path)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    log = proc.stdout + proc.stderr
+    if proc.returncode != 0:
+        _, line, message = first_error(log)
+        raise KernelCompileError(path, line, message, log)
+    return parse_ptxas(log)

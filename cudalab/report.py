@@ -1,0 +1,135 @@
+"""Stitching executed chapter notebooks into one self-contained HTML (and PDF) report.
+
+The chapters are concatenated into a single notebook behind a cover page
+(GPU, profile, date, where the data came from) and a table of contents, then
+rendered once by nbconvert with the lab template: figures are embedded, code
+is folded behind "Show code", and a failed chapter is shown, not dropped.
+"""
+
+from __future__ import annotations
+
+import html
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import nbformat
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+@dataclass
+class ChapterOutcome:
+    id: str
+    title: str
+    notebook: Path
+    ok: bool
+    error: str = ""
+    seconds: float = 0.0
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+
+def _anchor(chapter_id: str) -> str:
+    return f"chapter-{chapter_id}"
+
+
+def _data_source(mode: str, outcomes: list[ChapterOutcome]) -> str:
+    recorded = [o.provenance for o in outcomes if o.provenance]
+    gpus = sorted({p.get("gpu_name") or "?" for p in recorded})
+    dates = sorted({str(p.get("date_utc", "?"))[:10] for p in recorded})
+    commits = sorted({str(p.get("git_commit", "?"))[:10] for p in recorded})
+    if mode == "measure":
+        return (f"<b>Measured now</b> on {', '.join(gpus) or 'this GPU'}, {', '.join(dates)}, "
+                f"by commit {', '.join(commits)}.")
+    return (f"<div class='cudalab-replayed'><b>Replayed, not measured here.</b> No CUDA device was present when "
+            f"this report was built, so every measured number in it was recorded by this pipeline on "
+            f"<b>{', '.join(gpus) or 'a GPU'}</b> on {', '.join(dates) or '?'} (commit {', '.join(commits)}) "
+            f"and read back from <code>results/</code>.</div>")
+
+
+def cover_cell(*, title: str, profile: str, lab_gpu: str, mode: str, built_utc: str, command: str,
+               outcomes: list[ChapterOutcome]) -> nbformat.NotebookNode:
+    rows = []
+    for o in outcomes:
+        status = "ok" if o.ok else "<b style='color:#c00'>FAILED</b>"
+        rows.append(f"<tr><td><a href='#{_anchor(o.id)}'>{html.escape(o.title)}</a></td><td>{status}</td>"
+                    f"<td>{o.seconds:.0f} s</td></tr>")
+    first = next((o.provenance for o in outcomes if o.provenance), {})
+    env = ", ".join(f"{k} {first[k]}" for k in ("driver_version", "cuda_runtime", "cupy") if first.get(k))
+    body = f"""<div class="cudalab-cover">
+<h1>{html.escape(title)}</h1>
+<p>{_data_source(mode, outcomes)}</p>
+<table>
+<tr><th style="text-align:left">GPU profile</th><td><code>{html.escape(profile)}</code></td></tr>
+<tr><th style="text-align:left">Lab GPU (published numbers)</th><td>{html.escape(lab_gpu)}</td></tr>
+<tr><th style="text-align:left">Measured on</th><td>{html.escape(str(first.get('gpu_name') or '?'))}
+ ({html.escape(env or 'versions not recorded')})</td></tr>
+<tr><th style="text-align:left">Report built</th><td>{html.escape(built_utc)}</td></tr>
+<tr><th style="text-align:left">Command</th><td><code>{html.escape(command)}</code></td></tr>
+</table>
+<h2>Contents</h2>
+<table><tr><th>chapter</th><th>status</th><th>run time</th></tr>
+{''.join(rows)}
+</table>
+<p>Code is folded under <i>Show code</i> in every chapter; each chapter's tidy tables and provenance
+(<code>data/&lt;chapter&gt;/</code>) and executed notebook (<code>notebooks/</code>) sit beside this file.</p>
+</div>"""
+    return nbformat.v4.new_markdown_cell(body)
+
+
+def stitch(outcomes: list[ChapterOutcome], cover: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """One notebook: the cover, then every chapter's executed cells behind an anchor."""
+    book = nbformat.v4.new_notebook()
+    book.cells.append(cover)
+    for o in outcomes:
+        start = f"<div class='cudalab-chapter-start' id='{_anchor(o.id)}'></div>"
+        if not o.ok:
+            start += (f"\n<div class='cudalab-chapter-failed'><b>This chapter failed</b> and its results "
+                      f"are incomplete: <pre>{html.escape(o.error.strip()[:4000])}</pre></div>")
+        book.cells.append(nbformat.v4.new_markdown_cell(start))
+        try:
+            nb = nbformat.read(o.notebook, as_version=4)
+            book.cells.extend(nb.cells)
+        except Exception as exc:  # a notebook too broken to read is still reported
+            book.cells.append(nbformat.v4.new_markdown_cell(f"*(executed notebook unreadable: {exc})*"))
+    if outcomes:
+        first = nbformat.read(outcomes[0].notebook, as_version=4) if outcomes[0].notebook.exists() else None
+        if first is not None:
+            book.metadata.update({k: v for k, v in first.metadata.items() if k in ("kernelspec", "language_info")})
+    return book
+
+
+def render_html(book: nbformat.NotebookNode, path: Path, title: str) -> Path:
+    from nbconvert import HTMLExporter
+
+    exporter = HTMLExporter(template_name="cudalab", extra_template_basedirs=[str(TEMPLATES)])
+    exporter.embed_images = True
+    body, _ = exporter.from_notebook_node(book, resources={"metadata": {"name": title}})
+    path.write_text(body, encoding="utf-8")
+    return path
+
+
+def find_browser() -> Optional[str]:
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        if path := shutil.which(name):
+            return path
+    return None
+
+
+def render_pdf(html_path: Path, pdf_path: Path, timeout_s: int = 180) -> tuple[Optional[Path], str]:
+    """Print the HTML report to PDF with headless Chromium; (path, '') or (None, why not)."""
+    browser = find_browser()
+    if browser is None:
+        return None, "no Chromium found (Debian: apt-get install chromium); PDF skipped"
+    cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+           "--disable-component-update", "--no-first-run", "--no-pdf-header-footer",
+           "--virtual-time-budget=10000", f"--print-to-pdf={pdf_path}", html_path.resolve().as_uri()]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return None, f"Chromium did not finish printing within {timeout_s} s"
+    if proc.returncode != 0 or not pdf_path.exists():
+        return None, f"Chromium failed to print the PDF: {proc.stderr.strip()[-500:]}"
+    return pdf_path, ""

@@ -1,0 +1,107 @@
+"""The whole pipeline without a GPU: build_report.py replays recorded results into one report."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from cudalab.gpu import gpu_available
+from cudalab.paths import RESULTS_DIR, ROOT
+
+pytestmark = pytest.mark.slow
+
+
+def build(*args, env=None):
+    return subprocess.run([sys.executable, str(ROOT / "build_report.py"), *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=900, env={**os.environ, **(env or {})})
+
+
+def test_help_explains():
+    proc = build("--help")
+    assert proc.returncode == 0
+    for word in ("--gpu", "--only", "--out", "--quick", "--record", "replay", "gtx680", "h100"):
+        assert word in proc.stdout
+
+
+def test_unknown_profile_is_a_clear_error(tmp_path):
+    proc = build("--gpu", "gtx9999", "--out", str(tmp_path))
+    assert proc.returncode == 2
+    assert "unknown profile 'gtx9999'" in proc.stderr and "gtx680" in proc.stderr
+    assert not (tmp_path / "report.html").exists()
+
+
+def test_unknown_chapter_is_a_clear_error(tmp_path):
+    proc = build("--only", "77", "--out", str(tmp_path))
+    assert proc.returncode == 2 and "unknown chapter '77'" in proc.stderr
+
+
+def test_invalid_profile_file_is_reported_before_any_work(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\nchapters:\n  01_block_size:\n    params: {block_sizes: [8, 'x']}\n")
+    proc = build("--gpu", str(bad), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2 and "block_sizes" in proc.stderr
+
+
+@pytest.mark.skipif(gpu_available(), reason="replay of a missing recording is a no-GPU path")
+def test_replay_without_recording_names_what_exists(tmp_path):
+    proc = build("--gpu", "generic", "--results", str(tmp_path / "empty"), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2 and "no recorded results for profile 'generic'" in proc.stderr
+
+
+@pytest.fixture(scope="module")
+def replay_report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report")
+    proc = build("--gpu", "gtx680", "--replay", "--no-pdf", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out, proc
+
+
+def test_replay_report_holds_both_chapters_figures_and_no_errors(replay_report):
+    out, proc = replay_report
+    html = (out / "report.html").read_text()
+    assert "Replayed, not measured here" in html
+    first_page = html[: html.index("cudalab-chapter-start")]
+    assert "Replayed" in first_page and re.search(r"recorded by this pipeline on\s*<b>NVIDIA", first_page)
+    for title in ("00 GPU capabilities", "01 Block size"):
+        assert title in html
+    figures = re.findall(r'<img[^>]+src="data:image/png;base64,', html)
+    assert len(figures) >= 4, f"expected the chapters' figures embedded, found {len(figures)}"
+    assert "Show code" in html and "<details" in html
+    assert "Traceback" not in html and "jp-RenderedText" in html
+    assert 'data-mime-type="application/vnd.jupyter.stderr"' not in html, "a chapter wrote to stderr"
+    for nb in (out / "notebooks").glob("*.ipynb"):
+        outputs = [o for c in json.loads(nb.read_text())["cells"] for o in c.get("outputs", [])]
+        assert not [o for o in outputs if o["output_type"] == "error"], nb.name
+    summary = json.loads((out / "build.json").read_text())
+    assert summary["mode"] == "replay" and summary["ok"]
+    assert set(summary["chapters"]) >= {"00_gpu_capabilities", "01_block_size"}
+
+
+def test_replayed_tables_are_the_recorded_ones_with_provenance(replay_report):
+    out, _ = replay_report
+    for chapter in ("00_gpu_capabilities", "01_block_size"):
+        recorded = RESULTS_DIR / "gtx680" / chapter
+        prov = json.loads((recorded / "provenance.json").read_text())
+        for key in ("gpu_name", "driver_version", "cuda_runtime", "cupy", "date_utc", "git_commit", "parameters"):
+            assert prov.get(key), f"{chapter} provenance lacks {key}"
+        for csv in recorded.glob("*.csv"):
+            assert (out / "data" / chapter / csv.name).read_bytes() == csv.read_bytes()
+
+
+def test_a_failing_chapter_is_shown_and_the_rest_still_comes_out(tmp_path):
+    results = tmp_path / "results"
+    shutil.copytree(RESULTS_DIR / "gtx680", results / "gtx680")
+    for csv in (results / "gtx680" / "01_block_size").glob("block_sweep.csv"):
+        csv.unlink()
+    proc = build("--gpu", "gtx680", "--replay", "--no-pdf", "--results", str(results), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 1
+    assert "FAILED chapters: 01_block_size" in proc.stderr
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "This chapter failed" in html and "NoRecordedResults" in html
+    assert "00 GPU capabilities" in html and "Copy bandwidth" in html
+    summary = json.loads((tmp_path / "out" / "build.json").read_text())
+    assert summary["chapters"]["00_gpu_capabilities"]["ok"] and not summary["chapters"]["01_block_size"]["ok"]

@@ -1,0 +1,47 @@
+import numpy as np
+import pytest
+
+from conftest import random_graph
+from cudalab.cpu_reference import floyd_warshall_c, floyd_warshall_numpy
+from cudalab.floyd_warshall import gen_matrix
+
+
+def test_small_graph_by_hand():
+    #   0 -> 1 (4), 1 -> 2 (1), 0 -> 2 (7); 2 has no way back
+    mat = np.array([[0, 4, 7], [-1, 0, 1], [-1, -1, 0]], dtype=np.int32)
+    expected = np.array([[0, 4, 5], [-1, 0, 1], [-1, -1, 0]], dtype=np.int32)
+    np.testing.assert_array_equal(floyd_warshall_c(mat), expected)
+    np.testing.assert_array_equal(floyd_warshall_numpy(mat), expected)
+    assert mat[0, 2] == 7, "the input must not be modified"
+
+
+@pytest.mark.parametrize("n", [1, 2, 17, 64, 129])
+@pytest.mark.parametrize("density", [0.02, 0.3, 1.0])
+def test_c_and_numpy_agree(rng, n, density):
+    mat = random_graph(rng, n, density, max_weight=1000)
+    np.testing.assert_array_equal(floyd_warshall_c(mat), floyd_warshall_numpy(mat))
+
+
+def test_c_writes_into_given_buffer(rng):
+    mat = random_graph(rng, 40, 0.1, 50)
+    out = np.full_like(mat, 123)
+    assert floyd_warshall_c(mat, out) is out
+    np.testing.assert_array_equal(out, floyd_warshall_numpy(mat))
+
+
+def test_rejects_non_square():
+    with pytest.raises(ValueError, match="square"):
+        floyd_warshall_c(np.zeros((2, 3), dtype=np.int32))
+
+
+def test_gen_matrix_follows_the_labs_convention():
+    mat = gen_matrix(600, seed=1)
+    assert mat.dtype == np.int32 and mat.shape == (600, 600)
+    assert (np.diag(mat) == 0).all()
+    off = mat[~np.eye(600, dtype=bool)]
+    assert off.min() == -1 and off.max() == 30
+    assert abs((off == -1).mean() - 1 / 32) < 0.005  # GenMatrix: rand() % 32 - 1
+    np.testing.assert_array_equal(mat, gen_matrix(600, seed=1))
+    assert not np.array_equal(gen_matrix(600, seed=2), mat)
+    with pytest.raises(ValueError):
+        gen_matrix(0, seed=1)

@@ -1,0 +1,69 @@
+"""Every .cu file compiles with nvcc (no GPU needed); errors name the file and line."""
+
+import shutil
+
+import pytest
+
+from cudalab.kernels import KernelCompileError, first_error, nvcc_check, parse_ptxas
+from cudalab.paths import KERNELS_DIR
+
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+KERNEL_FILES = sorted(KERNELS_DIR.glob("*.cu"))
+
+
+def test_there_are_kernels():
+    assert KERNEL_FILES
+
+
+@needs_nvcc
+@pytest.mark.parametrize("path", KERNEL_FILES, ids=lambda p: p.name)
+@pytest.mark.parametrize("arch", ["sm_75", "sm_90"])
+def test_kernel_file_compiles_and_reports_resources(path, arch):
+    usages = nvcc_check(path, arch=arch)
+    assert usages, f"{path.name} defines no kernel"
+    for u in usages:
+        print(f"{path.name} {u.kernel} [{u.arch}]: {u.registers} registers, {u.shared_bytes} B shared, "
+              f"{u.spill_store_bytes} B spilled")
+        assert u.arch == arch and u.registers > 0
+        assert u.spill_store_bytes == 0, f"{u.kernel} spills registers"
+
+
+@needs_nvcc
+def test_compile_error_names_file_and_line(tmp_path):
+    bad = tmp_path / "broken.cu"
+    bad.write_text('extern "C" __global__ void k(int* a)\n{\n    a[0] = undefined_name;\n}\n')
+    with pytest.raises(KernelCompileError) as err:
+        nvcc_check(bad)
+    assert err.value.line == 3
+    assert f"{bad}:3" in str(err.value) or f"broken.cu:3" in str(err.value)
+    assert "undefined_name" in str(err.value)
+    assert "compiler log" in str(err.value)
+
+
+def test_first_error_reads_nvrtc_logs():
+    log = ('/repo/kernels_cu/fw_basic_2d.cu(7): warning #177-D: variable "x" was declared but never referenced\n'
+           '/repo/kernels_cu/fw_basic_2d.cu(12): error: identifier "Mn" is undefined\n'
+           '1 error detected in the compilation of "fw_basic_2d.cu".\n')
+    assert first_error(log) == ("/repo/kernels_cu/fw_basic_2d.cu", 12, 'identifier "Mn" is undefined')
+
+
+def test_first_error_without_location_keeps_the_message():
+    assert first_error("nvcc fatal   : Unsupported gpu architecture 'sm_1'\n") == (
+        None, None, "nvcc fatal   : Unsupported gpu architecture 'sm_1'")
+
+
+def test_parse_ptxas_reads_registers_shared_memory_and_spills():
+    log = """ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'tiled' for 'sm_90'
+ptxas info    : Function properties for tiled
+    8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads
+ptxas info    : Used 40 registers, used 1 barriers, 8192 bytes smem, 368 bytes cmem[0]
+ptxas info    : Compiling entry function 'plain' for 'sm_90'
+ptxas info    : Function properties for plain
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 12 registers, used 0 barriers
+"""
+    tiled, plain = parse_ptxas(log)
+    assert (tiled.kernel, tiled.registers, tiled.shared_bytes, tiled.stack_bytes, tiled.spill_store_bytes) == (
+        "tiled", 40, 8192, 8, 4)
+    assert (plain.kernel, plain.registers, plain.shared_bytes) == ("plain", 12, 0)

@@ -1,0 +1,140 @@
+import pytest
+
+from cudalab.profiles import ProfileError, available_profiles, load_profile, profile_for_gpu
+
+NOTEBOOKS = {"01_block_size": {"profile": "str", "sizes": "list[int]", "block_sizes": "list[int]",
+                               "cpu_max_n": "int", "seed": "int"}}
+
+
+def write(tmp_path, text, name="p.yaml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("name", available_profiles())
+def test_every_shipped_profile_is_valid(name):
+    profile = load_profile(name)
+    assert profile.name == name
+    assert profile.chapter_params("01_block_size")["block_sizes"]
+
+
+def test_the_required_profiles_exist():
+    assert {"gtx680", "h100", "generic"} <= set(available_profiles())
+
+
+def test_gtx680_carries_the_labs_published_numbers():
+    pub = load_profile("gtx680").chapter("01_block_size").published
+    rows = {r["block_edge"]: r for r in pub.rows}
+    assert rows[16]["speedup_vs_cpu"] == 21.1 and rows[16]["cpu_time_ms"] == 867700.0
+    assert "§3.2" in pub.source and pub.gpu == "GeForce GTX 680"
+    assert load_profile("gtx680").device.multiprocessors == 8
+
+
+def test_extends_inherits_lab_data_but_not_gpu_matching():
+    h100 = load_profile("h100")
+    assert h100.device.name == "GeForce GTX 680"
+    assert h100.chapter("01_block_size").published is not None
+    assert max(h100.chapter_params("01_block_size")["sizes"]) == 4096
+    assert load_profile("generic").match == []
+
+
+def test_quick_overrides_params():
+    p = load_profile("gtx680")
+    assert max(p.chapter_params("01_block_size", quick=True)["sizes"]) < max(p.chapter_params("01_block_size")["sizes"])
+
+
+def test_unknown_profile_lists_available():
+    with pytest.raises(ProfileError) as err:
+        load_profile("gtx9999")
+    assert "unknown profile 'gtx9999'" in str(err.value)
+    for name in available_profiles():
+        assert name in str(err.value)
+
+
+def test_missing_file_path(tmp_path):
+    with pytest.raises(ProfileError, match="not found"):
+        load_profile(str(tmp_path / "nope.yaml"))
+
+
+def test_malformed_yaml(tmp_path):
+    with pytest.raises(ProfileError, match="not valid YAML"):
+        load_profile(str(write(tmp_path, "name: [unclosed\n")), notebooks=NOTEBOOKS)
+
+
+def test_top_level_must_be_mapping(tmp_path):
+    with pytest.raises(ProfileError, match="mapping"):
+        load_profile(str(write(tmp_path, "- a\n- b\n")), notebooks=NOTEBOOKS)
+
+
+def test_unknown_top_level_key(tmp_path):
+    with pytest.raises(ProfileError, match=r"devcie: unknown key"):
+        load_profile(str(write(tmp_path, "name: x\ndevcie: {}\n")), notebooks=NOTEBOOKS)
+
+
+def test_wrong_type_in_device(tmp_path):
+    text = "name: x\ndevice: {name: G, source: s, multiprocessors: many}\n"
+    with pytest.raises(ProfileError, match=r"device.multiprocessors: .*integer"):
+        load_profile(str(write(tmp_path, text)), notebooks=NOTEBOOKS)
+
+
+def test_unknown_chapter_param_names_accepted_ones(tmp_path):
+    text = "name: x\nchapters:\n  01_block_size:\n    params: {sizez: [1]}\n"
+    with pytest.raises(ProfileError) as err:
+        load_profile(str(write(tmp_path, text)), notebooks=NOTEBOOKS)
+    assert "chapters.01_block_size.params.sizez: unknown key" in str(err.value)
+    assert "block_sizes" in str(err.value)
+
+
+def test_wrong_param_type(tmp_path):
+    text = "name: x\nchapters:\n  01_block_size:\n    params: {sizes: 5000}\n"
+    with pytest.raises(ProfileError, match=r"params.sizes: expected list\[int\], got int"):
+        load_profile(str(write(tmp_path, text)), notebooks=NOTEBOOKS)
+
+
+def test_wrong_list_item_type(tmp_path):
+    text = "name: x\nchapters:\n  01_block_size:\n    quick: {sizes: [256, big]}\n"
+    with pytest.raises(ProfileError, match=r"quick.sizes: expected list\[int\], but 'big' is a str"):
+        load_profile(str(write(tmp_path, text)), notebooks=NOTEBOOKS)
+
+
+def test_unknown_chapter(tmp_path):
+    text = "name: x\nchapters:\n  09_nothing:\n    params: {}\n"
+    with pytest.raises(ProfileError, match="09_nothing: no such chapter"):
+        load_profile(str(write(tmp_path, text)), notebooks=NOTEBOOKS)
+
+
+def test_block_over_the_profiles_device_limit(tmp_path):
+    text = ("name: x\ndevice: {name: Old GPU, source: s, max_threads_per_block: 512}\n"
+            "chapters:\n  01_block_size:\n    params: {block_sizes: [16, 32]}\n")
+    with pytest.raises(ProfileError) as err:
+        load_profile(str(write(tmp_path, text)), notebooks=NOTEBOOKS)
+    assert "32x32 threads = 1024 threads exceeds the profile's device (Old GPU)'s limit of 512" in str(err.value)
+    assert "16x16" not in str(err.value)
+
+
+def test_block_over_the_present_gpus_limit(tmp_path):
+    text = "name: x\nchapters:\n  01_block_size:\n    params: {block_sizes: [64]}\n"
+    path = str(write(tmp_path, text))
+    load_profile(path, notebooks=NOTEBOOKS)  # no GPU limit known: accepted
+    with pytest.raises(ProfileError, match="4096 threads exceeds the present GPU's limit of 1024"):
+        load_profile(path, notebooks=NOTEBOOKS, gpu_max_threads=1024)
+
+
+def test_non_positive_block(tmp_path):
+    text = "name: x\nchapters:\n  01_block_size:\n    params: {block_sizes: [0]}\n"
+    with pytest.raises(ProfileError, match="0 is not a positive integer"):
+        load_profile(str(write(tmp_path, text)), notebooks=NOTEBOOKS)
+
+
+def test_extends_cycle(tmp_path):
+    write(tmp_path, "name: a\nextends: b\n", "a.yaml")
+    write(tmp_path, "name: b\nextends: a\n", "b.yaml")
+    with pytest.raises(ProfileError, match="cycle"):
+        load_profile("a", params_dir=tmp_path, notebooks=NOTEBOOKS)
+
+
+def test_detected_gpu_picks_profile():
+    assert profile_for_gpu("NVIDIA H100 80GB HBM3") == "h100"
+    assert profile_for_gpu("NVIDIA GeForce GTX 680") == "gtx680"
+    assert profile_for_gpu("NVIDIA RTX A4000") == "generic"

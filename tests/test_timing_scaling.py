@@ -1,0 +1,89 @@
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cudalab.compare import beside_published
+from cudalab.scaling import cpu_times, fit_cubic, fit_quality, predict_cubic, with_speedups
+from cudalab.sweep import run_sweep
+from cudalab.timing import _enough, summarize, time_cpu
+
+
+def test_summarize_median_and_spread():
+    s = summarize([4.0, 1.0, 3.0, 2.0, 100.0])
+    assert s["time_ms"] == 3.0 and s["time_ms_min"] == 1.0 and s["time_ms_max"] == 100.0
+    assert s["time_ms_q1"] == 2.0 and s["time_ms_q3"] == 4.0 and s["repeats"] == 5
+    with pytest.raises(ValueError):
+        summarize([])
+
+
+def test_repeat_policy():
+    assert not _enough([1.0, 1.0], min_repeats=3, max_repeats=30, min_total_ms=0)
+    assert _enough([1.0] * 3, min_repeats=3, max_repeats=30, min_total_ms=0)
+    assert not _enough([1.0] * 3, min_repeats=3, max_repeats=30, min_total_ms=10)
+    assert _enough([1.0] * 30, min_repeats=3, max_repeats=30, min_total_ms=1e9)
+
+
+def test_time_cpu_runs_setup_before_every_timed_call():
+    calls = []
+    samples = time_cpu(lambda: calls.append("run"), setup=lambda: calls.append("setup"), min_repeats=4,
+                       min_total_s=0)
+    assert len(samples) == 4 and (samples >= 0).all()
+    assert calls == ["setup", "run"] * 4
+
+
+def test_cubic_fit_recovers_exact_model():
+    n = np.array([250, 500, 1000, 1500])
+    coef = fit_cubic(n, 2e-6 * n**3 + 3e-4 * n**2)
+    assert coef == pytest.approx([2e-6, 3e-4], rel=1e-9)
+    assert predict_cubic(coef, 5000) == pytest.approx(2e-6 * 5000**3 + 3e-4 * 5000**2)
+
+
+def test_cpu_times_label_measured_and_extrapolated():
+    cpu = pd.DataFrame({"n": [100, 200], "cpu_time_ms": [1.0, 8.0]})
+    out = cpu_times(cpu, [100, 200, 400]).set_index("n")
+    assert out.loc[100, "cpu_time_source"] == "measured" and out.loc[100, "cpu_time_ms"] == 1.0
+    assert out.loc[400, "cpu_time_source"] == "extrapolated"
+    assert out.loc[400, "cpu_time_ms"] == pytest.approx(64.0, rel=1e-6)
+    assert fit_quality(cpu) == pytest.approx(0.0, abs=1e-9)
+
+
+def test_wrong_results_never_get_a_speedup():
+    gpu = pd.DataFrame({"n": [100, 100, 100], "variant": ["a", "b", "c"], "time_ms": [0.5, 0.1, np.nan],
+                        "status": ["ok", "wrong", "skipped"]})
+    cpu = pd.DataFrame({"n": [100], "cpu_time_ms": [10.0]})
+    out = with_speedups(gpu, cpu).set_index("variant")
+    assert out.loc["a", "speedup_vs_cpu"] == pytest.approx(20.0)
+    assert math.isnan(out.loc["b", "speedup_vs_cpu"]) and math.isnan(out.loc["c", "speedup_vs_cpu"])
+
+
+def test_beside_published_labels_each_source_with_its_n():
+    measured = pd.DataFrame({"n": [1000, 4096, 4096, 4096], "block_edge": [8, 8, 16, 32],
+                             "speedup_vs_cpu": [5.0, 50.0, 40.0, np.nan], "status": ["ok", "ok", "ok", "wrong"]})
+    published = pd.DataFrame({"n": [5000, 5000], "block_edge": [8, 16], "speedup_vs_cpu": [17.3, 21.1]})
+    out = beside_published(measured, published, on="block_edge", value="speedup_vs_cpu", measured_label="H100",
+                           published_label="GTX 680", key_label=lambda b: f"{b}x{b}")
+    assert set(out["source"]) == {"H100, N=4096", "GTX 680, N=5000"}
+    assert list(out[out["source"].str.startswith("H100")]["block_edge"]) == ["8x8", "16x16"]
+    assert out[out["source"].str.startswith("GTX")]["speedup_vs_cpu"].tolist() == [17.3, 21.1]
+
+
+def test_sweep_records_skips_with_reasons_and_goes_on():
+    class TooBig(Exception):
+        pass
+
+    def measure(p):
+        if p["x"] == 2:
+            raise TooBig("needs 3 GiB")
+        return {"y": p["x"] * 10}
+
+    df = run_sweep([{"x": 1}, {"x": 2}, {"x": 3}], measure, skip_on=(TooBig,))
+    assert df["status"].tolist() == ["ok", "skipped", "ok"]
+    assert df.loc[1, "reason"] == "TooBig: needs 3 GiB"
+    assert df.loc[2, "y"] == 30
+
+
+def test_sweep_does_not_hide_real_errors():
+    with pytest.raises(RuntimeError, match="sweep point"):
+        run_sweep([{"x": 1}], lambda p: 1 / 0)

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Build an offline wheelhouse of what a GPU node lacks, for a node without internet.
+#
+#   tools/build_wheelhouse.sh [DIR] [PYTHON_VERSION]      (default: wheelhouse/ for Python 3.12)
+#
+# GPU nodes usually have CUDA, CuPy, numpy, pandas, matplotlib and seaborn already (ours do), but not the
+# Jupyter stack that papermill and nbconvert need. pip resolves the dependencies of requirements-gpu-node.txt
+# for the node's Python and manylinux x86_64 and downloads binary wheels only. Carry DIR to the node, then:
+#
+#   python3 -m pip install --no-index --find-links DIR --target /tmp/site -r requirements-gpu-node.txt
+#   export PYTHONPATH=/tmp/site:$PWD
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=${1:-wheelhouse}
+py=${2:-3.12}
+rm -rf "$dir" && mkdir -p "$dir"
+platforms=()
+for tag in manylinux_2_39_x86_64 manylinux_2_35_x86_64 manylinux_2_34_x86_64 manylinux_2_31_x86_64 manylinux_2_28_x86_64 \
+           manylinux_2_27_x86_64 manylinux_2_24_x86_64 manylinux_2_17_x86_64 manylinux2014_x86_64 manylinux1_x86_64 any; do
+  platforms+=(--platform "$tag")
+done
+python3 -m pip download --quiet --only-binary=:all: --implementation cp --python-version "$py" \
+  "${platforms[@]}" -d "$dir" -r requirements-gpu-node.txt
+echo "wheelhouse: $(ls "$dir" | wc -l) wheels, $(du -sh "$dir" | cut -f1) in $dir"

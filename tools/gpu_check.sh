@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The whole GPU-side check in one go, for a GPU node without internet:
+# install the offline wheelhouse, run the full test suite (GPU tests included), then build the
+# report for each profile from real measurements, recording the results for replay.
+#
+#   tools/gpu_check.sh [--quick] [--record] [--no-tests] [PROFILE ...]    (default profiles: h100 gtx680)
+#
+# Build the wheelhouse first, where pip can reach PyPI: tools/build_wheelhouse.sh (or make wheelhouse).
+# Everything worth keeping lands in $OUT (default build/gpu-check): logs, the reports and build
+# summaries as reports.tar.gz, and the recorded results as results.tar.gz.
+# Pass CUDALAB_GIT_COMMIT (and CUDALAB_GIT_DIRTY=0/1) when the tree travels without .git.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-build/gpu-check}
+mkdir -p "$OUT"
+quick= record= tests=1 profiles=()
+for a in "$@"; do
+  case $a in
+    --quick) quick=--quick ;;
+    --record) record=--record ;;
+    --no-tests) tests= ;;
+    -h|--help) sed -n 2,12p "$0"; exit 0 ;;
+    *) profiles+=("$a") ;;
+  esac
+done
+[ ${#profiles[@]} -gt 0 ] || profiles=(h100 gtx680)
+
+python3 -m pip install -q --no-index --no-compile --find-links wheelhouse --target /tmp/site \
+  -r requirements-gpu-node.txt || { echo "wheelhouse install failed (run tools/build_wheelhouse.sh)"; exit 2; }
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 MPLBACKEND=Agg
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
+python3 -c "import cupy, sys; print('python', sys.version.split()[0], 'cupy', cupy.__version__, 'cuda runtime', cupy.cuda.runtime.runtimeGetVersion())" | tee -a "$OUT/gpu.txt"
+
+status=0
+if [ -n "$tests" ]; then
+  python3 -m pytest -q -p no:cacheprovider 2>&1 | tee "$OUT/pytest.log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
+for p in "${profiles[@]}"; do
+  start=$(date +%s)
+  python3 build_report.py --gpu "$p" $quick $record --no-pdf --out "build/report-$p" 2>&1 | tee "$OUT/build-$p.log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  echo "build $p: $(( $(date +%s) - start )) s wall" | tee -a "$OUT/gpu.txt"
+done
+tar czf "$OUT/reports.tar.gz" build/report-*/report.html build/report-*/build.json build/report-*/notebooks build/report-*/data 2>/dev/null
+[ -n "$record" ] && tar czf "$OUT/results.tar.gz" results
+echo "gpu_check: exit $status"
+exit $status
