@@ -55,3 +55,14 @@ def compare_bars(data: pd.DataFrame, x: str, y: str, source: str, *, xlabel: str
     ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
     ax.legend(title=None, fontsize=8)
     return ax
+
+
+def duration(ms: float) -> str:
+    """A time in the unit that reads best: 850 us, 12.3 ms, 4.56 s, 3.2 min."""
+    if ms < 1:
+        return f"{ms * 1e3:.0f} us"
+    if ms < 1e3:
+        return f"{ms:.3g} ms"
+    if ms < 120e3:
+        return f"{ms / 1e3:.3g} s"
+    return f"{ms / 60e3:.3g} min"

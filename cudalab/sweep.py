@@ -7,7 +7,7 @@ import traceback
 from typing import Any, Callable, Iterable
 
 import pandas as pd
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 
 def progress(iterable: Iterable, desc: str, total: int | None = None) -> Iterable:
