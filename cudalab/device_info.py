@@ -66,15 +66,15 @@ def present_spec() -> dict[str, Any]:
 
 def spec_frame(spec: dict[str, Any]) -> pd.DataFrame:
     """A spec as a tidy (property, unit, value) table; values as text so mixed kinds fit."""
-    rows = [{"key": key, "property": label, "unit": unit, "value": spec.get(key)}
+    rows = [{"key": key, "property": label, "unit": unit, "value": _fmt(spec.get(key))}
             for key, unit, label, _, _ in _FIELDS]
     return pd.DataFrame(rows)
 
 
 def side_by_side(present: pd.DataFrame, present_name: str, lab: Optional[DeviceSpec]) -> pd.DataFrame:
     """The present GPU's spec table with the lab GPU's published values beside it."""
-    table = present[["key", "property", "unit"]].copy()
-    table[present_name] = present["value"].map(_fmt)
+    table = present[["key", "property", "unit"]].fillna("").copy()
+    table[present_name] = present["value"].fillna("–").astype(str)
     if lab is not None:
         lab_spec = lab.model_dump()
         lab_spec["peak_dram_bandwidth_GBps"] = _peak_bandwidth(lab_spec)

@@ -64,13 +64,19 @@ def ceil_div(a: int, b: int) -> int:
 
 class PerKSolver:
     """Runs ``n`` launches of a per-k kernel on one device matrix, as a CUDA graph
-    when CuPy can capture one (else as plain launches on the stream)."""
+    when CuPy can capture one (else as plain launches on the stream).
 
-    def __init__(self, plan: PerKLaunch, d_mat, n: int, use_graph: bool = True):
+    Everything that touches the matrix (its upload, reset, reference and check)
+    must run on the solver's ``stream``: a non-blocking stream is not ordered
+    with the default stream, and CuPy's memory pool reuses a freed block on the
+    stream it was freed on.
+    """
+
+    def __init__(self, plan: PerKLaunch, d_mat, n: int, use_graph: bool = True, stream=None):
         cp = require_cupy()
         check_launch(plan.kernel, plan.grid, plan.block, plan.shared_mem)
         self.plan, self.d_mat, self.n = plan, d_mat, n
-        self.stream = cp.cuda.Stream(non_blocking=True)
+        self.stream = stream or cp.cuda.Stream(non_blocking=True)
         self.graph = None
         with self.stream:
             launch(plan.kernel, plan.grid, plan.block, plan.args(d_mat, 0, n), plan.shared_mem)  # refusals surface here
@@ -117,20 +123,22 @@ def compare(result, reference) -> dict[str, Any]:
             "reason": "" if mismatches == 0 else f"{mismatches} of {result.size} entries differ from the reference"}
 
 
-def measure_variant(variant: Variant, d_input, reference, n: int, timing: dict[str, Any]) -> dict[str, Any]:
-    """Time one kernel configuration on ``d_input`` and check the timed run's output."""
-    cp = require_cupy()
-    work = cp.empty_like(d_input)
-    plan = variant.plan(n)
-    solver = PerKSolver(plan, work, n)
+def measure_variant(variant: Variant, d_input, reference, n: int, timing: dict[str, Any], stream) -> dict[str, Any]:
+    """Time one kernel configuration on ``d_input`` and check the timed run's output.
 
-    def reset():
-        with solver.stream:
+    All work is ordered on ``stream``, the stream that produced ``d_input`` and ``reference``.
+    """
+    cp = require_cupy()
+    plan = variant.plan(n)
+    with stream:
+        work = cp.empty_like(d_input)
+        solver = PerKSolver(plan, work, n, stream=stream)
+
+        def reset():
             cp.copyto(work, d_input)
 
-    samples = time_gpu(solver.run, setup=reset, stream=solver.stream, **timing)
-    solver.stream.synchronize()
-    row = {**summarize(samples), "launch_mode": solver.launch_mode, **compare(work, reference)}
+        samples = time_gpu(solver.run, setup=reset, stream=stream, **timing)
+        row = {**summarize(samples), "launch_mode": solver.launch_mode, **compare(work, reference)}
     row["grid"] = "x".join(map(str, plan.grid))
     return row
 
@@ -146,6 +154,7 @@ def sweep_per_k(variants: Sequence[Variant], sizes: Sequence[int], *, seed: int,
     """
     cp = require_cupy()
     timing = timing or {}
+    stream = cp.cuda.Stream(non_blocking=True)  # one stream orders upload, reference, solves and checks
     gpu_rows, cpu_rows = [], []
     points = [(n, v) for n in sizes for v in variants]
     bar = progress(points, desc=desc, total=len(points))
@@ -162,20 +171,21 @@ def sweep_per_k(variants: Sequence[Variant], sizes: Sequence[int], *, seed: int,
             else:
                 reason = ""
                 host = gen_matrix(n, seed)
-                d_input = cp.asarray(host)
-                if n <= cpu_max_n:
-                    out = np.empty_like(host)
-                    samples = time_cpu(lambda: cpu_reference.floyd_warshall_c(host, out),
-                                       min_total_s=1.0 if n < 512 else 0.0)
-                    cpu_rows.append({"n": n, **summarize(samples, "cpu_time_ms")})
-                    reference, checked_by = cp.asarray(out), "cpu"
-                else:
-                    reference, checked_by = floyd_warshall_cupy(d_input), "cupy"
+                with stream:
+                    d_input = cp.asarray(host)
+                    if n <= cpu_max_n:
+                        out = np.empty_like(host)
+                        samples = time_cpu(lambda: cpu_reference.floyd_warshall_c(host, out),
+                                           min_total_s=1.0 if n < 512 else 0.0)
+                        cpu_rows.append({"n": n, **summarize(samples, "cpu_time_ms")})
+                        reference, checked_by = cp.asarray(out), "cpu"
+                    else:
+                        reference, checked_by = floyd_warshall_cupy(d_input), "cupy"
         if d_input is None:
             gpu_rows.append({**base, "status": "skipped", "reason": reason})
             continue
         try:
-            row = measure_variant(variant, d_input, reference, n, timing)
+            row = measure_variant(variant, d_input, reference, n, timing, stream)
             row["checked_against"] = checked_by
         except refusal_types() as exc:
             row = {"status": "skipped", "reason": f"{type(exc).__name__}: {exc}"}

@@ -26,12 +26,13 @@ def lines(data: pd.DataFrame, x: str, y: str, hue: str, *, xlabel: str, ylabel: 
         lo, hi = errorbars
         for _, grp in ok.groupby(hue):
             ax.vlines(grp[x], grp[lo], grp[hi], color="0.4", linewidth=1)
-    mark_failures(ax, data, x, y)
     ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
     if logx:
         ax.set_xscale("log", base=2)
     if logy:
         ax.set_yscale("log")
+    mark_failures(ax, data, x, y)
+    ax.legend(fontsize=8, loc="best")
     return ax
 
 
@@ -43,7 +44,6 @@ def mark_failures(ax, data: pd.DataFrame, x: str, y: str) -> None:
     if len(bad):
         ax.scatter(bad[x], [ax.get_ylim()[0]] * len(bad), marker="x", color="red", s=80, zorder=5,
                    label="wrong result (not counted)", clip_on=False)
-        ax.legend()
 
 
 def compare_bars(data: pd.DataFrame, x: str, y: str, source: str, *, xlabel: str, ylabel: str, title: str, ax=None):
@@ -53,7 +53,8 @@ def compare_bars(data: pd.DataFrame, x: str, y: str, source: str, *, xlabel: str
     for container in ax.containers:
         ax.bar_label(container, fmt="%.1f", padding=2, fontsize=8)
     ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
-    ax.legend(title=None, fontsize=8)
+    ax.margins(y=0.12)
+    sns.move_legend(ax, "upper center", bbox_to_anchor=(0.5, -0.18), ncol=1, title=None, fontsize=8, frameon=False)
     return ax
 
 

@@ -57,7 +57,8 @@ def cover_cell(*, title: str, profile: str, lab_gpu: str, mode: str, built_utc: 
         rows.append(f"<tr><td><a href='#{_anchor(o.id)}'>{html.escape(o.title)}</a></td><td>{status}</td>"
                     f"<td>{o.seconds:.0f} s</td></tr>")
     first = next((o.provenance for o in outcomes if o.provenance), {})
-    env = ", ".join(f"{k} {first[k]}" for k in ("driver_version", "cuda_runtime", "cupy") if first.get(k))
+    env = ", ".join(f"{label} {first[k]}" for k, label in (("driver_version", "driver"), ("cuda_runtime", "CUDA"),
+                                                          ("cupy", "CuPy")) if first.get(k))
     body = f"""<div class="cudalab-cover">
 <h1>{html.escape(title)}</h1>
 <p>{_data_source(mode, outcomes)}</p>
@@ -106,6 +107,8 @@ def render_html(book: nbformat.NotebookNode, path: Path, title: str) -> Path:
 
     exporter = HTMLExporter(template_name="cudalab", extra_template_basedirs=[str(TEMPLATES)])
     exporter.embed_images = True
+    exporter.exclude_input_prompt = True
+    exporter.exclude_output_prompt = True
     body, _ = exporter.from_notebook_node(book, resources={"metadata": {"name": title}})
     path.write_text(body, encoding="utf-8")
     return path

@@ -37,12 +37,13 @@ def basic_variant(kernel, b):
 
 
 def solve(cp, variant, mat, use_graph=True):
-    d = cp.asarray(mat)
-    solver = fw.PerKSolver(variant.plan(mat.shape[0]), d, mat.shape[0], use_graph=use_graph)
-    cp.copyto(d, cp.asarray(mat))  # the constructor's trial launch touched d
-    solver.run()
-    solver.stream.synchronize()
-    return cp.asnumpy(d), solver.launch_mode
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        d = cp.asarray(mat)
+        solver = fw.PerKSolver(variant.plan(mat.shape[0]), d, mat.shape[0], use_graph=use_graph, stream=stream)
+        cp.copyto(d, cp.asarray(mat))  # the constructor's trial launch touched d
+        solver.run()
+        return cp.asnumpy(d, stream=stream, blocking=True), solver.launch_mode
 
 
 @pytest.mark.parametrize("block", [4, 8, 16, 32])
@@ -66,6 +67,14 @@ def test_graph_and_stream_launches_agree(cp, basic_kernel, rng):
 def test_cupy_reference_matches_cpu(cp, rng, n):
     mat = random_graph(rng, n, 0.03, 500)
     np.testing.assert_array_equal(cp.asnumpy(fw.floyd_warshall_cupy(cp.asarray(mat))), floyd_warshall_c(mat))
+
+
+def test_cupy_checked_sizes_are_not_raced_by_the_solver(cp, basic_kernel):
+    """Regression: the reference ran on the default stream while the solver's non-blocking
+    stream reused its freed memory, so every entry at N=3000 'differed' (2026-11-23, H100)."""
+    gpu, _ = fw.sweep_per_k([basic_variant(basic_kernel, b) for b in (8, 16)], [1200, 1500], seed=5, cpu_max_n=0)
+    assert set(gpu["checked_against"]) == {"cupy"}
+    assert (gpu["status"] == "ok").all(), gpu[["n", "variant", "reason"]]
 
 
 def test_sweep_checks_times_and_extrapolates(cp, basic_kernel):

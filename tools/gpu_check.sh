@@ -25,7 +25,7 @@ for a in "$@"; do
 done
 [ ${#profiles[@]} -gt 0 ] || profiles=(h100 gtx680)
 
-python3 -m pip install -q --no-index --no-compile --find-links wheelhouse --target /tmp/site \
+python3 -m pip install -q --upgrade --no-index --no-compile --find-links wheelhouse --target /tmp/site \
   -r requirements-gpu-node.txt || { echo "wheelhouse install failed (run tools/build_wheelhouse.sh)"; exit 2; }
 # JUPYTER_PATH: nbconvert's templates sit under the --target folder's share/jupyter.
 export PYTHONPATH=/tmp/site:$PWD JUPYTER_PATH=/tmp/site/share/jupyter PYTHONUNBUFFERED=1
