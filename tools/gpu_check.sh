@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole GPU-side check in one go, for a GPU node without internet:
-# install the offline wheelhouse, run the full test suite (GPU tests included), then build the
-# report for each profile from real measurements, recording the results for replay.
+# install the offline wheelhouse, build the report for each profile from real measurements
+# (recording the results for replay), then run the full test suite, GPU tests included, which
+# also replays what was just recorded.
 #
 #   tools/gpu_check.sh [--quick] [--record] [--no-tests] [PROFILE ...]    (default profiles: h100 gtx680)
 #
@@ -33,16 +34,16 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=c
 python3 -c "import cupy, sys; print('python', sys.version.split()[0], 'cupy', cupy.__version__, 'cuda runtime', cupy.cuda.runtime.runtimeGetVersion())" | tee -a "$OUT/gpu.txt"
 
 status=0
-if [ -n "$tests" ]; then
-  python3 -m pytest -q -p no:cacheprovider 2>&1 | tee "$OUT/pytest.log"
-  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-fi
 for p in "${profiles[@]}"; do
   start=$(date +%s)
   python3 build_report.py --gpu "$p" $quick $record --no-pdf --out "build/report-$p" 2>&1 | tee "$OUT/build-$p.log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   echo "build $p: $(( $(date +%s) - start )) s wall" | tee -a "$OUT/gpu.txt"
 done
+if [ -n "$tests" ]; then
+  python3 -m pytest -q -p no:cacheprovider 2>&1 | tee "$OUT/pytest.log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
 tar czf "$OUT/reports.tar.gz" build/report-*/report.html build/report-*/build.json build/report-*/notebooks build/report-*/data 2>/dev/null
 [ -n "$record" ] && tar czf "$OUT/results.tar.gz" results
 echo "gpu_check: exit $status"
