@@ -71,9 +71,8 @@ def ceilings(bw: pd.DataFrame, spec: pd.DataFrame) -> pd.DataFrame:
     if d2d.empty:
         raise ValueError("no device-to-device copy ran, so there is no memory ceiling")
     top = d2d.loc[d2d["transfer_bytes"].idxmax()]
-    peak = spec.set_index("key")["value"].get("peak_dram_bandwidth_GBps")
-    peak = float(peak) if peak is not None else float("nan")
+    peak = float(spec.set_index("key")["value_numeric"].get("peak_dram_bandwidth_GBps", float("nan")))
     return pd.DataFrame([{"ceiling": "dram_copy_bandwidth", "value": float(top["bandwidth_GBps"]), "unit": "GB/s",
                           "transfer_bytes": int(top["transfer_bytes"]),
-                          "fraction_of_theoretical_peak": float(top["bandwidth_GBps"]) / peak if peak else float("nan"),
+                          "fraction_of_theoretical_peak": float(top["bandwidth_GBps"]) / peak,
                           "how": "device-to-device memcpy, bytes read + written, median of repeats"}])

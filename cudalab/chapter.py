@@ -80,8 +80,10 @@ class Chapter:
                     f"`python build_report.py --gpu {self.profile.name} --record`")
             shutil.copyfile(src, self.out_dir / PROVENANCE)
 
-    def table(self, name: str, measure: Callable[[], pd.DataFrame]) -> pd.DataFrame:
-        """The tidy table ``name``: measured now (and saved), or replayed from the recording."""
+    def table(self, name: str, measure: Callable[[], pd.DataFrame], dtype: Optional[dict[str, Any]] = None) -> pd.DataFrame:
+        """The tidy table ``name``: measured now (and saved), or replayed from the recording.
+
+        ``dtype`` pins columns whose text must survive the CSV round trip (e.g. "9.0")."""
         path = self.out_dir / f"{name}.csv"
         if self.mode == "measure":
             frame = measure()
@@ -96,7 +98,7 @@ class Chapter:
                                     f"record it on a GPU host with `python build_report.py --gpu "
                                     f"{self.profile.name} --record`")
         shutil.copyfile(src, path)
-        return pd.read_csv(src, keep_default_na=True)
+        return pd.read_csv(src, dtype=dtype)
 
     def tables(self, names: tuple[str, ...], measure: Callable[[], tuple[pd.DataFrame, ...]]) -> tuple[pd.DataFrame, ...]:
         """Several tables that one measurement produces together (e.g. GPU and CPU timings)."""

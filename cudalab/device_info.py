@@ -65,10 +65,15 @@ def present_spec() -> dict[str, Any]:
 
 
 def spec_frame(spec: dict[str, Any]) -> pd.DataFrame:
-    """A spec as a tidy (property, unit, value) table; values as text so mixed kinds fit."""
-    rows = [{"key": key, "property": label, "unit": unit, "value": _fmt(spec.get(key))}
-            for key, unit, label, _, _ in _FIELDS]
+    """A spec as a tidy table: ``value`` as displayed text (so "9.0" stays a compute
+    capability), ``value_numeric`` as a number where the property is one."""
+    rows = [{"key": key, "property": label, "unit": unit, "value": _fmt(spec.get(key)),
+             "value_numeric": _number(spec.get(key))} for key, unit, label, _, _ in _FIELDS]
     return pd.DataFrame(rows)
+
+
+def _number(v: Any) -> float:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else math.nan
 
 
 def side_by_side(present: pd.DataFrame, present_name: str, lab: Optional[DeviceSpec]) -> pd.DataFrame:

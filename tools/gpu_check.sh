@@ -9,6 +9,7 @@
 # Build the wheelhouse first, where pip can reach PyPI: tools/build_wheelhouse.sh (or make wheelhouse).
 # Everything worth keeping lands in $OUT (default build/gpu-check): logs, the reports and build
 # summaries as reports.tar.gz, and the recorded results as results.tar.gz.
+# BUILD_ARGS adds options to every build_report.py call (e.g. BUILD_ARGS="--only 00").
 # Pass CUDALAB_GIT_COMMIT (and CUDALAB_GIT_DIRTY=0/1) when the tree travels without .git.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -36,7 +37,7 @@ python3 -c "import cupy, sys; print('python', sys.version.split()[0], 'cupy', cu
 status=0
 for p in "${profiles[@]}"; do
   start=$(date +%s)
-  python3 build_report.py --gpu "$p" $quick $record --no-pdf --out "build/report-$p" 2>&1 | tee "$OUT/build-$p.log"
+  python3 build_report.py --gpu "$p" $quick $record --no-pdf --out "build/report-$p" ${BUILD_ARGS:-} 2>&1 | tee "$OUT/build-$p.log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   echo "build $p: $(( $(date +%s) - start )) s wall" | tee -a "$OUT/gpu.txt"
 done
