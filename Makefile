@@ -6,14 +6,15 @@ PROFILE ?= gtx680
 # CuPy comes along where a GPU is present; replay and tests need none.
 EXTRAS := test$(shell command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && echo ,gpu)
 
-.PHONY: help venv report test test-gpu lab wheelhouse gpu-check clean
+.PHONY: help venv report test test-gpu lab wheelhouse gpu-check benchmarks clean
 
 help:
 	@echo "make report     set up .venv and build the report (PROFILE=$(PROFILE)): build/report-$(PROFILE)/report.html"
 	@echo "make test       set up .venv and run the test suite (GPU tests skip without a GPU)"
 	@echo "make lab        open the notebooks in JupyterLab"
 	@echo "make wheelhouse download the wheels an offline GPU node needs (wheelhouse/)"
-	@echo "make gpu-check  on a GPU node: tests + measured reports for h100 and gtx680, recorded for replay"
+	@echo "make gpu-check  on a GPU node: measured reports for h100 and gtx680, recorded for replay, + tests"
+	@echo "make benchmarks rewrite BENCHMARKS.md from results/"
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -41,6 +42,9 @@ wheelhouse:
 
 gpu-check:
 	tools/gpu_check.sh --record
+
+benchmarks: venv
+	$(PY) -m cudalab.benchmarks > BENCHMARKS.md
 
 clean:
 	rm -rf build

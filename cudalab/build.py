@@ -65,6 +65,23 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+RECORDINGS = "recordings.json"
+
+
+def merge_recordings(previous: dict, build: dict) -> dict:
+    """The recording log of a profile: for each chapter, the build that recorded it last
+    (its command, date, wall time and the chapter's own run time). Chapters that
+    failed in ``build`` keep their earlier recording."""
+    chapters = dict(previous.get("chapters", {}))
+    for chapter_id, c in build["chapters"].items():
+        if c["ok"]:
+            chapters[chapter_id] = {"seconds": c["seconds"], "git_commit": c["provenance"].get("git_commit"),
+                                    "gpu_name": c["provenance"].get("gpu_name"),
+                                    "build": {**{k: build[k] for k in ("command", "built_utc", "wall_s")},
+                                              "chapters_ok": {k: v["ok"] for k, v in build["chapters"].items()}}}
+    return {"profile": build["profile"], "chapters": dict(sorted(chapters.items()))}
+
+
 def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
@@ -155,7 +172,9 @@ def main(argv: Optional[list[str]] = None) -> int:
                 shutil.rmtree(dest, ignore_errors=True)
                 shutil.copytree(out / "data" / o.id, dest)
                 _log(f"recorded: {dest}")
-        shutil.copyfile(out / "build.json", recorded / "build.json")
+        log = recorded / RECORDINGS
+        previous = json.loads(log.read_text()) if log.is_file() else {}
+        log.write_text(json.dumps(merge_recordings(previous, summary), indent=2, default=str))
     failed = [o.id for o in outcomes if not o.ok]
     if failed:
         _log(f"FAILED chapters: {', '.join(failed)} (shown in the report); exit status 1")

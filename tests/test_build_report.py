@@ -64,7 +64,7 @@ def test_replay_report_holds_both_chapters_figures_and_no_errors(replay_report):
     out, proc = replay_report
     html = (out / "report.html").read_text()
     assert "Replayed, not measured here" in html
-    first_page = html[html.index("<body"): html.index("<div class='cudalab-chapter-start'")]
+    first_page = html[html.index("<body"): html.index('id="chapter-00_gpu_capabilities"')]
     assert "Replayed" in first_page and re.search(r"recorded by this pipeline on\s*<b>NVIDIA", first_page)
     for title in ("00 GPU capabilities", "01 Block size"):
         assert title in html

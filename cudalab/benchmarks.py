@@ -1,0 +1,79 @@
+"""BENCHMARKS.md, written from the recorded results (never typed by hand).
+
+    python -m cudalab.benchmarks > BENCHMARKS.md      (or: make benchmarks)
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+from cudalab.paths import RESULTS_DIR
+from cudalab.scaling import with_speedups
+
+
+def _provenance(profile_dir: Path, chapter: str) -> dict:
+    return json.loads((profile_dir / chapter / "provenance.json").read_text())
+
+
+def _block_size(profile_dir: Path) -> str:
+    d = profile_dir / "01_block_size"
+    res = with_speedups(pd.read_csv(d / "block_sweep.csv"), pd.read_csv(d / "cpu_reference.csv"))
+    n = int(res["n"].max())
+    top = res[res["n"].eq(n)].sort_values("time_ms")
+    lines = [f"Chapter 01, basic Floyd-Warshall kernel at the largest N = {n} "
+             f"(median of {int(top['repeats'].min())}+ timed solves; CPU time {top['cpu_time_source'].iloc[0]}):", "",
+             "| block | time (s) | interquartile range (s) | speedup vs sequential CPU | check |",
+             "|---|---:|---:|---:|---|"]
+    for r in top.to_dict("records"):
+        speed = f"{r['speedup_vs_cpu']:.1f}x" if r["status"] == "ok" else "not counted"
+        lines.append(f"| {r['variant']} | {r['time_ms'] / 1e3:.3f} | {r['time_ms_q1'] / 1e3:.3f} - "
+                     f"{r['time_ms_q3'] / 1e3:.3f} | {speed} | {r['status']} vs {r.get('checked_against', '?')} |")
+    lines.append(f"\nCPU reference (sequential C, -O2): {top['cpu_time_ms'].iloc[0] / 1e3:.1f} s at N = {n}; "
+                 f"all {len(res)} (N, block) points: {res['status'].value_counts().to_dict()}.")
+    return "\n".join(lines)
+
+
+def _capabilities(profile_dir: Path) -> str:
+    c = pd.read_csv(profile_dir / "00_gpu_capabilities" / "ceilings.csv").iloc[0]
+    bw = pd.read_csv(profile_dir / "00_gpu_capabilities" / "copy_bandwidth.csv")
+    big = bw.sort_values("transfer_bytes").groupby("direction").last()["bandwidth_GBps"]
+    return (f"Chapter 00: device-to-device copy {c['value']:.0f} GB/s (read + write, {c['transfer_bytes'] / 2**20:.0f} MiB, "
+            f"{c['fraction_of_theoretical_peak']:.0%} of theoretical peak); pinned host-to-device "
+            f"{big['host_to_device']:.1f} GB/s, device-to-host {big['device_to_host']:.1f} GB/s.")
+
+
+SUMMARIES: dict[str, Callable[[Path], str]] = {"00_gpu_capabilities": _capabilities, "01_block_size": _block_size}
+
+
+def render(results: Path = RESULTS_DIR) -> str:
+    out = ["# Benchmarks", "",
+           "Written by `python -m cudalab.benchmarks` from the results recorded under `results/` by "
+           "`build_report.py --record` on a real GPU. Every number below comes from those files.", ""]
+    for profile_dir in sorted(p for p in results.iterdir() if p.is_dir()):
+        rec = json.loads((profile_dir / "recordings.json").read_text())
+        chapters = rec["chapters"]
+        first = _provenance(profile_dir, next(iter(chapters)))
+        out += [f"## Profile `{profile_dir.name}` on {first.get('gpu_name')}", "",
+                f"Driver {first.get('driver_version')}, CUDA runtime {first.get('cuda_runtime')}, "
+                f"CuPy {first.get('cupy')}.", "",
+                "| chapter | recorded (UTC) | commit | chapter run time (s) | recorded by | its wall time (s) | chapters in that build |",
+                "|---|---|---|---:|---|---:|---|"]
+        for cid, c in chapters.items():
+            p = _provenance(profile_dir, cid)
+            built = ", ".join(f"{k[:2]} {'ok' if ok else 'failed'}" for k, ok in c["build"].get("chapters_ok", {}).items())
+            out.append(f"| {cid} | {p['date_utc']} | `{str(c['git_commit'])[:10]}` | {c['seconds']:.0f} | "
+                       f"`{c['build']['command']}` | {c['build']['wall_s']:.0f} | {built} |")
+        out.append("")
+        for cid in chapters:
+            if cid in SUMMARIES:
+                out += [SUMMARIES[cid](profile_dir), ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+if __name__ == "__main__":
+    sys.stdout.write(render(Path(sys.argv[1]) if len(sys.argv) > 1 else RESULTS_DIR))
