@@ -29,3 +29,22 @@ def random_graph(rng, n: int, edge_probability: float, max_weight: int) -> np.nd
     mat[rng.random((n, n)) >= edge_probability] = -1
     np.fill_diagonal(mat, 0)
     return mat
+
+
+_RESOURCES: list = []
+
+
+@pytest.fixture
+def kernel_resources_report():
+    """Collects (file, PtxasUsage) so the run ends with a table of every kernel's resources."""
+    return _RESOURCES
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _RESOURCES:
+        return
+    terminalreporter.section("kernel resources (nvcc -Xptxas -v)")
+    terminalreporter.write_line(f"{'file':28} {'kernel':24} {'arch':6} {'regs':>5} {'smem B':>7} {'spill B':>8}")
+    for name, u in sorted(_RESOURCES, key=lambda r: (r[0], r[1].kernel, r[1].arch)):
+        terminalreporter.write_line(f"{name:28} {u.kernel:24} {u.arch:6} {u.registers:5d} {u.shared_bytes:7d} "
+                                    f"{u.spill_store_bytes:8d}")

@@ -71,6 +71,7 @@ def test_replay_report_holds_both_chapters_figures_and_no_errors(replay_report):
     figures = re.findall(r'<img[^>]+src="data:image/png;base64,', html)
     assert len(figures) >= 4, f"expected the chapters' figures embedded, found {len(figures)}"
     assert "Show code" in html and "<details" in html
+    assert "<script" not in html, "the report must read offline: no scripts from a CDN"
     assert "Traceback" not in html and "jp-RenderedText" in html
     assert 'data-mime-type="application/vnd.jupyter.stderr"' not in html, "a chapter wrote to stderr"
     for nb in (out / "notebooks").glob("*.ipynb"):

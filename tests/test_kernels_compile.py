@@ -18,12 +18,11 @@ def test_there_are_kernels():
 @needs_nvcc
 @pytest.mark.parametrize("path", KERNEL_FILES, ids=lambda p: p.name)
 @pytest.mark.parametrize("arch", ["sm_75", "sm_90"])
-def test_kernel_file_compiles_and_reports_resources(path, arch):
+def test_kernel_file_compiles_and_reports_resources(path, arch, kernel_resources_report):
     usages = nvcc_check(path, arch=arch)
     assert usages, f"{path.name} defines no kernel"
     for u in usages:
-        print(f"{path.name} {u.kernel} [{u.arch}]: {u.registers} registers, {u.shared_bytes} B shared, "
-              f"{u.spill_store_bytes} B spilled")
+        kernel_resources_report.append((path.name, u))
         assert u.arch == arch and u.registers > 0
         assert u.spill_store_bytes == 0, f"{u.kernel} spills registers"
 
