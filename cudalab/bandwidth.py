@@ -20,13 +20,17 @@ from cudalab.timing import summarize, time_gpu
 DIRECTIONS = ("host_to_device", "device_to_host", "device_to_device")
 
 
-def _buffers(nbytes: int, seed: int = 0):
+def _buffers(nbytes: int, with_host: bool, seed: int = 0):
+    """Random (never zero) source data on the device, and a pinned host buffer if the copy needs one."""
     cp = require_cupy()
     import cupyx
 
-    host = cupyx.empty_pinned((nbytes,), dtype=np.uint8)
-    host[:] = np.random.default_rng(seed).integers(0, 256, nbytes, dtype=np.uint8)
-    return host, cp.asarray(host), cp.empty(nbytes, dtype=cp.uint8)
+    dev_a = cp.random.default_rng(seed).integers(0, 256, nbytes, dtype=cp.uint8) if nbytes else cp.empty(0, cp.uint8)
+    host = None
+    if with_host:
+        host = cupyx.empty_pinned((nbytes,), dtype=np.uint8)
+        dev_a.get(out=host)
+    return host, dev_a, cp.empty(nbytes, dtype=cp.uint8)
 
 
 def copy_bandwidth(direction: str, nbytes: int, timing: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -36,13 +40,14 @@ def copy_bandwidth(direction: str, nbytes: int, timing: dict[str, Any] | None = 
         raise ValueError(f"direction must be one of {DIRECTIONS}")
     require_memory(3 * nbytes, f"a {nbytes}-byte copy")
     rt = cp.cuda.runtime
-    host, dev_a, dev_b = _buffers(nbytes)
+    host, dev_a, dev_b = _buffers(nbytes, with_host=direction != "device_to_device")
     stream = cp.cuda.Stream(non_blocking=True)
-    src, dst, kind = {
-        "host_to_device": (host.ctypes.data, dev_b.data.ptr, rt.memcpyHostToDevice),
-        "device_to_host": (dev_a.data.ptr, host.ctypes.data, rt.memcpyDeviceToHost),
-        "device_to_device": (dev_a.data.ptr, dev_b.data.ptr, rt.memcpyDeviceToDevice),
-    }[direction]
+    if direction == "host_to_device":
+        src, dst, kind = host.ctypes.data, dev_b.data.ptr, rt.memcpyHostToDevice
+    elif direction == "device_to_host":
+        src, dst, kind = dev_a.data.ptr, host.ctypes.data, rt.memcpyDeviceToHost
+    else:
+        src, dst, kind = dev_a.data.ptr, dev_b.data.ptr, rt.memcpyDeviceToDevice
     samples = time_gpu(lambda: rt.memcpyAsync(dst, src, nbytes, kind, stream.ptr), stream=stream,
                        **(timing or {}))
     counted = 2 * nbytes if direction == "device_to_device" else nbytes
@@ -76,3 +81,11 @@ def ceilings(bw: pd.DataFrame, spec: pd.DataFrame) -> pd.DataFrame:
                           "transfer_bytes": int(top["transfer_bytes"]),
                           "fraction_of_theoretical_peak": float(top["bandwidth_GBps"]) / peak,
                           "how": "device-to-device memcpy, bytes read + written, median of repeats"}])
+
+
+def copy_ceiling(nbytes: int = 1 << 30, timing: dict[str, Any] | None = None) -> pd.DataFrame:
+    """The device-to-device copy ceiling, measured now (for chapters that compare with it in the same run)."""
+    cp = require_cupy()
+    free = cp.cuda.runtime.memGetInfo()[0]
+    nbytes = min(nbytes, int(free * 0.3) // 4096 * 4096)
+    return pd.DataFrame([{"ceiling": "device_to_device_copy", **copy_bandwidth("device_to_device", nbytes, timing)}])

@@ -112,20 +112,26 @@ class Chapter:
 
     # ---- the lab's side of the comparison
 
-    @property
-    def published(self) -> Optional[pd.DataFrame]:
-        """The lab's published numbers for this chapter (a tidy frame), if the profile has them."""
-        pub = self.profile.chapter(self.id).published
+    def published_table(self, name: Optional[str] = None) -> Optional[pd.DataFrame]:
+        """A lab's published numbers for this chapter as a tidy frame (``attrs``: source, gpu,
+        note, label), or None; ``name`` picks one where the chapter draws on several labs."""
+        pub = self.profile.chapter(self.id).published_table(name)
         if pub is None:
             return None
         frame = pd.DataFrame(pub.rows)
-        frame.attrs.update(source=pub.source, gpu=pub.gpu, note=pub.note)
+        frame.attrs.update(source=pub.source, gpu=pub.gpu, note=pub.note,
+                           label=f"{pub.gpu} (published, {pub.source})")
         return frame
 
     @property
+    def published(self) -> Optional[pd.DataFrame]:
+        """The chapter's (single) published table."""
+        return self.published_table()
+
+    @property
     def published_label(self) -> str:
-        pub = self.profile.chapter(self.id).published
-        return f"{pub.gpu} (published, {pub.source})" if pub else ""
+        frame = self.published
+        return frame.attrs["label"] if frame is not None else ""
 
     @property
     def gpu_label(self) -> str:

@@ -35,6 +35,20 @@ def gen_matrix(n: int, seed: int, max_weight: int = 30) -> np.ndarray:
     return mat
 
 
+def gen_sparse(n: int, seed: int, edge_probability: float = 0.05, max_weight: int = 1000) -> np.ndarray:
+    """A harsher graph than the labs': sparse, heavy weights, so shortest paths are long and
+    many pairs unreachable. The labs' GenMatrix graphs have so many zero-weight edges that most
+    distances collapse to 0 or 1, which lets some wrong kernels pass."""
+    rng = np.random.default_rng([seed, n, 1])
+    mat = rng.integers(0, max_weight + 1, size=(n, n), dtype=np.int32)
+    mat[rng.random((n, n)) >= edge_probability] = NO_EDGE
+    np.fill_diagonal(mat, 0)
+    return mat
+
+
+INPUTS: dict[str, Callable[[int, int], np.ndarray]] = {"lab GenMatrix": gen_matrix, "sparse, heavy weights": gen_sparse}
+
+
 def floyd_warshall_cupy(d_mat) -> Any:
     """Reference on the GPU through CuPy's own elementwise kernels (min-plus on int32,
     unreachable = 2**30-1 so that two of them still fit in an int32)."""
@@ -113,6 +127,42 @@ class Variant:
     label: str
     fields: dict[str, Any]
     plan: Callable[[int], PerKLaunch]
+
+
+def solve_once(variant: Variant, mat: np.ndarray, use_graph: bool = True) -> tuple[np.ndarray, str]:
+    """One untimed solve of ``mat`` with a variant; (result, launch mode)."""
+    cp = require_cupy()
+    n = mat.shape[0]
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        d = cp.asarray(mat)
+        solver = PerKSolver(variant.plan(n), d, n, use_graph=use_graph, stream=stream)
+        cp.copyto(d, cp.asarray(mat))  # the constructor's trial launch touched d
+        solver.run()
+        return cp.asnumpy(d, stream=stream, blocking=True), solver.launch_mode
+
+
+def correctness(variants: Sequence[Variant], sizes: Sequence[int], seed: int) -> pd.DataFrame:
+    """Every variant at every n on each kind of input, against the CPU reference: which
+    kernels compute Floyd-Warshall, and which only look right on the labs' inputs."""
+    rows = []
+    points = [(n, kind, v) for n in sizes for kind in INPUTS for v in variants]
+    refs: dict[tuple[int, str], tuple[np.ndarray, np.ndarray]] = {}
+    for n, kind, variant in progress(points, desc="correctness", total=len(points)):
+        if (n, kind) not in refs:
+            mat = INPUTS[kind](n, seed)
+            refs[(n, kind)] = (mat, cpu_reference.floyd_warshall_c(mat))
+        mat, ref = refs[(n, kind)]
+        base = {"n": n, "input": kind, "variant": variant.label, **variant.fields}
+        try:
+            got, _ = solve_once(variant, mat)
+        except refusal_types() as exc:
+            rows.append({**base, "status": "skipped", "mismatches": np.nan, "reason": f"{type(exc).__name__}: {exc}"})
+            continue
+        bad = int(np.count_nonzero(got != ref))
+        rows.append({**base, "status": "ok" if bad == 0 else "wrong", "mismatches": bad,
+                     "reason": "" if bad == 0 else f"{bad} of {got.size} entries differ from the CPU reference"})
+    return pd.DataFrame(rows)
 
 
 def compare(result, reference) -> dict[str, Any]:

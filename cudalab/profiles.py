@@ -63,7 +63,15 @@ class Published(_Strict):
 class ChapterConfig(_Strict):
     params: dict[str, Any] = Field(default_factory=dict)
     quick: dict[str, Any] = Field(default_factory=dict, description="overrides for --quick")
-    published: Optional[Published] = None
+    # One published table, or several by name where a chapter draws on more than one lab.
+    published: Optional[Union[Published, dict[str, Published]]] = None
+
+    def published_table(self, name: Optional[str] = None) -> Optional[Published]:
+        if isinstance(self.published, dict):
+            if name is None:
+                raise KeyError(f"this chapter has several published tables: {', '.join(self.published)}")
+            return self.published.get(name)
+        return self.published if name is None else None
 
 
 class Profile(_Strict):
@@ -85,11 +93,19 @@ class Profile(_Strict):
         return params
 
 
-# Parameters that shape a thread block, and how many threads one value means.
-LAUNCH_SHAPE_PARAMS: dict[str, tuple[str, Callable[[int], int]]] = {
-    "block_sizes": ("a square block of {v}x{v} threads", lambda v: v * v),
-    "threads_per_block": ("a block of {v} threads", lambda v: v),
-}
+# Parameters that shape a thread block, recognised by name so that a new chapter needs no code
+# here: "..._threads" / "threads_per_block" count threads, "..._edges" / "block_sizes" are the
+# edge of a square block.
+_SQUARE = ("a square block of {v}x{v} threads", lambda v: v * v)
+_LINEAR = ("a block of {v} threads", lambda v: v)
+
+
+def launch_shape(name: str) -> Optional[tuple[str, Callable[[int], int]]]:
+    if name == "block_sizes" or name.endswith("_edges"):
+        return _SQUARE
+    if name == "threads_per_block" or name.endswith("_threads"):
+        return _LINEAR
+    return None
 
 
 def available_profiles(params_dir: Path = PARAMS_DIR) -> list[str]:
@@ -120,11 +136,17 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
+def _atomic(key: str, value: Any) -> bool:
+    """A device spec or a published table describes one thing: replaced whole, never blended."""
+    return key == "device" or (isinstance(value, dict) and "rows" in value)
+
+
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    """Deep-merge mappings; lists and scalars in ``over`` replace those in ``base``."""
+    """Deep-merge mappings; lists, scalars, devices and published tables in ``over`` replace
+    those in ``base``."""
     out = copy.deepcopy(base)
     for key, value in over.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
+        if isinstance(value, dict) and isinstance(out.get(key), dict) and not _atomic(key, value):
             out[key] = _merge(out[key], value)
         else:
             out[key] = copy.deepcopy(value)
@@ -187,10 +209,11 @@ def check_params(where: str, params: dict[str, Any], accepted: dict[str, str]) -
 def check_launch_shapes(where: str, params: dict[str, Any], limits: dict[str, int]) -> list[str]:
     """Problems with block shapes that exceed a thread limit ({limit's owner: threads})."""
     problems = []
-    for key, (what, threads_of) in LAUNCH_SHAPE_PARAMS.items():
-        values = params.get(key)
-        if values is None:
+    for key, values in params.items():
+        shape = launch_shape(key)
+        if shape is None:
             continue
+        what, threads_of = shape
         for v in values if isinstance(values, list) else [values]:
             if not isinstance(v, int) or v <= 0:
                 problems.append(f"{where}.{key}: {v!r} is not a positive integer")

@@ -59,3 +59,10 @@ def with_speedups(gpu: pd.DataFrame, cpu: pd.DataFrame) -> pd.DataFrame:
     ok = out["status"].eq("ok")
     out["speedup_vs_cpu"] = np.where(ok, out["cpu_time_ms"] / out.get("time_ms", np.nan), np.nan)
     return out
+
+
+def speedup_over(results: pd.DataFrame, baseline: pd.DataFrame, key: str = "n") -> pd.Series:
+    """time of the baseline (one row per ``key``) over each row's time; NaN unless both are 'ok'."""
+    base = baseline[baseline["status"].eq("ok")].set_index(key)["time_ms"]
+    ratio = results[key].map(base) / results["time_ms"]
+    return ratio.where(results["status"].eq("ok"))

@@ -24,11 +24,10 @@ def rng(request):
 
 
 def random_graph(rng, n: int, edge_probability: float, max_weight: int) -> np.ndarray:
-    """A harsher graph than the labs' (sparse, heavy weights): long paths and unreachable pairs."""
-    mat = rng.integers(0, max_weight + 1, size=(n, n), dtype=np.int32)
-    mat[rng.random((n, n)) >= edge_probability] = -1
-    np.fill_diagonal(mat, 0)
-    return mat
+    """A graph from a fresh seed (see cudalab.floyd_warshall.gen_sparse)."""
+    from cudalab.floyd_warshall import gen_sparse
+
+    return gen_sparse(n, int(rng.integers(2**31)), edge_probability, max_weight)
 
 
 _RESOURCES: list = []

@@ -37,12 +37,13 @@ python3 -c "import cupy, sys; print('python', sys.version.split()[0], 'cupy', cu
 status=0
 for p in "${profiles[@]}"; do
   start=$(date +%s)
-  python3 build_report.py --gpu "$p" $quick $record --no-pdf --out "build/report-$p" ${BUILD_ARGS:-} 2>&1 | tee "$OUT/build-$p.log"
+  python3 build_report.py --gpu "$p" $quick $record --no-pdf --cell-timeout 600 --out "build/report-$p" ${BUILD_ARGS:-} 2>&1 | tee "$OUT/build-$p.log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   echo "build $p: $(( $(date +%s) - start )) s wall" | tee -a "$OUT/gpu.txt"
 done
 if [ -n "$tests" ]; then
-  python3 -m pytest -q -p no:cacheprovider 2>&1 | tee "$OUT/pytest.log"
+  # pytest-timeout (on the GPU image) ends a hung kernel's test instead of the whole call
+  python3 -m pytest -q -p no:cacheprovider $(python3 -c "import pytest_timeout" 2>/dev/null && echo --timeout=120) ${PYTEST_ARGS:-} 2>&1 | tee "$OUT/pytest.log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
 tar czf "$OUT/reports.tar.gz" build/report-*/report.html build/report-*/build.json build/report-*/notebooks build/report-*/data 2>/dev/null
