@@ -4,6 +4,8 @@
 // With TRACE_ACCESS defined, each kernel also writes which global thread read each element, so the
 // access-pattern figure is drawn from the kernel's own index arithmetic.
 
+#define NEG_INF __int_as_float(0xff800000)  // -infinity, the identity of max (NVRTC has no math.h)
+
 #ifdef TRACE_ACCESS
 #define TRACE(i) owner[i] = blockIdx.x * blockDim.x + threadIdx.x
 #define TRACE_PARAM , int* owner
@@ -18,7 +20,7 @@ extern "C" __global__ void vecmax00(const float* a, float* reductions, long long
 {
     long long start = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * per_thread;
     long long end = min(start + per_thread, n);
-    float m = -INFINITY;
+    float m = NEG_INF;
     for (long long i = start; i < end; ++i) {
         TRACE(i);
         m = fmaxf(m, a[i]);
@@ -32,7 +34,7 @@ extern "C" __global__ void vecmax01(const float* a, float* reductions, long long
 {
     long long block_start = (long long)blockIdx.x * blockDim.x * per_thread;
     long long block_end = min(block_start + (long long)blockDim.x * per_thread, n);
-    float m = -INFINITY;
+    float m = NEG_INF;
     for (long long i = block_start + threadIdx.x; i < block_end; i += blockDim.x) {
         TRACE(i);
         m = fmaxf(m, a[i]);
@@ -49,7 +51,7 @@ extern "C" __global__ void vecmax02(const float* a, float* reductions, long long
     long long n4 = n / 4;
     long long stride = (long long)gridDim.x * blockDim.x;
     long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    float m0 = -INFINITY, m1 = -INFINITY, m2 = -INFINITY, m3 = -INFINITY;
+    float m0 = NEG_INF, m1 = NEG_INF, m2 = NEG_INF, m3 = NEG_INF;
     long long i = t;
     for (; i + 3 * stride < n4; i += 4 * stride) {
         float4 v0 = a4[i], v1 = a4[i + stride], v2 = a4[i + 2 * stride], v3 = a4[i + 3 * stride];

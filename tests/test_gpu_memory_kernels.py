@@ -129,3 +129,15 @@ def test_access_pattern_generator_matches_the_traced_kernel(cp, kernel, n, block
     partial = cp.empty(blocks * threads, cp.float32)
     k((blocks,), (threads,), (a, partial, np.int64(n), np.int32(access_pattern.per_thread(n, blocks, threads)), owner))
     np.testing.assert_array_equal(cp.asnumpy(owner), access_pattern.owners(kernel, n, blocks, threads))
+
+
+def test_synccheck_sees_the_published_barrier_that_the_output_check_cannot():
+    from cudalab import sanitizer
+
+    if sanitizer.find_sanitizer() is None:
+        pytest.skip("compute-sanitizer is not installed")
+    published = sanitizer.synccheck("fw_shared_tile.cu", "fw_shared_tile_published", (16, 16), 100, ["-DTILE=16"])
+    fixed = sanitizer.synccheck("fw_shared_tile.cu", "fw_shared_tile", (16, 16), 100, ["-DTILE=16"])
+    print(published, fixed)
+    assert fixed["errors"] == 0, fixed
+    assert published["errors"] is not None and published["errors"] > 0, published
