@@ -47,7 +47,45 @@ def _capabilities(profile_dir: Path) -> str:
             f"{big['host_to_device']:.1f} GB/s, device-to-host {big['device_to_host']:.1f} GB/s.")
 
 
-SUMMARIES: dict[str, Callable[[Path], str]] = {"00_gpu_capabilities": _capabilities, "01_block_size": _block_size}
+def _coalescing(profile_dir: Path) -> str:
+    d = profile_dir / "02_coalescing"
+    vm = pd.read_csv(d / "vecmax_sweep.csv")
+    ceil = pd.read_csv(d / "vecmax_ceilings.csv").set_index("ceiling")["bandwidth_GBps"]
+    vm = vm[vm["status"].eq("ok")].assign(of_max=lambda f: f["bandwidth_GBps"] / ceil["cupy_max"],
+                                          of_copy=lambda f: f["bandwidth_GBps"] / ceil["device_to_device_copy"])
+    lines = [f"Chapter 02, vecMax on {int(vm['n'].iloc[0]):,} floats; ceilings in the same run: cupy.max "
+             f"{ceil['cupy_max']:.0f} GB/s, device-to-device copy {ceil['device_to_device_copy']:.0f} GB/s (read + write).", "",
+             "| kernel | best blocks x threads | GB/s | of cupy.max | of copy | at the lab's 80 x 128 (GB/s) |",
+             "|---|---|---:|---:|---:|---:|"]
+    for kernel, g in vm.groupby("kernel"):
+        b = g.sort_values("time_ms").iloc[0]
+        lab = g[g["blocks"].eq(80) & g["threads_per_block"].eq(128)]["bandwidth_GBps"]
+        lines.append(f"| {kernel} | {int(b.blocks)} x {int(b.threads_per_block)} | {b.bandwidth_GBps:.0f} | "
+                     f"{b.of_max:.1%} | {b.of_copy:.1%} | {lab.iloc[0]:.0f} |" if len(lab) else "|")
+    lines += ["", _best_fw(d / "fw_sweep.csv", "Chapter 02 Floyd-Warshall")]
+    return "\n".join(lines)
+
+
+def _best_fw(path: Path, what: str) -> str:
+    f = pd.read_csv(path)
+    n = int(f["n"].max())
+    at = f[f["n"].eq(n)]
+    basic = at[at["variant"].eq("basic 16x16")]["time_ms"].iloc[0]
+    best = at[at["status"].eq("ok")].sort_values("time_ms").iloc[0]
+    return (f"{what} at N = {n}: best {best.variant}, {best.time_ms / 1e3:.3f} s, **{basic / best.time_ms:.2f}x** the basic "
+            f"16x16 kernel ({basic / 1e3:.3f} s) in the same run; {int(f['status'].eq('ok').sum())} of {len(f)} points checked ok.")
+
+
+def _shared_memory(profile_dir: Path) -> str:
+    d = profile_dir / "03_shared_memory"
+    check = pd.read_csv(d / "correctness.csv")
+    flagged = check[check["published"].astype(bool) & check["status"].eq("wrong")]["kernel"].unique()
+    return (_best_fw(d / "shared_sweep.csv", "Chapter 03 shared memory") +
+            f" As-published kernels flagged wrong by the correctness table: {', '.join(flagged) or 'none'}.")
+
+
+SUMMARIES: dict[str, Callable[[Path], str]] = {"00_gpu_capabilities": _capabilities, "01_block_size": _block_size,
+                                               "02_coalescing": _coalescing, "03_shared_memory": _shared_memory}
 
 
 def render(results: Path = RESULTS_DIR) -> str:

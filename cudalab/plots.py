@@ -54,7 +54,7 @@ def compare_bars(data: pd.DataFrame, x: str, y: str, source: str, *, xlabel: str
         ax.bar_label(container, fmt="%.1f", padding=2, fontsize=8)
     ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
     ax.margins(y=0.12)
-    sns.move_legend(ax, "upper center", bbox_to_anchor=(0.5, -0.18), ncol=1, title=None, fontsize=8, frameon=False)
+    sns.move_legend(ax, "upper left", bbox_to_anchor=(1.01, 1.0), ncol=1, title=None, fontsize=8, frameon=False)
     return ax
 
 
