@@ -92,13 +92,13 @@ def stitch(outcomes: list[ChapterOutcome], cover: nbformat.NotebookNode) -> nbfo
         book.cells.append(nbformat.v4.new_markdown_cell(start))
         try:
             nb = nbformat.read(o.notebook, as_version=4)
-            book.cells.extend(nb.cells)
         except Exception as exc:  # a notebook too broken to read is still reported
             book.cells.append(nbformat.v4.new_markdown_cell(f"*(executed notebook unreadable: {exc})*"))
-    if outcomes:
-        first = nbformat.read(outcomes[0].notebook, as_version=4) if outcomes[0].notebook.exists() else None
-        if first is not None:
-            book.metadata.update({k: v for k, v in first.metadata.items() if k in ("kernelspec", "language_info")})
+            continue
+        book.cells.extend(nb.cells)
+        for key in ("kernelspec", "language_info"):
+            if key in nb.metadata:
+                book.metadata.setdefault(key, nb.metadata[key])
     return book
 
 
