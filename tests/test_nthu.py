@@ -1,0 +1,74 @@
+"""The NTHU test-case format: round trips, every malformed case, and the CPU solution."""
+
+import numpy as np
+import pytest
+
+from cudalab.cpu_reference import floyd_warshall_numpy
+from cudalab.nthu import (UNREACHABLE, CaseFormatError, generate_case, parse_case, read_case, read_output, solve_cpu,
+                          to_matrix, write_case, write_output)
+
+
+def raw(*ints):
+    return np.array(ints, dtype="<i4").tobytes()
+
+
+def test_round_trip(tmp_path):
+    edges = generate_case(50, 0.1, seed=3)
+    write_case(tmp_path / "c.in", 50, edges)
+    v, back = read_case(tmp_path / "c.in")
+    assert v == 50 and np.array_equal(back, edges)
+    dist = solve_cpu(v, back)
+    write_output(tmp_path / "c.out", dist)
+    assert np.array_equal(read_output(tmp_path / "c.out", v), dist)
+
+
+def test_generated_cases_are_distinct_edges_without_self_loops():
+    edges = generate_case(200, 0.05, seed=1)
+    assert abs(len(edges) - 0.05 * 200 * 199) <= 1
+    assert len({(s, d) for s, d, _ in edges}) == len(edges)
+    assert (edges[:, 0] != edges[:, 1]).all() and edges[:, 2].min() >= 0 and edges[:, 2].max() <= 1000
+    assert len(generate_case(10, 0.0, seed=1)) == 0 and len(generate_case(1, 1.0, seed=1)) == 0
+
+
+def test_solution_by_hand():
+    # 0 -> 1 (5), 1 -> 2 (2), 0 -> 2 (9), a repeated edge 1 -> 2 (7): the shorter one counts
+    dist = solve_cpu(4, np.array([[0, 1, 5], [1, 2, 2], [0, 2, 9], [1, 2, 7]], dtype=np.int32))
+    u = UNREACHABLE
+    assert dist.tolist() == [[0, 5, 7, u], [u, 0, 2, u], [u, u, 0, u], [u, u, u, 0]]
+
+
+def test_single_vertex_and_no_edges():
+    assert solve_cpu(1, np.empty((0, 3), np.int32)).tolist() == [[0]]
+    d = solve_cpu(3, np.empty((0, 3), np.int32))
+    assert (np.diag(d) == 0).all() and (d[~np.eye(3, dtype=bool)] == UNREACHABLE).all()
+
+
+@pytest.mark.parametrize("v,density", [(2, 0.5), (37, 0.02), (64, 0.3)])
+def test_cpu_solution_matches_an_independent_one(v, density):
+    edges = generate_case(v, density, seed=v)
+    m = to_matrix(v, edges)
+    independent = floyd_warshall_numpy(np.where(m == UNREACHABLE, -1, m))
+    assert np.array_equal(solve_cpu(v, edges), np.where(independent < 0, UNREACHABLE, independent))
+
+
+@pytest.mark.parametrize("data,message", [
+    (b"\x01\x00\x00", r"truncated header: 3 bytes"),
+    (raw(0, 0), r"V = 0 at offset 0 must be positive"),
+    (raw(-4, 0), r"V = -4 at offset 0"),
+    (raw(3, -1), r"E = -1 at offset 4 must not be negative"),
+    (raw(2, 5), r"E = 5 at offset 4 exceeds V\*V = 4"),
+    (raw(3, 2, 0, 1, 5, 1, 2), r"truncated: E = 2 needs 32 bytes, the file has 28; edge 1 at offset 20 is incomplete"),
+    (raw(3, 1, 0, 1, 5, 9), r"4 unexpected bytes after the last edge, at offset 20"),
+    (raw(3, 2, 0, 1, 5, 1, 3, 2), r"edge 1 at offset 20: dst 3 is not a vertex of \[0, 3\)"),
+    (raw(3, 1, -1, 1, 5), r"edge 0 at offset 8: src -1 is not a vertex"),
+    (raw(3, 2, 0, 1, 5, 1, 2, -7), r"edge 1 at offset 20: negative weight -7"),
+])
+def test_malformed_files_name_problem_and_offset(data, message):
+    with pytest.raises(CaseFormatError, match=message):
+        parse_case(data, "case.in")
+
+
+def test_output_of_the_wrong_size(tmp_path):
+    (tmp_path / "o").write_bytes(raw(0, 1, 2))
+    with pytest.raises(CaseFormatError, match="an output for V = 2 has 16 bytes, this file 12"):
+        read_output(tmp_path / "o", 2)
