@@ -43,7 +43,7 @@ def pytest_terminal_summary(terminalreporter):
     if not _RESOURCES:
         return
     terminalreporter.section("kernel resources (nvcc -Xptxas -v)")
-    terminalreporter.write_line(f"{'file':28} {'kernel':24} {'arch':6} {'regs':>5} {'smem B':>7} {'spill B':>8}")
+    terminalreporter.write_line(f"{'file':36} {'kernel':24} {'arch':6} {'regs':>5} {'smem B':>7} {'spill B':>8}")
     for name, u in sorted(_RESOURCES, key=lambda r: (r[0], r[1].kernel, r[1].arch)):
-        terminalreporter.write_line(f"{name:28} {u.kernel:24} {u.arch:6} {u.registers:5d} {u.shared_bytes:7d} "
+        terminalreporter.write_line(f"{name:36} {u.kernel:24} {u.arch:6} {u.registers:5d} {u.shared_bytes:7d} "
                                     f"{u.spill_store_bytes:8d}")

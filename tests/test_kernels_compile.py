@@ -66,3 +66,18 @@ ptxas info    : Used 12 registers, used 0 barriers
     assert (tiled.kernel, tiled.registers, tiled.shared_bytes, tiled.stack_bytes, tiled.spill_store_bytes) == (
         "tiled", 40, 8192, 8, 4)
     assert (plain.kernel, plain.registers, plain.shared_bytes) == ("plain", 12, 0)
+
+
+# The compile-time variants the chapters (and chapter 04's blocking factors) build.
+VARIANTS = [("fw_shared_tile.cu", f"-DTILE={t}") for t in (8, 16, 32)] + \
+           [("fw_blocked.cu", f"-DBF={bf}") for bf in (8, 16, 32, 64)] + [("vecmax_coalescing.cu", "-DTRACE_ACCESS")]
+
+
+@needs_nvcc
+@pytest.mark.parametrize("name,option", VARIANTS, ids=[f"{n}{o}" for n, o in VARIANTS])
+def test_compile_time_variants(name, option, kernel_resources_report):
+    usages = nvcc_check(KERNELS_DIR / name, arch="sm_90", options=[option])
+    assert usages
+    for u in usages:
+        kernel_resources_report.append((f"{name} {option}", u))
+        assert u.spill_store_bytes == 0, f"{u.kernel} {option} spills registers"

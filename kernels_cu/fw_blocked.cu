@@ -1,0 +1,105 @@
+// Blocked Floyd-Warshall in three phases per round (lab 001): the matrix, padded to a multiple of
+// the blocking factor BF (-DBF=8, 16, 32 or 64), is cut into BF x BF tiles; round r relaxes every
+// tile through the BF vertices of pivot tile (r, r). Distances use the NTHU convention: 1073741823
+// (2^30 - 1) means unreachable, so a + b never overflows an int32 and min() needs no branch.
+// Threads: T x T per block with T = min(BF, 32); each thread owns (BF/T)^2 cells, as the lab's
+// 64 x 64 tiles on 32 x 32 threads with 4 cells each. Launch with BF*BF (phase 1), 2*BF*BF
+// (phase 2, 3) ints of dynamic shared memory.
+
+#ifndef BF
+#define BF 64
+#endif
+#define T (BF < 32 ? BF : 32)
+#define CELLS (BF / T)  // cells per thread along each axis
+
+// Changes from the per-k kernels of chapters 01-03: one launch per round of BF values of k, not
+// per k; the pivot tile is relaxed in shared memory through all its BF vertices in one block.
+extern "C" __global__ void fw_blocked_phase1(int* d, int n, int r)
+{
+    extern __shared__ int s[];
+    int base = r * BF;
+    for (int a = 0; a < CELLS; ++a)
+        for (int b = 0; b < CELLS; ++b) {
+            int i = threadIdx.y + a * T, j = threadIdx.x + b * T;
+            s[i * BF + j] = d[(base + i) * n + base + j];
+        }
+    for (int k = 0; k < BF; ++k) {
+        __syncthreads();
+        for (int a = 0; a < CELLS; ++a)
+            for (int b = 0; b < CELLS; ++b) {
+                int i = threadIdx.y + a * T, j = threadIdx.x + b * T;
+                s[i * BF + j] = min(s[i * BF + j], s[i * BF + k] + s[k * BF + j]);
+            }
+    }
+    __syncthreads();
+    for (int a = 0; a < CELLS; ++a)
+        for (int b = 0; b < CELLS; ++b) {
+            int i = threadIdx.y + a * T, j = threadIdx.x + b * T;
+            d[(base + i) * n + base + j] = s[i * BF + j];
+        }
+}
+
+// Changes from phase 1: the tiles of the pivot row (blockIdx.y == 0) and pivot column
+// (blockIdx.y == 1), each relaxed through the finished pivot tile held beside it in shared memory.
+extern "C" __global__ void fw_blocked_phase2(int* d, int n, int r)
+{
+    extern __shared__ int s[];
+    int* pivot = s;
+    int* own = s + BF * BF;
+    int t = blockIdx.x;
+    if (t == r) return;  // the pivot tile itself was phase 1's (uniform across the block)
+    bool in_row = blockIdx.y == 0;
+    int ti = in_row ? r : t, tj = in_row ? t : r;
+    for (int a = 0; a < CELLS; ++a)
+        for (int b = 0; b < CELLS; ++b) {
+            int i = threadIdx.y + a * T, j = threadIdx.x + b * T;
+            pivot[i * BF + j] = d[(r * BF + i) * n + r * BF + j];
+            own[i * BF + j] = d[(ti * BF + i) * n + tj * BF + j];
+        }
+    for (int k = 0; k < BF; ++k) {
+        __syncthreads();
+        for (int a = 0; a < CELLS; ++a)
+            for (int b = 0; b < CELLS; ++b) {
+                int i = threadIdx.y + a * T, j = threadIdx.x + b * T;
+                int via = in_row ? pivot[i * BF + k] + own[k * BF + j] : own[i * BF + k] + pivot[k * BF + j];
+                own[i * BF + j] = min(own[i * BF + j], via);
+            }
+    }
+    __syncthreads();
+    for (int a = 0; a < CELLS; ++a)
+        for (int b = 0; b < CELLS; ++b) {
+            int i = threadIdx.y + a * T, j = threadIdx.x + b * T;
+            d[(ti * BF + i) * n + tj * BF + j] = own[i * BF + j];
+        }
+}
+
+// Changes from phase 2: every other tile (i, j) reads only the finished tiles (i, r) and (r, j),
+// so its own cells stay in registers and the k loop needs no barrier: the compute-bound phase.
+extern "C" __global__ void fw_blocked_phase3(int* d, int n, int r)
+{
+    extern __shared__ int s[];
+    int* col = s;            // tile (blockIdx.y, r): d[i][k]
+    int* row = s + BF * BF;  // tile (r, blockIdx.x): d[k][j]
+    int ti = blockIdx.y, tj = blockIdx.x;
+    if (ti == r || tj == r) return;  // uniform across the block
+    int acc[CELLS][CELLS];
+    for (int a = 0; a < CELLS; ++a)
+        for (int b = 0; b < CELLS; ++b) {
+            int i = threadIdx.y + a * T, j = threadIdx.x + b * T;
+            col[i * BF + j] = d[(ti * BF + i) * n + r * BF + j];
+            row[i * BF + j] = d[(r * BF + i) * n + tj * BF + j];
+            acc[a][b] = d[(ti * BF + i) * n + tj * BF + j];
+        }
+    __syncthreads();
+    for (int k = 0; k < BF; ++k)
+        for (int a = 0; a < CELLS; ++a)
+            for (int b = 0; b < CELLS; ++b) {
+                int i = threadIdx.y + a * T, j = threadIdx.x + b * T;
+                acc[a][b] = min(acc[a][b], col[i * BF + k] + row[k * BF + j]);
+            }
+    for (int a = 0; a < CELLS; ++a)
+        for (int b = 0; b < CELLS; ++b) {
+            int i = threadIdx.y + a * T, j = threadIdx.x + b * T;
+            d[(ti * BF + i) * n + tj * BF + j] = acc[a][b];
+        }
+}
