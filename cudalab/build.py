@@ -103,6 +103,9 @@ def _run_chapter(chapter: catalog.ChapterInfo, out_nb: Path, params: dict, cell_
 
 def main(argv: Optional[list[str]] = None) -> int:
     args = parse_args(argv)
+    if args.record and args.quick:
+        _log("error: --record with --quick would replace the recorded full grid with the smoke-run grid")
+        return 2
     started = time.time()
     has_gpu = gpu.gpu_available()
     mode = "measure" if has_gpu and not args.replay else "replay"
@@ -127,6 +130,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         shutil.rmtree(out / sub, ignore_errors=True)
         (out / sub).mkdir(parents=True)
     where = gpu.gpu_name() if mode == "measure" else f"replay of {recorded}"
+    if args.quick and mode == "replay":
+        _log("note: --quick only changes what is measured; a replay shows the recorded grid")
+        args.quick = False
     _log(f"cudalab: profile {profile.name}, {mode} ({where}), {len(chapters)} chapter(s) -> {out}")
 
     profile_param = profile_arg if Path(profile_arg).suffix not in (".yaml", ".yml") else str(Path(profile_arg).resolve())

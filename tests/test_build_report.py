@@ -35,6 +35,11 @@ def test_unknown_profile_is_a_clear_error(tmp_path):
     assert not (tmp_path / "report.html").exists()
 
 
+def test_a_quick_run_is_never_recorded(tmp_path):
+    proc = build("--quick", "--record", "--out", str(tmp_path))
+    assert proc.returncode == 2 and "--record with --quick" in proc.stderr
+
+
 def test_unknown_chapter_is_a_clear_error(tmp_path):
     proc = build("--only", "77", "--out", str(tmp_path))
     assert proc.returncode == 2 and "unknown chapter '77'" in proc.stderr
