@@ -5,7 +5,7 @@ import pytest
 
 from cudalab.cpu_reference import floyd_warshall_numpy
 from cudalab.nthu import (UNREACHABLE, CaseFormatError, generate_case, parse_case, read_case, read_output, solve_cpu,
-                          to_matrix, write_case, write_output)
+                          solve_numpy, to_matrix, write_case, write_output)
 
 
 def raw(*ints):
@@ -49,6 +49,7 @@ def test_cpu_solution_matches_an_independent_one(v, density):
     m = to_matrix(v, edges)
     independent = floyd_warshall_numpy(np.where(m == UNREACHABLE, -1, m))
     assert np.array_equal(solve_cpu(v, edges), np.where(independent < 0, UNREACHABLE, independent))
+    assert np.array_equal(solve_numpy(v, edges), solve_cpu(v, edges))
 
 
 @pytest.mark.parametrize("data,message", [
@@ -72,3 +73,26 @@ def test_output_of_the_wrong_size(tmp_path):
     (tmp_path / "o").write_bytes(raw(0, 1, 2))
     with pytest.raises(CaseFormatError, match="an output for V = 2 has 16 bytes, this file 12"):
         read_output(tmp_path / "o", 2)
+
+
+def test_cli_generate_solve_verify(tmp_path, capsys):
+    from cudalab.apsp import main
+
+    case, out = tmp_path / "c.in", tmp_path / "c.out"
+    assert main(["generate", "40", "0.1", str(case), "--seed", "7"]) == 0
+    assert main(["solve", str(case), str(out), "--check"]) == 0
+    assert main(["verify", str(case), str(out)]) == 0
+    dist = read_output(out, 40)
+    dist[3, 5] += 1
+    write_output(out, dist)
+    assert main(["verify", str(case), str(out)]) == 1
+    assert "WRONG: 1 of 1600 distances differ; first at (3, 5)" in capsys.readouterr().out
+
+
+def test_cli_reports_a_malformed_file(tmp_path, capsys):
+    from cudalab.apsp import main
+
+    (tmp_path / "bad.in").write_bytes(raw(3, 1, 0, 7, 1))
+    assert main(["solve", str(tmp_path / "bad.in"), str(tmp_path / "o")]) == 2
+    assert "edge 0 at offset 8: dst 7 is not a vertex" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
