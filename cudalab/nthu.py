@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cudalab.cpu_reference import floyd_warshall_c
+from cudalab.cpu_reference import floyd_warshall_c, floyd_warshall_numpy
 
 UNREACHABLE = 1073741823  # 2**30 - 1: two of them still add up inside an int32
 HEADER_BYTES = 8
@@ -93,21 +93,21 @@ def to_matrix(v: int, edges: np.ndarray) -> np.ndarray:
     return dist
 
 
+def _in_labs_convention(v: int, edges: np.ndarray, solve) -> np.ndarray:
+    """Run a solver of the labs' -1-means-no-edge convention on a case, answer in NTHU's."""
+    dist = to_matrix(v, edges)
+    out = solve(np.where(dist == UNREACHABLE, -1, dist).astype(np.int32))
+    return np.where(out < 0, UNREACHABLE, out).astype(np.int32)
+
+
 def solve_cpu(v: int, edges: np.ndarray) -> np.ndarray:
     """All-pairs shortest paths with the course's sequential C Floyd-Warshall."""
-    dist = to_matrix(v, edges)
-    labs = np.where(dist == UNREACHABLE, -1, dist).astype(np.int32)  # the C reference's "no edge" is -1
-    out = floyd_warshall_c(labs)
-    return np.where(out < 0, UNREACHABLE, out).astype(np.int32)
+    return _in_labs_convention(v, edges, floyd_warshall_c)
 
 
 def solve_numpy(v: int, edges: np.ndarray) -> np.ndarray:
     """The same answer from an independent implementation (vectorized min-plus), for checking."""
-    from cudalab.cpu_reference import floyd_warshall_numpy
-
-    dist = to_matrix(v, edges)
-    out = floyd_warshall_numpy(np.where(dist == UNREACHABLE, -1, dist))
-    return np.where(out < 0, UNREACHABLE, out).astype(np.int32)
+    return _in_labs_convention(v, edges, floyd_warshall_numpy)
 
 
 def write_output(path: str | Path, dist: np.ndarray) -> None:
