@@ -159,18 +159,15 @@ def correctness(variants: Sequence[Variant], sizes: Sequence[int], seed: int) ->
         except refusal_types() as exc:
             rows.append({**base, "status": "skipped", "mismatches": np.nan, "reason": f"{type(exc).__name__}: {exc}"})
             continue
-        bad = int(np.count_nonzero(got != ref))
-        rows.append({**base, "status": "ok" if bad == 0 else "wrong", "mismatches": bad,
-                     "reason": "" if bad == 0 else f"{bad} of {got.size} entries differ from the CPU reference"})
+        rows.append({**base, **compare(got, ref, "the CPU reference")})
     return pd.DataFrame(rows)
 
 
-def compare(result, reference) -> dict[str, Any]:
-    """Status of a result against its reference: 'ok' or 'wrong' with the mismatch count."""
-    cp = require_cupy()
-    mismatches = int(cp.count_nonzero(result != reference))
+def compare(result, reference, what: str = "the reference") -> dict[str, Any]:
+    """Status of a result (NumPy or CuPy) against its reference: 'ok', or 'wrong' with the mismatch count."""
+    mismatches = int((result != reference).sum())
     return {"status": "ok" if mismatches == 0 else "wrong", "mismatches": mismatches,
-            "reason": "" if mismatches == 0 else f"{mismatches} of {result.size} entries differ from the reference"}
+            "reason": "" if mismatches == 0 else f"{mismatches} of {result.size} entries differ from {what}"}
 
 
 def measure_variant(variant: Variant, d_input, reference, n: int, timing: dict[str, Any], stream) -> dict[str, Any]:

@@ -87,3 +87,15 @@ def test_sweep_records_skips_with_reasons_and_goes_on():
 def test_sweep_does_not_hide_real_errors():
     with pytest.raises(RuntimeError, match="sweep point"):
         run_sweep([{"x": 1}], lambda p: 1 / 0)
+
+
+def test_compare_counts_mismatches_on_host_arrays():
+    from cudalab.floyd_warshall import compare
+
+    ref = np.arange(12, dtype=np.int32).reshape(3, 4)
+    assert compare(ref.copy(), ref) == {"status": "ok", "mismatches": 0, "reason": ""}
+    bad = ref.copy()
+    bad[1, 2] = -1
+    out = compare(bad, ref, "the CPU reference")
+    assert out["status"] == "wrong" and out["mismatches"] == 1
+    assert out["reason"] == "1 of 12 entries differ from the CPU reference"
