@@ -1,23 +1,24 @@
 """Floyd-Warshall on the GPU: inputs, per-k kernel launches, references, sweeps.
 
 Every lab kernel of chapters 01-03 is "one launch per k": the k loop stays on
-the host and each launch relaxes the whole matrix through vertex k. This
-module runs such kernels (captured in a CUDA graph so that Python's launch
-cost stays out of the timing), checks every result against a reference on
-the same random input, and turns a sweep into tidy frames.
+the host and each launch relaxes the whole matrix through vertex k; chapter
+04's blocked kernels launch three phases per round instead (``cudalab.blocked``).
+This module runs any such plan of launches (captured in a CUDA graph so that
+Python's launch cost stays out of the timing), checks every result against a
+reference on the same random input, and turns a sweep into tidy frames.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Protocol, Sequence
 
 import numpy as np
 import pandas as pd
 
 from cudalab import cpu_reference
 from cudalab.gpu import require_cupy
-from cudalab.launch import check_launch, launch, refusal_types, require_memory
+from cudalab.launch import allow_shared_memory, check_launch, launch, refusal_types, require_memory
 from cudalab.sweep import progress
 from cudalab.timing import summarize, time_cpu, time_gpu
 
@@ -61,8 +62,34 @@ def floyd_warshall_cupy(d_mat) -> Any:
 
 
 @dataclass
+class Launch:
+    """One kernel launch of a solve."""
+
+    kernel: Any
+    grid: tuple[int, ...]
+    block: tuple[int, ...]
+    args: tuple
+    shared_mem: int = 0
+
+
+class Plan(Protocol):
+    """How a kernel family solves an n x n matrix given in the labs' convention (-1 = no edge).
+
+    ``prepare`` turns the input into what the kernels work on (the same array, or a padded copy
+    in another convention), ``launches`` lists the launches of one solve of that array, and
+    ``finish`` turns the solved array back into an n x n answer in the labs' convention.
+    """
+
+    def prepare(self, d_input) -> Any: ...
+
+    def launches(self, work) -> Iterator[Launch]: ...
+
+    def finish(self, work, n: int) -> Any: ...
+
+
+@dataclass
 class PerKLaunch:
-    """How to launch one per-k kernel for an n x n matrix."""
+    """How to launch one per-k kernel for an n x n matrix: n launches, one per k."""
 
     kernel: Any
     grid: tuple[int, ...]
@@ -71,14 +98,25 @@ class PerKLaunch:
         default=lambda mat, k, n: (mat, np.int32(k), np.int32(n)))
     shared_mem: int = 0
 
+    def prepare(self, d_input):
+        return d_input
+
+    def launches(self, work) -> Iterator[Launch]:
+        n = work.shape[0]
+        for k in range(n):
+            yield Launch(self.kernel, self.grid, self.block, self.args(work, k, n), self.shared_mem)
+
+    def finish(self, work, n: int):
+        return work
+
 
 def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-class PerKSolver:
-    """Runs ``n`` launches of a per-k kernel on one device matrix, as a CUDA graph
-    when CuPy can capture one (else as plain launches on the stream).
+class Solver:
+    """Runs the launches of one solve on one device matrix, as a CUDA graph when CuPy can
+    capture one (else as plain launches on the stream).
 
     Everything that touches the matrix (its upload, reset, reference and check)
     must run on the solver's ``stream``: a non-blocking stream is not ordered
@@ -86,14 +124,21 @@ class PerKSolver:
     stream it was freed on.
     """
 
-    def __init__(self, plan: PerKLaunch, d_mat, n: int, use_graph: bool = True, stream=None):
+    def __init__(self, plan: Plan, work, use_graph: bool = True, stream=None):
         cp = require_cupy()
-        check_launch(plan.kernel, plan.grid, plan.block, plan.shared_mem)
-        self.plan, self.d_mat, self.n = plan, d_mat, n
+        self.plan, self.work = plan, work
+        self.launches = list(plan.launches(work))
         self.stream = stream or cp.cuda.Stream(non_blocking=True)
         self.graph = None
+        firsts = {}
+        for x in self.launches:
+            firsts.setdefault((id(x.kernel), x.grid, x.block, x.shared_mem), x)
+        for x in firsts.values():
+            allow_shared_memory(x.kernel, x.shared_mem)
+            check_launch(x.kernel, x.grid, x.block, x.shared_mem)
         with self.stream:
-            launch(plan.kernel, plan.grid, plan.block, plan.args(d_mat, 0, n), plan.shared_mem)  # refusals surface here
+            for x in firsts.values():  # a trial of each configuration: refusals surface here
+                launch(x.kernel, x.grid, x.block, x.args, x.shared_mem)
         self.stream.synchronize()
         if use_graph:
             try:
@@ -108,9 +153,8 @@ class PerKSolver:
         self.launch_mode = "cuda-graph" if self.graph is not None else "stream"
 
     def _enqueue(self) -> None:
-        p = self.plan
-        for k in range(self.n):
-            p.kernel(p.grid, p.block, p.args(self.d_mat, k, self.n), shared_mem=p.shared_mem)
+        for x in self.launches:
+            x.kernel(x.grid, x.block, x.args, shared_mem=x.shared_mem)
 
     def run(self) -> None:
         if self.graph is not None:
@@ -126,20 +170,22 @@ class Variant:
 
     label: str
     fields: dict[str, Any]
-    plan: Callable[[int], PerKLaunch]
+    plan: Callable[[int], Plan]
 
 
 def solve_once(variant: Variant, mat: np.ndarray, use_graph: bool = True) -> tuple[np.ndarray, str]:
     """One untimed solve of ``mat`` with a variant; (result, launch mode)."""
     cp = require_cupy()
     n = mat.shape[0]
+    plan = variant.plan(n)
     stream = cp.cuda.Stream(non_blocking=True)
     with stream:
-        d = cp.asarray(mat)
-        solver = PerKSolver(variant.plan(n), d, n, use_graph=use_graph, stream=stream)
-        cp.copyto(d, cp.asarray(mat))  # the constructor's trial launch touched d
+        start = plan.prepare(cp.asarray(mat))
+        work = start.copy()
+        solver = Solver(plan, work, use_graph=use_graph, stream=stream)
+        cp.copyto(work, start)  # the constructor's trial launches touched work
         solver.run()
-        return cp.asnumpy(d, stream=stream, blocking=True), solver.launch_mode
+        return cp.asnumpy(plan.finish(work, n), stream=stream, blocking=True), solver.launch_mode
 
 
 def correctness(variants: Sequence[Variant], sizes: Sequence[int], seed: int) -> pd.DataFrame:
@@ -178,19 +224,21 @@ def measure_variant(variant: Variant, d_input, reference, n: int, timing: dict[s
     cp = require_cupy()
     plan = variant.plan(n)
     with stream:
-        work = cp.empty_like(d_input)
-        solver = PerKSolver(plan, work, n, stream=stream)
+        start = plan.prepare(d_input)
+        work = cp.empty_like(start)
+        solver = Solver(plan, work, stream=stream)
 
         def reset():
-            cp.copyto(work, d_input)
+            cp.copyto(work, start)
 
         samples = time_gpu(solver.run, setup=reset, stream=stream, **timing)
-        row = {**summarize(samples), "launch_mode": solver.launch_mode, **compare(work, reference)}
-    row["grid"] = "x".join(map(str, plan.grid))
+        row = {**summarize(samples), "launch_mode": solver.launch_mode, "launches": len(solver.launches),
+               **compare(plan.finish(work, n), reference)}
+    row["grid"] = "x".join(map(str, plan.grid)) if isinstance(plan, PerKLaunch) else ""
     return row
 
 
-def sweep_per_k(variants: Sequence[Variant], sizes: Sequence[int], *, seed: int, cpu_max_n: int,
+def sweep(variants: Sequence[Variant], sizes: Sequence[int], *, seed: int, cpu_max_n: int,
                 timing: Optional[dict[str, Any]] = None, desc: str = "Floyd-Warshall") -> tuple[pd.DataFrame, pd.DataFrame]:
     """Measure every variant at every n, each on a fresh seeded random graph.
 

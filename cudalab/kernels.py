@@ -150,3 +150,77 @@ def nvcc_check(filename: str | Path, arch: str = "sm_90", options: Iterable[str]
         _, line, message = first_error(log)
         raise KernelCompileError(path, line, message, log)
     return parse_ptxas(log)
+
+
+# --------------------------------------------------------------- SASS
+
+
+CUDA_BIN = Path("/usr/local/cuda/bin")
+_SASS_FUNCTION = re.compile(r"Function : (?P<name>\S+)")
+_SASS_INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?(?P<op>[A-Z][A-Z0-9_]*)(?:\.[\w.]+)?\b")
+
+
+def cuda_tool(name: str) -> Optional[str]:
+    """A CUDA toolkit program from PATH or /usr/local/cuda/bin, or None."""
+    found = shutil.which(name)
+    if found:
+        return found
+    candidate = CUDA_BIN / name
+    return str(candidate) if candidate.is_file() else None
+
+
+def parse_sass(text: str) -> dict[str, dict[str, int]]:
+    """Opcode counts per kernel from ``cuobjdump -sass`` output (predicates and modifiers dropped)."""
+    counts: dict[str, dict[str, int]] = {}
+    current: Optional[dict[str, int]] = None
+    for line in text.splitlines():
+        if m := _SASS_FUNCTION.search(line):
+            current = counts.setdefault(m["name"], {})
+        elif current is not None and (m := _SASS_INSTRUCTION.search(line)):
+            current[m["op"]] = current.get(m["op"], 0) + 1
+    return counts
+
+
+def sass_opcodes(filename: str | Path, arch: str, options: Iterable[str] = ()) -> dict[str, dict[str, int]]:
+    """Compile a kernel file with nvcc for ``arch`` and count the machine instructions of each
+    kernel: what ptxas really emitted (e.g. whether min(a + b, c) became one VIADDMNMX)."""
+    import tempfile
+
+    nvcc, cuobjdump = cuda_tool("nvcc"), cuda_tool("cuobjdump")
+    if nvcc is None or cuobjdump is None:
+        raise FileNotFoundError("nvcc and cuobjdump are needed to read SASS; they are not installed here")
+    path = kernel_path(filename)
+    with tempfile.TemporaryDirectory() as tmp:
+        cubin = Path(tmp) / "k.cubin"
+        proc = subprocess.run([nvcc, "-cubin", f"-arch={arch}", "-std=c++17", "-o", str(cubin), *options, str(path)],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            _, line, message = first_error(proc.stdout + proc.stderr)
+            raise KernelCompileError(path, line, message, proc.stdout + proc.stderr)
+        dump = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
+    return parse_sass(dump)
+
+
+def present_arch() -> str:
+    """The present GPU's ``sm_XY``."""
+    from cudalab.gpu import require_cupy
+
+    cp = require_cupy()
+    return f"sm_{cp.cuda.Device().compute_capability}"
+
+
+def sass_table(builds: Iterable[tuple[str, str, tuple[str, ...]]], arch: Optional[str] = None):
+    """A tidy frame (build, kernel, opcode, count) of the SASS of each (label, file, options)
+    build for the present GPU; one row with the reason where nvcc or cuobjdump is missing."""
+    import pandas as pd
+
+    arch = arch or present_arch()
+    rows = []
+    for label, filename, options in builds:
+        try:
+            counts = sass_opcodes(filename, arch, options)
+        except FileNotFoundError as exc:
+            return pd.DataFrame([{"build": "", "kernel": "", "opcode": "", "count": 0, "arch": arch, "note": str(exc)}])
+        rows += [{"build": label, "kernel": kernel, "opcode": op, "count": n, "arch": arch, "note": ""}
+                 for kernel, ops in counts.items() for op, n in ops.items()]
+    return pd.DataFrame(rows)

@@ -53,6 +53,22 @@ def check_launch(kernel, grid: int | Sequence[int], block: int | Sequence[int], 
         raise LaunchRefused(f"{smem} bytes of shared memory per block exceeds this GPU's limit of {smem_limit}")
 
 
+DEFAULT_SHARED_LIMIT = 48 * 1024
+
+
+def allow_shared_memory(kernel, shared_bytes: int) -> None:
+    """Opt a kernel in to more than 48 KiB of dynamic shared memory, where the GPU has it.
+
+    CUDA caps dynamic shared memory at 48 KiB per block unless the kernel asks for more; asking
+    for more than the GPU has is left to ``check_launch`` to refuse with a clear reason."""
+    if shared_bytes <= DEFAULT_SHARED_LIMIT:
+        return
+    limit = attributes().get("MaxSharedMemoryPerBlockOptin", DEFAULT_SHARED_LIMIT)
+    want = min(shared_bytes, limit - kernel.shared_size_bytes)
+    if want > kernel.max_dynamic_shared_size_bytes:
+        kernel.max_dynamic_shared_size_bytes = want
+
+
 def require_memory(nbytes: int, what: str, headroom: float = 0.9) -> None:
     """Raise ``NotEnoughMemory`` unless ``nbytes`` fit in the GPU's free memory."""
     cp = require_cupy()

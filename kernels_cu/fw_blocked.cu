@@ -1,10 +1,16 @@
 // Blocked Floyd-Warshall in three phases per round (lab 001): the matrix, padded to a multiple of
 // the blocking factor BF (-DBF=8, 16, 32 or 64), is cut into BF x BF tiles; round r relaxes every
 // tile through the BF vertices of pivot tile (r, r). Distances use the NTHU convention: 1073741823
-// (2^30 - 1) means unreachable, so a + b never overflows an int32 and min() needs no branch.
+// (2^30 - 1) means unreachable, so a + b never overflows an int32.
 // Threads: T x T per block with T = min(BF, 32); each thread owns (BF/T)^2 cells, as the lab's
 // 64 x 64 tiles on 32 x 32 threads with 4 cells each. Launch with BF*BF (phase 1), 2*BF*BF
 // (phase 2, 3) ints of dynamic shared memory.
+//
+// Build variants, one per ladder step of lab 001 (steps 1-3 are fw_blocked_global.cu):
+//   -DBF=32 -DSELECT_BY_ARITHMETIC  step 4, shared memory per phase, the lab's arithmetic select
+//   -DBF=32                         step 5, min() instead of the select
+//   -DBF=64                         step 6, blocking factor 64 on 32 x 32 threads, 4 cells each
+//   -DBF=64 -maxrregcount=22        step 7, a register cap for occupancy
 
 #ifndef BF
 #define BF 64
@@ -12,8 +18,19 @@
 #define T (BF < 32 ? BF : 32)
 #define CELLS (BF / T)  // cells per thread along each axis
 
-// Changes from the per-k kernels of chapters 01-03: one launch per round of BF values of k, not
-// per k; the pivot tile is relaxed in shared memory through all its BF vertices in one block.
+// The relaxation d[i][j] = min(d[i][j], d[i][k] + d[k][j]); before ladder step 5 the lab wrote
+// the min as arithmetic on comparisons (its "if-branch"), which costs two compares and a multiply-add.
+__device__ __forceinline__ int relax(int dij, int via)
+{
+#ifdef SELECT_BY_ARITHMETIC
+    return via * (via < dij) + dij * (via >= dij);
+#else
+    return min(dij, via);
+#endif
+}
+
+// Changes from fw_blocked_global (ladder step 3): the pivot tile is loaded once into shared memory
+// and relaxed there through all its BF vertices, then written back once.
 extern "C" __global__ void fw_blocked_phase1(int* d, int n, int r)
 {
     extern __shared__ int s[];
@@ -23,12 +40,13 @@ extern "C" __global__ void fw_blocked_phase1(int* d, int n, int r)
             int i = threadIdx.y + a * T, j = threadIdx.x + b * T;
             s[i * BF + j] = d[(base + i) * n + base + j];
         }
+#pragma unroll
     for (int k = 0; k < BF; ++k) {
         __syncthreads();
         for (int a = 0; a < CELLS; ++a)
             for (int b = 0; b < CELLS; ++b) {
                 int i = threadIdx.y + a * T, j = threadIdx.x + b * T;
-                s[i * BF + j] = min(s[i * BF + j], s[i * BF + k] + s[k * BF + j]);
+                s[i * BF + j] = relax(s[i * BF + j], s[i * BF + k] + s[k * BF + j]);
             }
     }
     __syncthreads();
@@ -56,13 +74,14 @@ extern "C" __global__ void fw_blocked_phase2(int* d, int n, int r)
             pivot[i * BF + j] = d[(r * BF + i) * n + r * BF + j];
             own[i * BF + j] = d[(ti * BF + i) * n + tj * BF + j];
         }
+#pragma unroll
     for (int k = 0; k < BF; ++k) {
         __syncthreads();
         for (int a = 0; a < CELLS; ++a)
             for (int b = 0; b < CELLS; ++b) {
                 int i = threadIdx.y + a * T, j = threadIdx.x + b * T;
                 int via = in_row ? pivot[i * BF + k] + own[k * BF + j] : own[i * BF + k] + pivot[k * BF + j];
-                own[i * BF + j] = min(own[i * BF + j], via);
+                own[i * BF + j] = relax(own[i * BF + j], via);
             }
     }
     __syncthreads();
@@ -91,11 +110,12 @@ extern "C" __global__ void fw_blocked_phase3(int* d, int n, int r)
             acc[a][b] = d[(ti * BF + i) * n + tj * BF + j];
         }
     __syncthreads();
+#pragma unroll
     for (int k = 0; k < BF; ++k)
         for (int a = 0; a < CELLS; ++a)
             for (int b = 0; b < CELLS; ++b) {
                 int i = threadIdx.y + a * T, j = threadIdx.x + b * T;
-                acc[a][b] = min(acc[a][b], col[i * BF + k] + row[k * BF + j]);
+                acc[a][b] = relax(acc[a][b], col[i * BF + k] + row[k * BF + j]);
             }
     for (int a = 0; a < CELLS; ++a)
         for (int b = 0; b < CELLS; ++b) {

@@ -66,14 +66,14 @@ def test_cupy_reference_matches_cpu(cp, rng, n):
 def test_cupy_checked_sizes_are_not_raced_by_the_solver(cp, basic_kernel):
     """Regression: the reference ran on the default stream while the solver's non-blocking
     stream reused its freed memory, so every entry at N=3000 'differed' (2026-11-23, H100)."""
-    gpu, _ = fw.sweep_per_k([basic_variant(basic_kernel, b) for b in (8, 16)], [1200, 1500], seed=5, cpu_max_n=0)
+    gpu, _ = fw.sweep([basic_variant(basic_kernel, b) for b in (8, 16)], [1200, 1500], seed=5, cpu_max_n=0)
     assert set(gpu["checked_against"]) == {"cupy"}
     assert (gpu["status"] == "ok").all(), gpu[["n", "variant", "reason"]]
 
 
 def test_sweep_checks_times_and_extrapolates(cp, basic_kernel):
     variants = [basic_variant(basic_kernel, b) for b in (8, 16)]
-    gpu, cpu = fw.sweep_per_k(variants, [64, 100, 160], seed=7, cpu_max_n=100)
+    gpu, cpu = fw.sweep(variants, [64, 100, 160], seed=7, cpu_max_n=100)
     assert (gpu["status"] == "ok").all(), gpu[["n", "variant", "status", "reason"]]
     assert (gpu["time_ms"] > 0).all() and (gpu["repeats"] >= 3).all()
     assert (gpu["time_ms_q1"] <= gpu["time_ms"]).all() and (gpu["time_ms"] <= gpu["time_ms_q3"]).all()
@@ -89,7 +89,7 @@ def test_a_wrong_kernel_is_flagged_and_gets_no_speedup(cp):
     from cudalab.kernels import load_kernel
 
     wrong = load_kernel(DATA / "fw_off_by_one.cu", "fw_off_by_one")
-    gpu, cpu = fw.sweep_per_k([basic_variant(wrong, 16)], [96, 200], seed=3, cpu_max_n=96)
+    gpu, cpu = fw.sweep([basic_variant(wrong, 16)], [96, 200], seed=3, cpu_max_n=96)
     assert gpu["status"].tolist() == ["wrong", "wrong"]
     assert (gpu["mismatches"] > 0).all() and gpu["reason"].str.contains("differ").all()
     assert with_speedups(gpu, cpu)["speedup_vs_cpu"].isna().all()
@@ -97,7 +97,7 @@ def test_a_wrong_kernel_is_flagged_and_gets_no_speedup(cp):
 
 def test_a_block_the_gpu_refuses_is_skipped_with_its_reason(cp, basic_kernel):
     variants = [basic_variant(basic_kernel, 64), basic_variant(basic_kernel, 8)]
-    gpu, _ = fw.sweep_per_k(variants, [80], seed=1, cpu_max_n=80)
+    gpu, _ = fw.sweep(variants, [80], seed=1, cpu_max_n=80)
     refused, ran = gpu.iloc[0], gpu.iloc[1]
     assert refused["status"] == "skipped" and "4096 threads exceeds" in refused["reason"]
     assert ran["status"] == "ok"
@@ -106,7 +106,7 @@ def test_a_block_the_gpu_refuses_is_skipped_with_its_reason(cp, basic_kernel):
 def test_a_size_beyond_gpu_memory_is_skipped(cp, basic_kernel):
     free = cp.cuda.runtime.memGetInfo()[0]
     too_big = int((free / 4) ** 0.5) + 1024  # one n x n int32 matrix alone overflows
-    gpu, _ = fw.sweep_per_k([basic_variant(basic_kernel, 16)], [64, too_big], seed=1, cpu_max_n=64)
+    gpu, _ = fw.sweep([basic_variant(basic_kernel, 16)], [64, too_big], seed=1, cpu_max_n=64)
     assert gpu["status"].tolist() == ["ok", "skipped"]
     assert "GiB of GPU memory" in gpu.iloc[1]["reason"]
 

@@ -81,3 +81,19 @@ def test_compile_time_variants(name, option, kernel_resources_report):
     for u in usages:
         kernel_resources_report.append((f"{name} {option}", u))
         assert u.spill_store_bytes == 0, f"{u.kernel} {option} spills registers"
+
+
+def test_parse_sass_counts_opcodes_per_kernel():
+    from cudalab.kernels import parse_sass
+
+    text = """
+        Function : add_min_dpx
+        /*0000*/                   LDC R1, c[0x0][0x28] ;                  /* 0x00000a00ff017b82 */
+        /*0920*/                   VIADDMNMX R7, R7, R0.reuse, UR19, PT ;  /* 0x0000001307077e46 */
+        /*0930*/                   VIADDMNMX R9, R9, R0, UR20, PT ;        /* 0x0000001409097e46 */
+        /*0940*/              @!P0 BRA 0x920 ;                             /* 0x0000000000008947 */
+        Function : plain
+        /*0010*/                   LDS.128 R4, [R2] ;                      /* 0x0000000002047984 */
+        /*0020*/                   IMNMX R3, R3, R4, PT ;                  /* 0x0000000403037217 */
+    """
+    assert parse_sass(text) == {"add_min_dpx": {"LDC": 1, "VIADDMNMX": 2, "BRA": 1}, "plain": {"LDS": 1, "IMNMX": 1}}

@@ -31,6 +31,8 @@ python3 -m pip install -q --upgrade --no-index --no-compile --find-links wheelho
   -r requirements-gpu-node.txt || { echo "wheelhouse install failed (run tools/build_wheelhouse.sh)"; exit 2; }
 # JUPYTER_PATH: nbconvert's templates sit under the --target folder's share/jupyter.
 export PYTHONPATH=/tmp/site:$PWD JUPYTER_PATH=/tmp/site/share/jupyter PYTHONUNBUFFERED=1
+# nvcc, cuobjdump (SASS tables) and ncu (chapter 04 counters) live here on most GPU hosts
+export PATH=$PATH:/usr/local/cuda/bin
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
 python3 -c "import cupy, sys; print('python', sys.version.split()[0], 'cupy', cupy.__version__, 'cuda runtime', cupy.cuda.runtime.runtimeGetVersion())" | tee -a "$OUT/gpu.txt"
 

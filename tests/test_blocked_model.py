@@ -1,0 +1,59 @@
+"""Chapter 04's pure parts: padding, the ladder's order, the traffic model, the ceiling's closed form,
+and every build variant of the blocked kernels compiling with nvcc."""
+
+import shutil
+
+import numpy as np
+import pytest
+
+from cudalab import blocked, int_ceiling
+from cudalab.kernels import nvcc_check
+
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+
+
+@pytest.mark.parametrize("n,bf,want", [(1, 64, 64), (64, 64, 64), (65, 64, 128), (100, 8, 104), (12000, 64, 12032)])
+def test_padded_size(n, bf, want):
+    assert blocked.padded_size(n, bf) == want
+
+
+def test_ladder_is_the_labs_seven_steps_in_order():
+    assert [s.step for s in blocked.LADDER] == list(range(1, 8))
+    assert [s.name for s in blocked.LADDER][0] == "GPU baseline" and blocked.LADDER[-1].name == "Occupancy optimization"
+    assert [s.bf for s in blocked.LADDER] == [32] * 5 + [64] * 2
+
+
+def test_traffic_model_counts_phase3_tiles():
+    m = blocked.traffic_model(256, 64)  # R = 4 rounds, 9 phase-3 tiles per round
+    tiles = 4 * 9
+    assert m["relaxations"] == 64**3 * tiles
+    assert m["global_load_bytes"] == 4 * 3 * 64 * 64 * tiles and m["global_store_bytes"] == 4 * 64 * 64 * tiles
+    assert m["shared_load_bytes"] == 4 * 2 * 64**3 * tiles
+    assert blocked.traffic_model(256, 64, 0.5)["shared_load_bytes"] == m["shared_load_bytes"] / 4
+    # a larger blocking factor moves fewer global bytes for the same work
+    assert blocked.traffic_model(1024, 64)["global_load_bytes"] < blocked.traffic_model(1024, 16)["global_load_bytes"]
+
+
+def test_ceiling_closed_form_matches_a_direct_simulation():
+    iters, x, y = 50, 3, 100
+    sums = int_ceiling.expected_sums(2, 4, iters, x, y)
+    direct = []
+    for _block in range(2):
+        for tid in range(4):
+            acc = [tid + c for c in range(int_ceiling.CHAINS)]
+            for _ in range(iters):
+                acc = [min(a + x, y + c) for c, a in enumerate(acc)]
+            direct.append(sum(acc))
+    np.testing.assert_array_equal(sums, direct)
+
+
+@needs_nvcc
+@pytest.mark.parametrize("filename,options", [
+    ("fw_blocked_global.cu", ()), ("fw_blocked_global.cu", ("-DCOALESCED",)), ("fw_blocked_global.cu", ("-DCOALESCED", "-DUNROLL")),
+    ("fw_blocked.cu", ("-DBF=32", "-DSELECT_BY_ARITHMETIC")), ("fw_blocked.cu", ("-DBF=8",)), ("fw_blocked.cu", ("-DBF=16",)),
+    ("fw_blocked.cu", ("-DBF=128",)), ("fw_blocked.cu", ("-DBF=64", "-maxrregcount=22")),
+    ("fw_blocked_registers.cu", ("-DBF=128",)), ("fw_blocked_registers.cu", ("-DNO_DPX",)),
+])
+def test_every_build_variant_compiles(filename, options):
+    usages = nvcc_check(filename, arch="sm_90", options=options)
+    assert usages and all(u.registers > 0 for u in usages)

@@ -1,0 +1,133 @@
+"""GPU tests for chapter 04: every blocked kernel (the ladder, the blocking factors, the register
+tiles with and without DPX) against the CPU reference at V that is not a multiple of any blocking
+factor, V = 1, graphs with no edges and graphs with unreachable pairs; the NTHU file path; the
+add+min ceiling's own check."""
+
+import numpy as np
+import pytest
+
+from conftest import random_graph
+from cudalab import blocked, nthu
+from cudalab import floyd_warshall as fw
+from cudalab.cpu_reference import floyd_warshall_c
+
+pytestmark = pytest.mark.gpu
+SIZES = [1, 2, 33, 100, 130, 300]  # 130 and 300: three tiles at BF 64 and 128, padded
+
+
+@pytest.fixture(scope="module")
+def cp():
+    import cupy
+
+    return cupy
+
+
+def every_variant():
+    return (blocked.ladder_variants() + blocked.blocking_factor_variants([8, 16, 32, 64, 128])
+            + blocked.expert_variants([64, 128], dpx=[True, False]))
+
+
+def no_edges(n):
+    mat = np.full((n, n), fw.NO_EDGE, dtype=np.int32)
+    np.fill_diagonal(mat, 0)
+    return mat
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_every_blocked_kernel_matches_cpu(cp, rng, n):
+    sparse = random_graph(rng, n, 0.03, 1000)
+    sparse[:, -1] = fw.NO_EDGE  # no edge into the last vertex: nothing else reaches it
+    sparse[-1, -1] = 0
+    graphs = {"sparse, unreachable pairs": sparse,
+              "lab GenMatrix": fw.gen_matrix(n, int(rng.integers(1 << 30))), "no edges": no_edges(n)}
+    if n >= 2:
+        assert (floyd_warshall_c(sparse) < 0).any(), "the test graph should leave some pairs unreachable"
+    for v in every_variant():
+        for kind, mat in graphs.items():
+            got, mode = fw.solve_once(v, mat)
+            np.testing.assert_array_equal(got, floyd_warshall_c(mat), err_msg=f"{v.label}, n={n}, {kind}")
+            assert mode == "cuda-graph"
+
+
+def test_padding_is_unreachable_with_zero_diagonal(cp):
+    d = blocked.to_blocked(cp.asarray(np.array([[0, 5, -1], [-1, 0, 2], [1, -1, 0]], dtype=np.int32)), 8)
+    host = cp.asnumpy(d)
+    assert host.shape == (8, 8)
+    assert (np.diag(host) == 0).all()
+    assert host[0, 2] == blocked.INF and host[0, 1] == 5 and host[3, 4] == blocked.INF and host[0, 5] == blocked.INF
+    np.testing.assert_array_equal(cp.asnumpy(blocked.from_blocked(d, 3)), [[0, 5, -1], [-1, 0, 2], [1, -1, 0]])
+
+
+def test_a_wrong_blocked_kernel_is_flagged(cp):
+    """Phase 3 alone (no pivot phases) misses paths through the pivot tiles: the check must see it."""
+    plan = blocked.shared_plan(16)
+    broken = blocked.BlockedPlan(16, plan.phases[2:])
+    gpu, _ = fw.sweep([fw.Variant("phase 3 only", {}, lambda n: broken)], [100], seed=3, cpu_max_n=100)
+    assert gpu["status"].eq("wrong").all() and gpu["mismatches"].gt(0).all()
+
+
+def test_phase_split_times_every_phase_and_checks(cp):
+    split = blocked.phase_split(blocked.expert_variants([64], dpx=[True]) + blocked.blocking_factor_variants([16]),
+                                200, seed=4, repeats=2)
+    assert set(split["phase"]) == {"phase 1", "phase 2", "phase 3"}
+    assert split["status"].eq("ok").all() and split["time_ms"].gt(0).all()
+    rounds = split.set_index(["variant", "phase"])["launches"]
+    assert rounds[("shared BF 16", "phase 1")] == blocked.padded_size(200, 16) // 16
+
+
+@pytest.mark.parametrize("v,density", [(1, 0.0), (70, 0.0), (70, 0.05), (300, 0.01)])
+def test_nthu_case_solved_on_gpu_matches_cpu(cp, tmp_path, v, density):
+    from cudalab import nthu_gpu
+
+    edges = nthu.generate_case(v, density, seed=v)
+    nthu.write_case(tmp_path / "c.in", v, edges)
+    ms, dist = nthu_gpu.solve_file(tmp_path / "c.in", tmp_path / "c.out")
+    want = nthu.solve_cpu(v, edges)
+    np.testing.assert_array_equal(dist, want)
+    np.testing.assert_array_equal(nthu.read_output(tmp_path / "c.out", v), want)
+    assert set(ms) == set(nthu_gpu.STAGES) and all(t >= 0 for t in ms.values())
+    if density == 0.0 and v > 1:
+        assert (dist[~np.eye(v, dtype=bool)] == nthu.UNREACHABLE).all()
+
+
+def test_time_split_rows_per_stage(cp, tmp_path):
+    from cudalab import nthu_gpu
+
+    split = nthu_gpu.time_split([100, 700], 0.05, seed=1, workdir=tmp_path, repeats=2)
+    assert len(split) == 2 * len(nthu_gpu.STAGES)
+    assert split["status"].eq("ok").all()
+    assert set(split["checked_against"]) == {"cpu", "cupy"}
+    assert not list(tmp_path.iterdir()), "case files are removed after timing"
+
+
+def test_cli_solves_on_gpu_with_check(cp, tmp_path, capsys):
+    from cudalab.apsp import main
+
+    case, out = tmp_path / "c.in", tmp_path / "c.out"
+    assert main(["generate", "150", "0.05", str(case)]) == 0
+    assert main(["solve", str(case), str(out), "--check"]) == 0
+    text = capsys.readouterr().out
+    assert "solved on" in text and "compute" in text and "ok: all 22500 distances match" in text
+
+
+def test_add_min_ceiling_checks_and_measures(cp):
+    from cudalab import int_ceiling
+
+    frame = int_ceiling.add_min_ceiling(iters=512, blocks_per_sm=4)
+    assert frame["status"].eq("ok").all(), frame["reason"].tolist()
+    assert frame["relaxations_per_s"].gt(1e10).all()
+    assert int_ceiling.ceiling(frame)["relaxations_per_s"] == frame["relaxations_per_s"].max()
+
+
+def test_nsight_counters_or_a_clear_reason(cp):
+    from cudalab import nsight
+
+    reason = nsight.available()
+    if reason is not None:
+        assert "ncu" in reason
+        pytest.skip(reason)
+    frame = nsight.profile_phase3([{"label": "BF 16", "kind": "shared", "bf": 16},
+                                   {"label": "reg 64", "kind": "registers", "bf": 64, "dpx": True}], 300)
+    assert list(frame["variant"]) == ["BF 16", "reg 64"]
+    assert frame["kernel_time_ms"].gt(0).all() and frame["integer_instructions"].gt(0).all()
+    assert frame["global_load_GBps"].gt(0).all() and frame["shared_load_GBps"].gt(0).all()

@@ -1,0 +1,33 @@
+"""Quick look at chapter 04's kernels on the present GPU, before a full build: the add+min ceiling,
+then one checked solve time per blocked variant at the given N, as a fraction of that ceiling.
+
+    python tools/blocked_probe.py [N ...] [--ladder] [--basic]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from cudalab import blocked, int_ceiling
+from cudalab import floyd_warshall as fw
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("sizes", nargs="*", type=int, default=[8192])
+    p.add_argument("--ladder", action="store_true", help="also the lab's seven ladder steps")
+    p.add_argument("--basic", action="store_true", help="also chapter 01's basic 16x16 kernel")
+    args = p.parse_args()
+    ceil = int_ceiling.add_min_ceiling()
+    print(ceil[["instruction", "time_ms", "relaxations_per_s", "relaxations_per_clock_per_sm", "status"]].to_string())
+    best = int_ceiling.ceiling(ceil)["relaxations_per_s"]
+    variants = (blocked.ladder_variants() if args.ladder else []) + ([blocked.basic_variant()] if args.basic else [])
+    variants += blocked.blocking_factor_variants([32, 64, 128]) + blocked.expert_variants([64, 128])
+    gpu, _ = fw.sweep(variants, args.sizes, seed=1, cpu_max_n=0, timing={"min_repeats": 2, "min_total_s": 0})
+    gpu["relaxations_per_s"] = gpu["n"] ** 3 / (gpu["time_ms"] * 1e-3)
+    gpu["fraction_of_ceiling"] = gpu["relaxations_per_s"] / best
+    print(gpu[["n", "variant", "time_ms", "relaxations_per_s", "fraction_of_ceiling", "status"]].to_string())
+
+
+if __name__ == "__main__":
+    main()
