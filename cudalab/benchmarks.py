@@ -84,8 +84,36 @@ def _shared_memory(profile_dir: Path) -> str:
             f" As-published kernels flagged wrong by the correctness table: {', '.join(flagged) or 'none'}.")
 
 
+def _blocking_factor(profile_dir: Path) -> str:
+    d = profile_dir / "04_blocking_factor"
+    prov = _provenance(profile_dir, "04_blocking_factor")
+    ceil = pd.read_csv(d / "add_min_ceiling.csv")
+    ceil = ceil[ceil["status"].eq("ok")].sort_values("relaxations_per_s").iloc[-1]
+    ladder = pd.read_csv(d / "ladder.csv")
+    n = int(ladder["n"].iloc[0])
+    basic = ladder[ladder["kernel"].eq("basic")].iloc[0]
+    ok = ladder[ladder["status"].eq("ok") & ~ladder["kernel"].eq("basic")]
+    best = ok.sort_values("time_ms").iloc[0]
+    rate = n**3 / (best.time_ms * 1e-3)
+    lines = [f"Chapter 04, blocked Floyd-Warshall at N = {n}, measured on {prov.get('gpu_name')} on {prov.get('date_utc')[:10]} "
+             f"(commit `{str(prov.get('git_commit'))[:10]}`), every solve checked against {best.get('checked_against', '?')}:", "",
+             f"- int32 add+min ceiling in the same run: {ceil.relaxations_per_s / 1e12:.2f} T relaxations/s ({ceil.instruction}).",
+             f"- Best kernel: {best.variant}, {best.time_ms:.1f} ms (interquartile {best.time_ms_q1:.1f} - {best.time_ms_q3:.1f} ms): "
+             f"{rate / 1e12:.2f} T relaxations/s, **{rate / ceil.relaxations_per_s:.0%} of the add+min ceiling**.",
+             f"- Basic 16x16 per-k kernel of chapter 01 in the same run: {basic.time_ms / 1e3:.3f} s; the best kernel is "
+             f"**{basic.time_ms / best.time_ms:.1f}x** faster.", "",
+             "| ladder step | time (ms) | speedup over the step before |", "|---|---:|---:|"]
+    prev = None
+    for r in ladder[~ladder["kernel"].eq("basic")].to_dict("records"):
+        gain = f"{prev / r['time_ms']:.2f}x" if prev and r["status"] == "ok" else ""
+        lines.append(f"| {r['variant']} | {r['time_ms']:.1f} | {gain} |")
+        prev = r["time_ms"]
+    return "\n".join(lines)
+
+
 SUMMARIES: dict[str, Callable[[Path], str]] = {"00_gpu_capabilities": _capabilities, "01_block_size": _block_size,
-                                               "02_coalescing": _coalescing, "03_shared_memory": _shared_memory}
+                                               "02_coalescing": _coalescing, "03_shared_memory": _shared_memory,
+                                               "04_blocking_factor": _blocking_factor}
 
 
 def render(results: Path = RESULTS_DIR) -> str:

@@ -96,32 +96,53 @@ PHASE_GRIDS: dict[str, Callable[[int], tuple[int, ...]]] = {
 }
 
 
+GLOBAL_FILE, SHARED_FILE, REGISTERS_FILE = "fw_blocked_global.cu", "fw_blocked.cu", "fw_blocked_registers.cu"
+
+
+def global_options(coalesced: bool, unroll: bool, bf: int = 32) -> tuple[str, ...]:
+    return (f"-DBF={bf}",) + (("-DCOALESCED",) if coalesced else ()) + (("-DUNROLL",) if unroll else ())
+
+
+def shared_options(bf: int, select_by_arithmetic: bool = False, maxrregcount: Optional[int] = None) -> tuple[str, ...]:
+    return (f"-DBF={bf}",) + (("-DSELECT_BY_ARITHMETIC",) if select_by_arithmetic else ()) + \
+        ((f"--maxrregcount={maxrregcount}",) if maxrregcount else ())
+
+
+def registers_options(bf: int, dpx: bool = True) -> tuple[str, ...]:
+    return (f"-DBF={bf}",) + (() if dpx else ("-DNO_DPX",))
+
+
+def plan_for_build(filename: str, options: tuple[str, ...], bf: int) -> BlockedPlan:
+    """The three-phase plan of a build of ``fw_blocked_global.cu`` or ``fw_blocked.cu``."""
+    if filename == GLOBAL_FILE:
+        k = load_kernel(GLOBAL_FILE, "fw_blocked_global", options=options)
+        return BlockedPlan(bf, tuple(
+            Phase(name, k, grid, (bf, bf), 0, lambda work, n, r, p=p: (work, np.int32(n), np.int32(r), np.int32(p)))
+            for p, (name, grid) in enumerate(PHASE_GRIDS.items(), start=1)))
+    if filename == SHARED_FILE:
+        t = min(bf, 32)
+        tile = 4 * bf * bf
+        kernels = [load_kernel(SHARED_FILE, f"fw_blocked_phase{p}", options=options) for p in (1, 2, 3)]
+        return BlockedPlan(bf, tuple(Phase(name, k, grid, (t, t), tile if name == "phase 1" else 2 * tile)
+                                     for k, (name, grid) in zip(kernels, PHASE_GRIDS.items())))
+    raise ValueError(f"no three-phase plan for {filename}")
+
+
 def global_plan(coalesced: bool, unroll: bool, bf: int = 32) -> BlockedPlan:
     """Ladder steps 1-3: every operand in global memory (``fw_blocked_global.cu``)."""
-    options = [f"-DBF={bf}"] + (["-DCOALESCED"] if coalesced else []) + (["-DUNROLL"] if unroll else [])
-    k = load_kernel("fw_blocked_global.cu", "fw_blocked_global", options=tuple(options))
-    return BlockedPlan(bf, tuple(
-        Phase(name, k, grid, (bf, bf), 0, lambda work, n, r, p=p: (work, np.int32(n), np.int32(r), np.int32(p)))
-        for p, (name, grid) in enumerate(PHASE_GRIDS.items(), start=1)))
+    return plan_for_build(GLOBAL_FILE, global_options(coalesced, unroll, bf), bf)
 
 
 def shared_plan(bf: int, select_by_arithmetic: bool = False, maxrregcount: Optional[int] = None) -> BlockedPlan:
     """Ladder steps 4-7 and the blocking-factor sweep: each phase in shared memory (``fw_blocked.cu``)."""
-    options = (f"-DBF={bf}",) + (("-DSELECT_BY_ARITHMETIC",) if select_by_arithmetic else ()) + \
-        ((f"--maxrregcount={maxrregcount}",) if maxrregcount else ())
-    t = min(bf, 32)
-    tile = 4 * bf * bf
-    kernels = [load_kernel("fw_blocked.cu", f"fw_blocked_phase{p}", options=options) for p in (1, 2, 3)]
-    return BlockedPlan(bf, tuple(Phase(name, k, grid, (t, t), tile if name == "phase 1" else 2 * tile)
-                                 for k, (name, grid) in zip(kernels, PHASE_GRIDS.items())))
+    return plan_for_build(SHARED_FILE, shared_options(bf, select_by_arithmetic, maxrregcount), bf)
 
 
 def registers_plan(bf: int = 64, dpx: bool = True) -> BlockedPlan:
     """The project's kernel: phases 1-2 of ``fw_blocked.cu``, phase 3 register-tiled
     (``fw_blocked_registers.cu``), with or without the DPX add-min instruction."""
     base = shared_plan(bf)
-    k = load_kernel("fw_blocked_registers.cu", "fw_blocked_registers_phase3",
-                    options=(f"-DBF={bf}",) + (() if dpx else ("-DNO_DPX",)))
+    k = load_kernel(REGISTERS_FILE, "fw_blocked_registers_phase3", options=registers_options(bf, dpx))
     phase3 = Phase("phase 3", k, PHASE_GRIDS["phase 3"], (bf // 4, bf // 4), 4 * ((bf + 4) + bf) * bf)
     return BlockedPlan(bf, base.phases[:2] + (phase3,))
 
@@ -140,24 +161,39 @@ def variant(label: str, make: Callable[[], BlockedPlan], **fields: Any) -> fw.Va
 
 @dataclass(frozen=True)
 class LadderStep:
+    """One step of lab 001's optimization ladder: a build of one of our kernel files."""
+
     step: int
     name: str       # the lab's name for the step
     change: str     # what it changes, in our words
     bf: int
-    make: Callable[[], BlockedPlan]
+    file: str
+    options: tuple[str, ...]
+
+    def make(self) -> BlockedPlan:
+        return plan_for_build(self.file, self.options, self.bf)
 
 
 LADDER: tuple[LadderStep, ...] = (
     LadderStep(1, "GPU baseline", "blocked, all in global memory, threads walk down columns", 32,
-               lambda: global_plan(coalesced=False, unroll=False)),
-    LadderStep(2, "Coalesced memory access", "threads walk along rows", 32, lambda: global_plan(True, False)),
-    LadderStep(3, "Unroll", "#pragma unroll on the k loop", 32, lambda: global_plan(True, True)),
+               GLOBAL_FILE, global_options(coalesced=False, unroll=False)),
+    LadderStep(2, "Coalesced memory access", "threads walk along rows", 32, GLOBAL_FILE, global_options(True, False)),
+    LadderStep(3, "Unroll", "#pragma unroll on the k loop", 32, GLOBAL_FILE, global_options(True, True)),
     LadderStep(4, "Shared memory", "each phase stages its tiles in shared memory", 32,
-               lambda: shared_plan(32, select_by_arithmetic=True)),
-    LadderStep(5, "Modify if-branch to min", "min() instead of an arithmetic select", 32, lambda: shared_plan(32)),
-    LadderStep(6, "Large blocking factor", "BF 64 on 32 x 32 threads, 4 cells each", 64, lambda: shared_plan(64)),
-    LadderStep(7, "Occupancy optimization", "-maxrregcount=22", 64, lambda: shared_plan(64, maxrregcount=22)),
+               SHARED_FILE, shared_options(32, select_by_arithmetic=True)),
+    LadderStep(5, "Modify if-branch to min", "min() instead of an arithmetic select", 32, SHARED_FILE, shared_options(32)),
+    LadderStep(6, "Large blocking factor", "BF 64 on 32 x 32 threads, 4 cells each", 64, SHARED_FILE, shared_options(64)),
+    LadderStep(7, "Occupancy optimization", "-maxrregcount=22", 64, SHARED_FILE, shared_options(64, maxrregcount=22)),
 )
+
+
+def sass_builds(block_factors: Sequence[int], expert_block_factors: Sequence[int]) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(label, file, options) of every kernel build of chapter 04, for its SASS table."""
+    builds = [(f"{s.step}. {s.name}", s.file, s.options) for s in LADDER]
+    builds += [(f"shared BF {b}", SHARED_FILE, shared_options(b)) for b in block_factors]
+    builds += [(f"registers BF {b}" + (" + DPX" if d else " (-DNO_DPX)"), REGISTERS_FILE, registers_options(b, d))
+               for b in expert_block_factors for d in (True, False)]
+    return builds
 
 
 def ladder_variants() -> list[fw.Variant]:

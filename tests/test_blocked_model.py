@@ -48,12 +48,15 @@ def test_ceiling_closed_form_matches_a_direct_simulation():
 
 
 @needs_nvcc
-@pytest.mark.parametrize("filename,options", [
-    ("fw_blocked_global.cu", ()), ("fw_blocked_global.cu", ("-DCOALESCED",)), ("fw_blocked_global.cu", ("-DCOALESCED", "-DUNROLL")),
-    ("fw_blocked.cu", ("-DBF=32", "-DSELECT_BY_ARITHMETIC")), ("fw_blocked.cu", ("-DBF=8",)), ("fw_blocked.cu", ("-DBF=16",)),
-    ("fw_blocked.cu", ("-DBF=128",)), ("fw_blocked.cu", ("-DBF=64", "-maxrregcount=22")),
-    ("fw_blocked_registers.cu", ("-DBF=128",)), ("fw_blocked_registers.cu", ("-DNO_DPX",)),
-])
-def test_every_build_variant_compiles(filename, options):
+@pytest.mark.parametrize("label,filename,options", blocked.sass_builds([8, 16, 32, 64, 128], [64, 128]),
+                         ids=lambda v: v if isinstance(v, str) else " ".join(v))
+def test_every_build_variant_compiles(label, filename, options):
     usages = nvcc_check(filename, arch="sm_90", options=options)
     assert usages and all(u.registers > 0 for u in usages)
+
+
+def test_ladder_steps_change_one_build_option_at_a_time():
+    """Each ladder step differs from the one before by one build option or file (the lab's method)."""
+    for before, after in zip(blocked.LADDER, blocked.LADDER[1:]):
+        if before.file == after.file:
+            assert len(set(before.options) ^ set(after.options)) <= 2, (before.name, after.name)
