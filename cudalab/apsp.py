@@ -22,6 +22,7 @@ import numpy as np
 
 from cudalab import nthu
 from cudalab.gpu import gpu_available, gpu_name
+from cudalab.launch import LaunchRefused
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -79,7 +80,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                       + ", ".join(f"{stage} {t:.1f} ms" for stage, t in ms.items()))
             return _compare(dist, nthu.solve_cpu(v, edges)) if args.check else 0
         return _compare(nthu.read_output(args.output, v), nthu.solve_cpu(v, edges))
-    except (nthu.CaseFormatError, ValueError, FileNotFoundError) as exc:
+    except (nthu.CaseFormatError, ValueError, FileNotFoundError, LaunchRefused) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

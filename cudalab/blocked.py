@@ -30,6 +30,18 @@ def padded_size(n: int, bf: int) -> int:
     return fw.ceil_div(n, bf) * bf
 
 
+MAX_PADDED = 46340  # the kernels index the matrix with int32: size^2 must stay below 2^31
+
+
+def require_int32_indexable(size: int) -> None:
+    """Refuse, with the reason, a padded matrix whose entries an int32 index cannot reach."""
+    from cudalab.launch import LaunchRefused
+
+    if size > MAX_PADDED:
+        raise LaunchRefused(f"a padded matrix of {size} x {size} has more than 2^31 entries; the blocked kernels "
+                            f"index it with int32 (at most {MAX_PADDED} vertices after padding)")
+
+
 def to_blocked(d_lab, bf: int):
     """A device matrix in the labs' convention, padded to a multiple of ``bf`` in NTHU's."""
     from cudalab.gpu import require_cupy
@@ -37,6 +49,7 @@ def to_blocked(d_lab, bf: int):
     cp = require_cupy()
     n = d_lab.shape[0]
     size = padded_size(n, bf)
+    require_int32_indexable(size)
     out = cp.full((size, size), INF, dtype=cp.int32)
     out[:n, :n] = cp.where(d_lab < 0, INF, d_lab)
     pad = cp.arange(n, size)

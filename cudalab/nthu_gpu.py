@@ -37,6 +37,7 @@ def read_padded(path: str | Path, bf: int) -> tuple[int, int, np.ndarray]:
 
     v, edges = nthu.read_case(path)
     size = blocked.padded_size(v, bf)
+    blocked.require_int32_indexable(size)
     host = cupyx.empty_pinned((size, size), dtype=np.int32)
     host.fill(blocked.INF)
     if len(edges):

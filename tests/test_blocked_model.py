@@ -17,6 +17,14 @@ def test_padded_size(n, bf, want):
     assert blocked.padded_size(n, bf) == want
 
 
+def test_a_matrix_beyond_int32_indices_is_refused_with_the_reason():
+    from cudalab.launch import LaunchRefused
+
+    blocked.require_int32_indexable(46336)
+    with pytest.raises(LaunchRefused, match="more than 2\\^31 entries"):
+        blocked.require_int32_indexable(46400)
+
+
 def test_ladder_is_the_labs_seven_steps_in_order():
     assert [s.step for s in blocked.LADDER] == list(range(1, 8))
     assert [s.name for s in blocked.LADDER][0] == "GPU baseline" and blocked.LADDER[-1].name == "Occupancy optimization"
