@@ -10,6 +10,7 @@ every blocked kernel is checked by the same harness as chapters 01-03 (``cudalab
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional, Sequence
 
@@ -161,15 +162,10 @@ def registers_plan(bf: int = 64, dpx: bool = True) -> BlockedPlan:
 
 
 def variant(label: str, make: Callable[[], BlockedPlan], **fields: Any) -> fw.Variant:
-    """A blocked kernel as a sweep variant (the plan does not depend on n: padding happens in prepare)."""
-    cache: dict[str, BlockedPlan] = {}
-
-    def plan(n: int) -> BlockedPlan:
-        if "plan" not in cache:
-            cache["plan"] = make()
-        return cache["plan"]
-
-    return fw.Variant(label, {"kernel_family": "blocked", **fields}, plan)
+    """A blocked kernel as a sweep variant: compiled on first use, the same plan for every n
+    (padding happens in ``prepare``)."""
+    plan = functools.cache(make)
+    return fw.Variant(label, {"kernel_family": "blocked", **fields}, lambda n: plan())
 
 
 @dataclass(frozen=True)

@@ -133,23 +133,26 @@ def parse_ptxas(log: str) -> list[PtxasUsage]:
     return usages
 
 
-def nvcc_check(filename: str | Path, arch: str = "sm_90", options: Iterable[str] = ()) -> list[PtxasUsage]:
-    """Compile a ``.cu`` file to a cubin with nvcc (no GPU needed) and report resources.
-
-    Raises ``KernelCompileError`` naming the file and line when it does not compile.
-    """
-    nvcc = shutil.which("nvcc")
+def _nvcc_cubin(path: Path, arch: str, options: Iterable[str], out: str, extra: tuple[str, ...] = ()) -> str:
+    """Compile a kernel file to a cubin with nvcc; its log, or ``KernelCompileError`` naming file and line."""
+    nvcc = cuda_tool("nvcc")
     if nvcc is None:
-        raise FileNotFoundError("nvcc is not on PATH")
-    path = kernel_path(filename)
-    cmd = [nvcc, "-cubin", f"-arch={arch}", "-std=c++17", "-Xptxas", "-v", f"-I{path.parent}",
-           "-o", "/dev/null", *options, str(path)]
+        raise FileNotFoundError("nvcc is not installed here (not on PATH, nor in /usr/local/cuda/bin)")
+    cmd = [nvcc, "-cubin", f"-arch={arch}", "-std=c++17", *extra, f"-I{path.parent}", "-o", out, *options, str(path)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     log = proc.stdout + proc.stderr
     if proc.returncode != 0:
         _, line, message = first_error(log)
         raise KernelCompileError(path, line, message, log)
-    return parse_ptxas(log)
+    return log
+
+
+def nvcc_check(filename: str | Path, arch: str = "sm_90", options: Iterable[str] = ()) -> list[PtxasUsage]:
+    """Compile a ``.cu`` file to a cubin with nvcc (no GPU needed) and report resources.
+
+    Raises ``KernelCompileError`` naming the file and line when it does not compile.
+    """
+    return parse_ptxas(_nvcc_cubin(kernel_path(filename), arch, options, "/dev/null", ("-Xptxas", "-v")))
 
 
 # --------------------------------------------------------------- SASS
@@ -186,17 +189,12 @@ def sass_opcodes(filename: str | Path, arch: str, options: Iterable[str] = ()) -
     kernel: what ptxas really emitted (e.g. whether min(a + b, c) became one VIADDMNMX)."""
     import tempfile
 
-    nvcc, cuobjdump = cuda_tool("nvcc"), cuda_tool("cuobjdump")
-    if nvcc is None or cuobjdump is None:
-        raise FileNotFoundError("nvcc and cuobjdump are needed to read SASS; they are not installed here")
-    path = kernel_path(filename)
+    cuobjdump = cuda_tool("cuobjdump")
+    if cuobjdump is None:
+        raise FileNotFoundError("cuobjdump is needed to read SASS; it is not installed here")
     with tempfile.TemporaryDirectory() as tmp:
         cubin = Path(tmp) / "k.cubin"
-        proc = subprocess.run([nvcc, "-cubin", f"-arch={arch}", "-std=c++17", "-o", str(cubin), *options, str(path)],
-                              capture_output=True, text=True)
-        if proc.returncode != 0:
-            _, line, message = first_error(proc.stdout + proc.stderr)
-            raise KernelCompileError(path, line, message, proc.stdout + proc.stderr)
+        _nvcc_cubin(kernel_path(filename), arch, options, str(cubin))
         dump = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
     return parse_sass(dump)
 

@@ -84,16 +84,20 @@ def generate_case(v: int, density: float, seed: int, max_weight: int = 1000) -> 
     return np.stack([src, dst, w], axis=1).astype(np.int32)
 
 
-def to_matrix(v: int, edges: np.ndarray) -> np.ndarray:
-    """The V x V distance matrix before any relaxation (shortest edge where edges repeat)."""
-    dist = np.full((v, v), UNREACHABLE, dtype=np.int32)
+def to_matrix(v: int, edges: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """The V x V distance matrix before any relaxation (shortest edge where edges repeat).
+
+    ``out``, if given, is filled instead: it may be larger than V x V (a padded matrix), and its
+    extra vertices come out unreachable with a zero diagonal."""
+    dist = np.full((v, v), UNREACHABLE, dtype=np.int32) if out is None else out
+    dist.fill(UNREACHABLE)
     if len(edges):
         np.minimum.at(dist, (edges[:, 0], edges[:, 1]), edges[:, 2])
     np.fill_diagonal(dist, 0)
     return dist
 
 
-def _in_labs_convention(v: int, edges: np.ndarray, solve) -> np.ndarray:
+def solve_in_labs_convention(v: int, edges: np.ndarray, solve) -> np.ndarray:
     """Run a solver of the labs' -1-means-no-edge convention on a case, answer in NTHU's."""
     dist = to_matrix(v, edges)
     out = solve(np.where(dist == UNREACHABLE, -1, dist).astype(np.int32))
@@ -102,12 +106,12 @@ def _in_labs_convention(v: int, edges: np.ndarray, solve) -> np.ndarray:
 
 def solve_cpu(v: int, edges: np.ndarray) -> np.ndarray:
     """All-pairs shortest paths with the course's sequential C Floyd-Warshall."""
-    return _in_labs_convention(v, edges, floyd_warshall_c)
+    return solve_in_labs_convention(v, edges, floyd_warshall_c)
 
 
 def solve_numpy(v: int, edges: np.ndarray) -> np.ndarray:
     """The same answer from an independent implementation (vectorized min-plus), for checking."""
-    return _in_labs_convention(v, edges, floyd_warshall_numpy)
+    return solve_in_labs_convention(v, edges, floyd_warshall_numpy)
 
 
 def write_output(path: str | Path, dist: np.ndarray) -> None:

@@ -20,6 +20,7 @@ from cudalab import blocked, nthu
 from cudalab import floyd_warshall as fw
 from cudalab.gpu import require_cupy
 from cudalab.sweep import progress
+from cudalab.timing import summarize
 
 STAGES = ("read input", "setup", "H2D", "compute", "D2H", "write output")
 DEVICE_STAGES = ("H2D", "compute", "D2H")
@@ -31,19 +32,14 @@ def best_plan() -> blocked.BlockedPlan:
     return blocked.registers_plan(64, dpx=True)
 
 
-def read_padded(path: str | Path, bf: int) -> tuple[int, int, np.ndarray]:
-    """(V, E, padded pinned host matrix in the NTHU convention) of an input file."""
+def read_padded(path: str | Path, bf: int) -> tuple[int, np.ndarray]:
+    """(V, padded pinned host matrix in the NTHU convention) of an input file."""
     import cupyx
 
     v, edges = nthu.read_case(path)
     size = blocked.padded_size(v, bf)
     blocked.require_int32_indexable(size)
-    host = cupyx.empty_pinned((size, size), dtype=np.int32)
-    host.fill(blocked.INF)
-    if len(edges):
-        np.minimum.at(host, (edges[:, 0], edges[:, 1]), edges[:, 2])
-    np.fill_diagonal(host, 0)
-    return v, len(edges), host
+    return v, nthu.to_matrix(v, edges, out=cupyx.empty_pinned((size, size), dtype=np.int32))
 
 
 def solve_file(input_path: str | Path, output_path: str | Path,
@@ -55,7 +51,7 @@ def solve_file(input_path: str | Path, output_path: str | Path,
     plan = plan or best_plan()
     ms: dict[str, float] = {}
     t0 = time.perf_counter()
-    v, _, host = read_padded(input_path, plan.bf)
+    v, host = read_padded(input_path, plan.bf)
     ms["read input"] = (time.perf_counter() - t0) * 1e3
 
     t0 = time.perf_counter()
@@ -91,10 +87,7 @@ def reference_answer(v: int, edges: np.ndarray, cpu_max_v: int = 600) -> tuple[n
     if v <= cpu_max_v:
         return nthu.solve_cpu(v, edges), "cpu"
     cp = require_cupy()
-    lab = nthu.to_matrix(v, edges)
-    lab[lab == nthu.UNREACHABLE] = fw.NO_EDGE
-    out = cp.asnumpy(fw.floyd_warshall_cupy(cp.asarray(lab)))
-    return np.where(out < 0, nthu.UNREACHABLE, out).astype(np.int32), "cupy"
+    return nthu.solve_in_labs_convention(v, edges, lambda lab: cp.asnumpy(fw.floyd_warshall_cupy(cp.asarray(lab)))), "cupy"
 
 
 def time_split(vertices: Sequence[int], density: float, seed: int, workdir: Optional[str | Path] = None,
@@ -121,9 +114,7 @@ def time_split(vertices: Sequence[int], density: float, seed: int, workdir: Opti
         status = fw.compare(dist, want, f"the {checked_by} reference")
         frame = pd.DataFrame(runs)
         for stage in STAGES:
-            s = frame[stage]
-            rows.append({"case": case.name, "v": v, "e": len(edges), "stage": stage, "time_ms": float(s.median()),
-                         "time_ms_min": float(s.min()), "time_ms_max": float(s.max()), "repeats": len(s),
+            rows.append({"case": case.name, "v": v, "e": len(edges), "stage": stage, **summarize(frame[stage].to_numpy()),
                          "input_bytes": case.stat().st_size, "output_bytes": 4 * v * v,
                          "checked_against": checked_by, **status})
         case.unlink()

@@ -43,6 +43,15 @@ def test_single_vertex_and_no_edges():
     assert (np.diag(d) == 0).all() and (d[~np.eye(3, dtype=bool)] == UNREACHABLE).all()
 
 
+def test_to_matrix_fills_a_padded_matrix_with_unreachable_padding():
+    edges = np.array([[0, 1, 7], [0, 1, 3], [2, 0, 5]], dtype=np.int32)
+    padded = to_matrix(3, edges, out=np.full((8, 8), -9, dtype=np.int32))
+    assert padded.shape == (8, 8) and (np.diag(padded) == 0).all()
+    np.testing.assert_array_equal(padded[:3, :3], to_matrix(3, edges))
+    assert padded[0, 1] == 3 and padded[2, 0] == 5
+    assert (padded[3:, :3] == UNREACHABLE).all() and (padded[:3, 3:] == UNREACHABLE).all()
+
+
 @pytest.mark.parametrize("v,density", [(2, 0.5), (37, 0.02), (64, 0.3)])
 def test_cpu_solution_matches_an_independent_one(v, density):
     edges = generate_case(v, density, seed=v)
