@@ -1,9 +1,95 @@
 #!/usr/bin/env python3
-"""Build the cudalab lab report; run with --help for the options."""
+"""Build the cudalab lab report; run with --help for the options.
 
+The face of ``cudalab.report.build.run``: it parses the command line, prints progress and
+messages on stderr, and owns the exit status (0 all chapters ran, 1 a chapter failed, 2 a
+request that could not start).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
 import sys
+from pathlib import Path
+from typing import Optional
 
-from cudalab.build import main
+from cudalab.chapter.profiles import available_profiles
+from cudalab.core.errors import CudalabError
+from cudalab.core.paths import RESULTS_DIR
+
+DESCRIPTION = """\
+Build the cudalab lab report: execute every chapter notebook (notebooks/NN_*.ipynb) with
+papermill against the GPU profile's sweep grid, record tidy results with their provenance,
+and stitch all executed notebooks into one HTML (and, where Chromium is installed, PDF) report.
+
+With a CUDA device present the chapters measure on it. Without one, the report is replayed
+from results this same pipeline recorded on a real GPU (results/<gpu>/<profile>/), and its
+first page says so and names the GPU."""
+
+EPILOG = """\
+examples:
+  python build_report.py --gpu gtx680            the lab's GTX 680 grid and published numbers
+  python build_report.py --gpu h100 --quick      a small grid, for a smoke run on a GPU
+  python build_report.py --only 01 --out /tmp/r  one chapter into a chosen folder
+  python build_report.py --gpu h100 --record     measure, then keep the results for replay
+  python build_report.py --gpu h100 --from h200  replay the h100 profile as recorded on an H200
+
+profiles: {profiles}
+exit status: 0 all chapters ran; 1 a chapter failed (the report is still written); 2 bad arguments."""
+
+
+def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="build_report.py", description=DESCRIPTION,
+                                     epilog=EPILOG.format(profiles=", ".join(available_profiles())),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--gpu", metavar="NAME|PATH", default="auto",
+                        help="GPU profile: a name from params/ or a path to a YAML file "
+                             "(default: the detected GPU's profile; without a GPU, gtx680)")
+    parser.add_argument("--only", nargs="+", metavar="CHAPTER",
+                        help="only these chapters, by number (01) or name (01_block_size)")
+    parser.add_argument("--out", type=Path, metavar="DIR",
+                        help="output folder (default: build/report-<profile>)")
+    parser.add_argument("--quick", action="store_true",
+                        help="use the profile's small 'quick' grid: a smoke run in a minute or two")
+    parser.add_argument("--record", action="store_true",
+                        help="after measuring, copy each successful chapter's results into "
+                             "results/<gpu>/<profile>/ for replay (GPU only)")
+    parser.add_argument("--replay", action="store_true",
+                        help="replay recorded results even where a GPU is present")
+    parser.add_argument("--from", dest="from_gpu", metavar="GPU",
+                        help="replay the recording made on this GPU (a folder name under results/ or part of "
+                             "the GPU's name, e.g. h100); default: the newest recording of the profile")
+    parser.add_argument("--results", type=Path, default=RESULTS_DIR, metavar="DIR",
+                        help="where recorded results live (default: results/)")
+    parser.add_argument("--no-pdf", action="store_true", help="write the HTML report only")
+    parser.add_argument("--cell-timeout", type=int, default=1800, metavar="SECONDS",
+                        help="fail a notebook cell that runs longer than this (default: 1800)")
+    return parser.parse_args(argv)
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    args = parse_args(argv)
+    from cudalab.report.build import run  # after --help: papermill and nbconvert load slowly
+
+    command = "python build_report.py " + shlex.join(argv if argv is not None else sys.argv[1:])
+    try:
+        summary = run(args.gpu, only=args.only, out=args.out, quick=args.quick, record=args.record,
+                      replay=args.replay, results=args.results, from_gpu=args.from_gpu, pdf=not args.no_pdf,
+                      cell_timeout=args.cell_timeout, command=command, log=_log, progress_bar=sys.stderr.isatty())
+    except CudalabError as exc:
+        _log(f"error: {exc}")
+        return 2
+    if summary.failed:
+        _log(f"FAILED chapters: {', '.join(summary.failed)} (shown in the report); exit status 1")
+        return 1
+    _log(f"done in {summary.wall_s:.0f} s")
+    return 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,33 +1,40 @@
-"""Command line for NTHU-format all-pairs shortest-path cases (lab 001).
+"""Command line for NTHU-format all-pairs shortest-path cases (lab 001): a thin face.
 
     python -m cudalab.apsp generate V DENSITY OUT [--seed S] [--max-weight W]
-    python -m cudalab.apsp solve IN OUT [--check]
+    python -m cudalab.apsp solve IN OUT [--check] [--cpu] [--kernel KIND:BF]
     python -m cudalab.apsp verify IN OUT
 
-``solve`` uses chapter 04's best blocked kernel on the GPU (register tiles, BF 64, DPX where the
-GPU has it) and prints the time of each stage as lab 001 reports them; without a GPU, or with
-``--cpu``, it runs the course's sequential C Floyd-Warshall. ``--check`` compares the answer with
-the C reference on the CPU; ``verify`` compares an existing output file with it.
+``solve`` runs a blocked kernel on the GPU and prints the time of each stage as lab 001 reports
+them. Its default kernel is the fastest correct one that chapter 04 recorded (the ``best_kernel``
+headline in ``results/<gpu>/<profile>/04_blocking_factor/summary.json``, for the present GPU's
+profile); ``--kernel registers:64`` or ``shared:32`` picks one. Without a GPU, or with ``--cpu``,
+it runs the course's sequential C Floyd-Warshall. ``--check`` compares the answer with the C
+reference; ``verify`` compares an existing output file with it.
 Exit status: 0 ok, 1 a wrong answer, 2 a malformed file or bad arguments.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from typing import Optional
 
 import numpy as np
 
-from cudalab import nthu
-from cudalab.gpu import gpu_available, gpu_name
-from cudalab.launch import LaunchRefused
+from cudalab.chapter import recorded
+from cudalab.chapter.profiles import profile_for_gpu
+from cudalab.core.errors import CudalabError, NoRecordedResults
+from cudalab.core.gpu import gpu_available, gpu_name
+from cudalab.labs.fw import nthu
+
+CHAPTER = "04_blocking_factor"
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m cudalab.apsp", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+                                epilog=__doc__.split("\n\n", 2)[2], formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
     g = sub.add_parser("generate", help="write a random test case")
     g.add_argument("v", type=int, help="vertices")
@@ -40,6 +47,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("output")
     s.add_argument("--check", action="store_true", help="compare the answer with the CPU reference (slow for large V)")
     s.add_argument("--cpu", action="store_true", help="solve with the sequential C reference even where a GPU is present")
+    s.add_argument("--kernel", metavar="KIND:BF", help="blocked kernel: registers:BF[:nodpx] or shared:BF "
+                                                       "(default: chapter 04's recorded best for this GPU's profile)")
     v = sub.add_parser("verify", help="compare an output file with the CPU reference")
     v.add_argument("input")
     v.add_argument("output")
@@ -54,6 +63,34 @@ def _compare(got: np.ndarray, want: np.ndarray) -> int:
     i, j = bad[0]
     print(f"WRONG: {len(bad)} of {got.size} distances differ; first at ({i}, {j}): {got[i, j]} vs {want[i, j]}")
     return 1
+
+
+def recorded_best_kernel(gpu: str) -> tuple[str, str]:
+    """(kernel spec text, where it was read) from chapter 04's recorded summary for this GPU's
+    profile: the recording made on this GPU if there is one, else the newest."""
+    profile = profile_for_gpu(gpu)
+    try:
+        rec, _ = recorded.find(profile, gpu=gpu)
+    except NoRecordedResults:
+        rec, _ = recorded.find(profile)
+    path = rec.path / CHAPTER / recorded.SUMMARY
+    best = [e for e in (json.loads(path.read_text()) if path.is_file() else []) if e["key"] == "best_kernel"]
+    if not best:
+        raise NoRecordedResults(f"{path} records no best_kernel; pass --kernel KIND:BF")
+    return str(best[0]["value"]), f"chapter 04's best, recorded in {path.parent.relative_to(path.parents[3])}"
+
+
+def _solve_gpu(args: argparse.Namespace, v: int, edges: np.ndarray) -> np.ndarray:
+    from cudalab.labs.fw import nthu_gpu
+    from cudalab.labs.fw.blocked import KernelSpec
+
+    name = gpu_name() or ""
+    text, source = (args.kernel, "--kernel") if args.kernel else recorded_best_kernel(name)
+    spec = KernelSpec.parse(text)
+    ms, dist = nthu_gpu.solve_file(args.input, args.output, spec.plan())
+    print(f"{args.output}: V = {v}, E = {len(edges)}, solved on {name} with {spec.label()} ({source}); "
+          + ", ".join(f"{stage} {t:.1f} ms" for stage, t in ms.items()))
+    return dist
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -73,14 +110,10 @@ def main(argv: Optional[list[str]] = None) -> int:
                 print(f"{args.output}: V = {v}, E = {len(edges)}, solved on the CPU in {time.perf_counter() - t0:.3f} s"
                       + ("" if args.cpu else " (no CUDA device here)"))
             else:
-                from cudalab import nthu_gpu
-
-                ms, dist = nthu_gpu.solve_file(args.input, args.output)
-                print(f"{args.output}: V = {v}, E = {len(edges)}, solved on {gpu_name()}; "
-                      + ", ".join(f"{stage} {t:.1f} ms" for stage, t in ms.items()))
+                dist = _solve_gpu(args, v, edges)
             return _compare(dist, nthu.solve_cpu(v, edges)) if args.check else 0
         return _compare(nthu.read_output(args.output, v), nthu.solve_cpu(v, edges))
-    except (nthu.CaseFormatError, ValueError, FileNotFoundError, LaunchRefused) as exc:
+    except (CudalabError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

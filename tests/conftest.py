@@ -3,7 +3,7 @@ import os
 import numpy as np
 import pytest
 
-from cudalab.gpu import gpu_available
+from cudalab.core.gpu import gpu_available
 
 
 def pytest_collection_modifyitems(config, items):
@@ -24,8 +24,8 @@ def rng(request):
 
 
 def random_graph(rng, n: int, edge_probability: float, max_weight: int) -> np.ndarray:
-    """A graph from a fresh seed (see cudalab.floyd_warshall.gen_sparse)."""
-    from cudalab.floyd_warshall import gen_sparse
+    """A graph from a fresh seed (see cudalab.labs.fw.graphs.gen_sparse)."""
+    from cudalab.labs.fw.graphs import gen_sparse
 
     return gen_sparse(n, int(rng.integers(2**31)), edge_probability, max_weight)
 

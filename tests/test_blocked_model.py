@@ -6,8 +6,9 @@ import shutil
 import numpy as np
 import pytest
 
-from cudalab import blocked, int_ceiling
-from cudalab.kernels import nvcc_check
+from cudalab.labs import int_ceiling
+from cudalab.labs.fw import blocked
+from cudalab.toolchain.nvcc import nvcc_check
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 
@@ -18,7 +19,7 @@ def test_padded_size(n, bf, want):
 
 
 def test_a_matrix_beyond_int32_indices_is_refused_with_the_reason():
-    from cudalab.launch import LaunchRefused
+    from cudalab.core.launch import LaunchRefused
 
     blocked.require_int32_indexable(46336)
     with pytest.raises(LaunchRefused, match="more than 2\\^31 entries"):

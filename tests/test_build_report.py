@@ -9,9 +9,12 @@ import sys
 
 import pytest
 
-from cudalab import catalog
-from cudalab.gpu import gpu_available
-from cudalab.paths import RESULTS_DIR, ROOT
+from cudalab.chapter import catalog
+from cudalab.core.gpu import gpu_available
+from cudalab.chapter import recorded
+from cudalab.core.paths import RESULTS_DIR, ROOT
+
+GTX680 = recorded.find("gtx680")[0].path
 
 pytestmark = pytest.mark.slow
 
@@ -72,6 +75,8 @@ def test_replay_report_holds_both_chapters_figures_and_no_errors(replay_report):
     assert "Replayed, not measured here" in html
     first_page = html[html.index("<body"): html.index('id="chapter-00_gpu_capabilities"')]
     assert "Replayed" in first_page and re.search(r"recorded by this pipeline on\s*<b>NVIDIA", first_page)
+    assert "Measured on</th><td>NVIDIA" in first_page, "the first page names the GPU that measured it"
+    assert re.search(r"results/nvidia-[a-z0-9-]+/gtx680", proc.stderr), "the build says which recording it replays"
     chapters = catalog.discover()
     assert len(chapters) >= 4
     for chapter in chapters:  # every chapter replayed: 00 capabilities .. 03 shared memory and on
@@ -93,18 +98,18 @@ def test_replay_report_holds_both_chapters_figures_and_no_errors(replay_report):
 def test_replayed_tables_are_the_recorded_ones_with_provenance(replay_report):
     out, _ = replay_report
     for chapter in [c.id for c in catalog.discover()]:
-        recorded = RESULTS_DIR / "gtx680" / chapter
-        prov = json.loads((recorded / "provenance.json").read_text())
+        recording = GTX680 / chapter
+        prov = json.loads((recording / "provenance.json").read_text())
         for key in ("gpu_name", "driver_version", "cuda_runtime", "cupy", "date_utc", "git_commit", "parameters"):
             assert prov.get(key), f"{chapter} provenance lacks {key}"
-        for csv in recorded.glob("*.csv"):
+        for csv in recording.glob("*.csv"):
             assert (out / "data" / chapter / csv.name).read_bytes() == csv.read_bytes()
 
 
 def test_a_failing_chapter_is_shown_and_the_rest_still_comes_out(tmp_path):
     results = tmp_path / "results"
-    shutil.copytree(RESULTS_DIR / "gtx680", results / "gtx680")
-    for csv in (results / "gtx680" / "01_block_size").glob("block_sweep.csv"):
+    shutil.copytree(GTX680, results / "some-gpu" / "gtx680")
+    for csv in (results / "some-gpu" / "gtx680" / "01_block_size").glob("block_sweep.csv"):
         csv.unlink()
     proc = build("--gpu", "gtx680", "--replay", "--no-pdf", "--results", str(results), "--out", str(tmp_path / "out"))
     assert proc.returncode == 1

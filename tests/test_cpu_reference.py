@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 
 from conftest import random_graph
-from cudalab.cpu_reference import floyd_warshall_c, floyd_warshall_numpy
-from cudalab.floyd_warshall import gen_matrix
+from cudalab.labs.fw.reference import floyd_warshall_c, floyd_warshall_numpy
+from cudalab.labs.fw.graphs import gen_matrix
 
 
 def test_small_graph_by_hand():

@@ -9,9 +9,11 @@ import numpy as np
 import pytest
 
 from conftest import random_graph
-from cudalab import floyd_warshall as fw
-from cudalab.cpu_reference import floyd_warshall_c
-from cudalab.scaling import with_speedups
+from cudalab.labs.fw import harness as fw
+from cudalab.labs.fw.graphs import NO_EDGE, gen_matrix
+from cudalab.labs.fw.reference import floyd_warshall_cupy
+from cudalab.labs.fw.reference import floyd_warshall_c
+from cudalab.labs.fw.scaling import with_speedups
 
 pytestmark = pytest.mark.gpu
 DATA = Path(__file__).parent / "data"
@@ -26,7 +28,7 @@ def cp():
 
 @pytest.fixture(scope="module")
 def basic_kernel():
-    from cudalab.kernels import load_kernel
+    from cudalab.core.kernels import load_kernel
 
     return load_kernel("fw_basic_2d.cu", "fw_basic_2d")
 
@@ -43,7 +45,7 @@ def solve(cp, variant, mat, use_graph=True):
 @pytest.mark.parametrize("block", [4, 8, 16, 32])
 @pytest.mark.parametrize("n", [1, 2, 31, 33, 100, 257])
 def test_basic_kernel_matches_cpu(cp, basic_kernel, rng, block, n):
-    for mat in (random_graph(rng, n, 0.05, 1000), random_graph(rng, n, 0.5, 30), fw.gen_matrix(n, int(rng.integers(1 << 30)))):
+    for mat in (random_graph(rng, n, 0.05, 1000), random_graph(rng, n, 0.5, 30), gen_matrix(n, int(rng.integers(1 << 30)))):
         got, mode = solve(cp, basic_variant(basic_kernel, block), mat)
         np.testing.assert_array_equal(got, floyd_warshall_c(mat))
     assert mode == "cuda-graph"
@@ -60,7 +62,7 @@ def test_graph_and_stream_launches_agree(cp, basic_kernel, rng):
 @pytest.mark.parametrize("n", [1, 50, 300])
 def test_cupy_reference_matches_cpu(cp, rng, n):
     mat = random_graph(rng, n, 0.03, 500)
-    np.testing.assert_array_equal(cp.asnumpy(fw.floyd_warshall_cupy(cp.asarray(mat))), floyd_warshall_c(mat))
+    np.testing.assert_array_equal(cp.asnumpy(floyd_warshall_cupy(cp.asarray(mat))), floyd_warshall_c(mat))
 
 
 def test_cupy_checked_sizes_are_not_raced_by_the_solver(cp, basic_kernel):
@@ -86,7 +88,7 @@ def test_sweep_checks_times_and_extrapolates(cp, basic_kernel):
 
 
 def test_a_wrong_kernel_is_flagged_and_gets_no_speedup(cp):
-    from cudalab.kernels import load_kernel
+    from cudalab.core.kernels import load_kernel
 
     wrong = load_kernel(DATA / "fw_off_by_one.cu", "fw_off_by_one")
     gpu, cpu = fw.sweep([basic_variant(wrong, 16)], [96, 200], seed=3, cpu_max_n=96)
@@ -112,7 +114,7 @@ def test_a_size_beyond_gpu_memory_is_skipped(cp, basic_kernel):
 
 
 def test_nvrtc_compile_error_names_cu_file_and_line(tmp_path):
-    from cudalab.kernels import KernelCompileError, load_kernel
+    from cudalab.core.kernels import KernelCompileError, load_kernel
 
     bad = tmp_path / "broken_kernel.cu"
     bad.write_text('extern "C" __global__ void k(int* a)\n{\n\n    a[0] = not_declared;\n}\n')
@@ -123,8 +125,8 @@ def test_nvrtc_compile_error_names_cu_file_and_line(tmp_path):
 
 
 def test_gpu_timer_and_copy_bandwidth_are_sane(cp):
-    from cudalab.bandwidth import copy_bandwidth
-    from cudalab.timing import time_gpu
+    from cudalab.labs.bandwidth import copy_bandwidth
+    from cudalab.core.timing import time_gpu
 
     x = cp.random.random(1 << 22, dtype=cp.float32)
     samples = time_gpu(lambda: cp.sqrt(x), min_repeats=5, min_total_s=0)
@@ -136,7 +138,7 @@ def test_gpu_timer_and_copy_bandwidth_are_sane(cp):
 
 
 def test_present_gpu_spec(cp):
-    from cudalab.device_info import present_spec
+    from cudalab.labs.capabilities import present_spec
 
     spec = present_spec()
     assert spec["multiprocessors"] > 0 and spec["max_threads_per_block"] >= 1024

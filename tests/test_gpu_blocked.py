@@ -7,9 +7,11 @@ import numpy as np
 import pytest
 
 from conftest import random_graph
-from cudalab import blocked, nthu
-from cudalab import floyd_warshall as fw
-from cudalab.cpu_reference import floyd_warshall_c
+from cudalab.labs.fw import blocked, nthu
+from cudalab.labs.fw import harness as fw
+from cudalab.labs.fw.graphs import NO_EDGE, gen_matrix
+from cudalab.labs.fw.reference import floyd_warshall_cupy
+from cudalab.labs.fw.reference import floyd_warshall_c
 
 pytestmark = pytest.mark.gpu
 SIZES = [1, 2, 33, 100, 130, 300]  # 130 and 300: three tiles at BF 64 and 128, padded
@@ -28,7 +30,7 @@ def every_variant():
 
 
 def no_edges(n):
-    mat = np.full((n, n), fw.NO_EDGE, dtype=np.int32)
+    mat = np.full((n, n), NO_EDGE, dtype=np.int32)
     np.fill_diagonal(mat, 0)
     return mat
 
@@ -36,10 +38,10 @@ def no_edges(n):
 @pytest.mark.parametrize("n", SIZES)
 def test_every_blocked_kernel_matches_cpu(cp, rng, n):
     sparse = random_graph(rng, n, 0.03, 1000)
-    sparse[:, -1] = fw.NO_EDGE  # no edge into the last vertex: nothing else reaches it
+    sparse[:, -1] = NO_EDGE  # no edge into the last vertex: nothing else reaches it
     sparse[-1, -1] = 0
     graphs = {"sparse, unreachable pairs": sparse,
-              "lab GenMatrix": fw.gen_matrix(n, int(rng.integers(1 << 30))), "no edges": no_edges(n)}
+              "lab GenMatrix": gen_matrix(n, int(rng.integers(1 << 30))), "no edges": no_edges(n)}
     if n >= 2:
         assert (floyd_warshall_c(sparse) < 0).any(), "the test graph should leave some pairs unreachable"
     for v in every_variant():
@@ -77,11 +79,11 @@ def test_phase_split_times_every_phase_and_checks(cp):
 
 @pytest.mark.parametrize("v,density", [(1, 0.0), (70, 0.0), (70, 0.05), (300, 0.01)])
 def test_nthu_case_solved_on_gpu_matches_cpu(cp, tmp_path, v, density):
-    from cudalab import nthu_gpu
+    from cudalab.labs.fw import nthu_gpu
 
     edges = nthu.generate_case(v, density, seed=v)
     nthu.write_case(tmp_path / "c.in", v, edges)
-    ms, dist = nthu_gpu.solve_file(tmp_path / "c.in", tmp_path / "c.out")
+    ms, dist = nthu_gpu.solve_file(tmp_path / "c.in", tmp_path / "c.out", blocked.KernelSpec("registers", 64).plan())
     want = nthu.solve_cpu(v, edges)
     np.testing.assert_array_equal(dist, want)
     np.testing.assert_array_equal(nthu.read_output(tmp_path / "c.out", v), want)
@@ -91,9 +93,10 @@ def test_nthu_case_solved_on_gpu_matches_cpu(cp, tmp_path, v, density):
 
 
 def test_time_split_rows_per_stage(cp, tmp_path):
-    from cudalab import nthu_gpu
+    from cudalab.labs.fw import nthu_gpu
 
-    split = nthu_gpu.time_split([100, 700], 0.05, seed=1, workdir=tmp_path, repeats=2)
+    split = nthu_gpu.time_split([100, 700], 0.05, seed=1, workdir=tmp_path, repeats=2,
+                                plan_factory=blocked.KernelSpec("shared", 32).plan)
     assert len(split) == 2 * len(nthu_gpu.STAGES)
     assert split["status"].eq("ok").all()
     assert set(split["checked_against"]) == {"cpu", "cupy"}
@@ -108,10 +111,13 @@ def test_cli_solves_on_gpu_with_check(cp, tmp_path, capsys):
     assert main(["solve", str(case), str(out), "--check"]) == 0
     text = capsys.readouterr().out
     assert "solved on" in text and "compute" in text and "ok: all 22500 distances match" in text
+    assert "chapter 04's best, recorded in" in text, "the default kernel comes from the recorded summary"
+    assert main(["solve", str(case), str(out), "--kernel", "shared:32", "--check"]) == 0
+    assert "shared BF 32 (--kernel)" in capsys.readouterr().out
 
 
 def test_add_min_ceiling_checks_and_measures(cp):
-    from cudalab import int_ceiling
+    from cudalab.labs import int_ceiling
 
     frame = int_ceiling.add_min_ceiling(iters=512, blocks_per_sm=4)
     assert frame["status"].eq("ok").all(), frame["reason"].tolist()
@@ -120,13 +126,11 @@ def test_add_min_ceiling_checks_and_measures(cp):
 
 
 def test_nsight_counters_or_a_clear_reason(cp):
-    from cudalab import nsight
-
-    reason = nsight.available()
+    reason = blocked.counters_available()
     if reason is not None:
         assert "ncu" in reason
         pytest.skip(reason)
-    frame = nsight.profile_phase3([{"label": "BF 16", "kind": "shared", "bf": 16},
+    frame = blocked.profile_phase3([{"label": "BF 16", "kind": "shared", "bf": 16},
                                    {"label": "reg 64", "kind": "registers", "bf": 64, "dpx": True}], 300)
     assert list(frame["variant"]) == ["BF 16", "reg 64"]
     assert frame["kernel_time_ms"].gt(0).all() and frame["integer_instructions"].gt(0).all()

@@ -5,9 +5,11 @@ import numpy as np
 import pytest
 
 from conftest import random_graph
-from cudalab import access_pattern
-from cudalab import floyd_warshall as fw
-from cudalab.cpu_reference import floyd_warshall_c
+from cudalab.labs import vecmax as access_pattern
+from cudalab.labs.fw import harness as fw
+from cudalab.labs.fw.graphs import NO_EDGE, gen_matrix
+from cudalab.labs.fw.reference import floyd_warshall_cupy
+from cudalab.labs.fw.reference import floyd_warshall_c
 
 pytestmark = pytest.mark.gpu
 SIZES = [1, 2, 33, 100, 257]
@@ -21,7 +23,7 @@ def cp():
 
 
 def load(file, name, *options):
-    from cudalab.kernels import load_kernel
+    from cudalab.core.kernels import load_kernel
 
     return load_kernel(file, name, options=options)
 
@@ -38,7 +40,7 @@ def check(variant, mats):
 
 
 def graphs(rng, n):
-    return [random_graph(rng, n, 0.05, 1000), fw.gen_matrix(n, int(rng.integers(1 << 30)))]
+    return [random_graph(rng, n, 0.05, 1000), gen_matrix(n, int(rng.integers(1 << 30)))]
 
 
 @pytest.mark.parametrize("n", SIZES)
@@ -100,7 +102,7 @@ def test_published_barrier_kernels_are_checked_at_awkward_n(cp):
 
 
 def test_vecmax_kernels_match_cupy_max_and_flag_a_wrong_one(cp):
-    from cudalab import vecmax
+    from cudalab.labs import vecmax
 
     kernels = {name: load("vecmax_coalescing.cu", name) for name in ("vecmax00", "vecmax01", "vecmax02")}
     configs, ceilings = vecmax.sweep(kernels, 1 << 22, [1, 80, 333], [32, 128], seed=3)
@@ -113,8 +115,8 @@ def test_vecmax_kernels_match_cupy_max_and_flag_a_wrong_one(cp):
 
 
 def test_vecmax02_refuses_a_length_not_multiple_of_4(cp):
-    from cudalab import vecmax
-    from cudalab.launch import LaunchRefused
+    from cudalab.labs import vecmax
+    from cudalab.core.launch import LaunchRefused
 
     with pytest.raises(LaunchRefused, match="float4"):
         vecmax.measure(load("vecmax_coalescing.cu", "vecmax02"), "vecmax02", cp.ones(1001, cp.float32), 2, 32, 1.0, {})
@@ -134,12 +136,13 @@ def test_access_pattern_generator_matches_the_traced_kernel(cp, kernel, n, block
 def test_synccheck_runs_on_the_barrier_kernels():
     """synccheck gives a verdict on the published barrier (on an H100, 2026-11-23: 0 errors, since
     threads that skip the barrier exit, and exited threads leave it); the fixed kernel has none."""
-    from cudalab import sanitizer
+    from cudalab.labs.fw.per_k import synccheck
+    from cudalab.toolchain.nvcc import cuda_tool
 
-    if sanitizer.find_sanitizer() is None:
+    if cuda_tool("compute-sanitizer") is None:
         pytest.skip("compute-sanitizer is not installed")
-    published = sanitizer.synccheck("fw_shared_tile.cu", "fw_shared_tile_published", (16, 16), 100, ["-DTILE=16"])
-    fixed = sanitizer.synccheck("fw_shared_tile.cu", "fw_shared_tile", (16, 16), 100, ["-DTILE=16"])
+    published = synccheck("fw_shared_tile.cu", "fw_shared_tile_published", (16, 16), 100, ["-DTILE=16"])
+    fixed = synccheck("fw_shared_tile.cu", "fw_shared_tile", (16, 16), 100, ["-DTILE=16"])
     print(published, fixed)
     assert fixed["errors"] == 0, fixed
     assert isinstance(published["errors"], int), published

@@ -4,8 +4,9 @@ import shutil
 
 import pytest
 
-from cudalab.kernels import KernelCompileError, first_error, nvcc_check, parse_ptxas
-from cudalab.paths import KERNELS_DIR
+from cudalab.core.kernels import KernelCompileError, first_error
+from cudalab.toolchain.nvcc import nvcc_check, parse_ptxas
+from cudalab.core.paths import KERNELS_DIR
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 KERNEL_FILES = sorted(KERNELS_DIR.glob("*.cu"))
@@ -84,7 +85,7 @@ def test_compile_time_variants(name, option, kernel_resources_report):
 
 
 def test_parse_sass_counts_opcodes_per_kernel():
-    from cudalab.kernels import parse_sass
+    from cudalab.toolchain.sass import parse_sass
 
     text = """
         Function : add_min_dpx

@@ -3,9 +3,12 @@
 import numpy as np
 import pytest
 
-from cudalab.access_pattern import owners, pattern_frame, per_thread
-from cudalab.bytes_model import effective_GBps, floyd_warshall_bytes, floyd_warshall_step_bytes, reduction_bytes
-from cudalab.profiles import _merge, launch_shape
+from cudalab.labs.vecmax import owners, pattern_frame, per_thread
+from cudalab.core.rates import effective_GBps
+from cudalab.labs.fw.per_k import solve_bytes as floyd_warshall_bytes
+from cudalab.labs.fw.per_k import step_bytes as floyd_warshall_step_bytes
+from cudalab.labs.vecmax import reduction_bytes
+from cudalab.chapter.profiles import _merge, launch_shape
 
 
 def test_floyd_warshall_bytes_read_and_write_every_entry_each_step():

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from cudalab import catalog
-from cudalab.paths import NOTEBOOKS_DIR
+from cudalab.chapter import catalog
+from cudalab.core.paths import NOTEBOOKS_DIR
 
 NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
 REQUIRED = ["00_gpu_capabilities", "01_block_size"]

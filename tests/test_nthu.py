@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from cudalab.cpu_reference import floyd_warshall_numpy
-from cudalab.nthu import (UNREACHABLE, CaseFormatError, generate_case, parse_case, read_case, read_output, solve_cpu,
+from cudalab.labs.fw.reference import floyd_warshall_numpy
+from cudalab.labs.fw.nthu import (UNREACHABLE, CaseFormatError, generate_case, parse_case, read_case, read_output, solve_cpu,
                           solve_numpy, to_matrix, write_case, write_output)
 
 

@@ -1,6 +1,6 @@
 import pytest
 
-from cudalab.profiles import ProfileError, available_profiles, load_profile, profile_for_gpu
+from cudalab.chapter.profiles import ProfileError, available_profiles, load_profile, profile_for_gpu
 
 NOTEBOOKS = {"01_block_size": {"profile": "str", "sizes": "list[int]", "block_sizes": "list[int]",
                                "cpu_max_n": "int", "seed": "int"}}

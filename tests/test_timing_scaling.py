@@ -4,10 +4,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cudalab.compare import beside_published
-from cudalab.scaling import cpu_times, fit_cubic, fit_quality, predict_cubic, with_speedups
-from cudalab.sweep import run_sweep
-from cudalab.timing import _enough, summarize, time_cpu
+from cudalab.chapter.published import beside_published
+from cudalab.labs.fw.scaling import cpu_times, fit_cubic, fit_quality, predict_cubic, with_speedups
+from cudalab.core.sweep import run_sweep
+from cudalab.core.timing import _enough, summarize, time_cpu
 
 
 def test_summarize_median_and_spread():
@@ -90,7 +90,7 @@ def test_sweep_does_not_hide_real_errors():
 
 
 def test_compare_counts_mismatches_on_host_arrays():
-    from cudalab.floyd_warshall import compare
+    from cudalab.core.check import compare
 
     ref = np.arange(12, dtype=np.int32).reshape(3, 4)
     assert compare(ref.copy(), ref) == {"status": "ok", "mismatches": 0, "reason": ""}

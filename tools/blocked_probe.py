@@ -8,8 +8,14 @@ from __future__ import annotations
 
 import argparse
 
-from cudalab import blocked, int_ceiling
-from cudalab import floyd_warshall as fw
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from cudalab.labs import int_ceiling  # noqa: E402
+from cudalab.labs.fw import blocked  # noqa: E402
+from cudalab.labs.fw import harness as fw  # noqa: E402
 
 
 def main() -> None:

@@ -6,11 +6,12 @@
 #
 #   tools/gpu_check.sh [--quick] [--record] [--no-tests] [PROFILE ...]    (default profiles: h100 gtx680)
 #
-# Build the wheelhouse first, where pip can reach PyPI: tools/build_wheelhouse.sh (or make wheelhouse).
+# Build the wheelhouse first, where pip can reach PyPI and git: make wheelhouse (it also writes
+# wheelhouse/source-stamp.json, the commit that recordings made here will name; `make stamp` renews it).
 # Everything worth keeping lands in $OUT (default build/gpu-check): logs, the reports and build
 # summaries as reports.tar.gz, and the recorded results as results.tar.gz.
 # BUILD_ARGS adds options to every build_report.py call (e.g. BUILD_ARGS="--only 00").
-# Pass CUDALAB_GIT_COMMIT (and CUDALAB_GIT_DIRTY=0/1) when the tree travels without .git.
+# Recordings land in results/<gpu>/<profile>/ with provenance derived from the tree and the stamp.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build/gpu-check}
@@ -21,12 +22,13 @@ for a in "$@"; do
     --quick) quick=--quick ;;
     --record) record=--record ;;
     --no-tests) tests= ;;
-    -h|--help) sed -n 2,12p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,13p "$0"; exit 0 ;;
     *) profiles+=("$a") ;;
   esac
 done
 [ ${#profiles[@]} -gt 0 ] || profiles=(h100 gtx680)
 
+[ -d .git ] || [ -f wheelhouse/source-stamp.json ] || echo "warning: no .git and no wheelhouse/source-stamp.json: recordings will name no commit (run make stamp before sending the tree)"
 python3 -m pip install -q --upgrade --no-index --no-compile --find-links wheelhouse --target /tmp/site \
   -r requirements-gpu-node.txt || { echo "wheelhouse install failed (run tools/build_wheelhouse.sh)"; exit 2; }
 # JUPYTER_PATH: nbconvert's templates sit under the --target folder's share/jupyter.

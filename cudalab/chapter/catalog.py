@@ -1,0 +1,78 @@
+"""The chapters of the report: one notebook each, ordered by their number.
+
+A chapter is ``notebooks/NN_name.ipynb``; its id is the file stem, its title
+the notebook's first heading. Nothing else registers it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from cudalab.core.errors import ChapterNotFound
+from cudalab.core.paths import NOTEBOOKS_DIR
+
+_CHAPTER_FILE = re.compile(r"^(\d\d)_[A-Za-z0-9_]+\.ipynb$")
+
+
+@dataclass(frozen=True)
+class ChapterInfo:
+    id: str
+    number: str
+    title: str
+    path: Path
+
+    def parameter_types(self) -> dict[str, str]:
+        """The notebook's parameters and the type papermill infers for each."""
+        return _parameter_types(self.path)
+
+
+@cache
+def _parameter_types(path: Path) -> dict[str, str]:
+    import papermill
+
+    return {name: p["inferred_type_name"] for name, p in papermill.inspect_notebook(str(path)).items()}
+
+
+def _title(path: Path) -> str:
+    for cell in json.loads(path.read_text())["cells"]:
+        if cell["cell_type"] == "markdown":
+            for line in "".join(cell["source"]).splitlines():
+                if line.startswith("# "):
+                    return line[2:].strip()
+    return path.stem
+
+
+def discover(notebooks_dir: Path = NOTEBOOKS_DIR) -> list[ChapterInfo]:
+    chapters = []
+    for path in sorted(notebooks_dir.glob("*.ipynb")):
+        m = _CHAPTER_FILE.match(path.name)
+        if m:
+            chapters.append(ChapterInfo(id=path.stem, number=m.group(1), title=_title(path), path=path))
+    return chapters
+
+
+def select(only: list[str] | None, notebooks_dir: Path = NOTEBOOKS_DIR) -> list[ChapterInfo]:
+    """Chapters named by number (``01``), id or id prefix; all when ``only`` is empty."""
+    chapters = discover(notebooks_dir)
+    if not only:
+        return chapters
+    picked = []
+    for key in only:
+        hits = [c for c in chapters if c.number == key.zfill(2) or c.id == key or c.id.startswith(key)]
+        if not hits:
+            raise ChapterNotFound(f"unknown chapter {key!r}; chapters: {', '.join(c.id for c in chapters)}")
+        picked += [c for c in hits if c not in picked]
+    return sorted(picked, key=lambda c: c.id)
+
+
+def chapter(chapter_id: str, notebooks_dir: Path = NOTEBOOKS_DIR) -> ChapterInfo:
+    """The chapter whose notebook is ``notebooks_dir/<chapter_id>.ipynb``."""
+    path = notebooks_dir / f"{chapter_id}.ipynb"
+    m = _CHAPTER_FILE.match(path.name)
+    if not m or not path.is_file():
+        raise ChapterNotFound(f"no chapter notebook {path}")
+    return ChapterInfo(id=chapter_id, number=m.group(1), title=_title(path), path=path)

@@ -1,0 +1,225 @@
+"""The notebook's handle on its chapter: measure here, or replay what was recorded.
+
+A chapter notebook opens its chapter once, then asks for each table by name
+with the function that measures it. On a GPU the function runs and the tidy
+table is saved with its provenance; without one, the table recorded by this
+same pipeline on a GPU (``results/<profile>/<chapter>/``) is loaded instead
+and the chapter says so. The notebook's story is the same either way.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import pandas as pd
+
+from cudalab.chapter import catalog, recorded
+from cudalab.chapter.profiles import Profile, load_profile, profile_for_gpu
+from cudalab.chapter.recorded import PROVENANCE, SUMMARY
+from cudalab.core import gpu, provenance, sweep
+from cudalab.core.errors import CudalabError, NoGPU, NoRecordedResults
+from cudalab.core.paths import BUILD_DIR
+
+DEFAULT_REPLAY_PROFILE = "gtx680"
+# Parameters every chapter notebook declares; the others are the chapter's own.
+STANDARD_PARAMETERS = ("profile", "mode", "data_dir", "recorded_dir", "progress")
+
+
+def resolve_profile_name(profile: str) -> str:
+    """``auto`` means the present GPU's profile, or the lab's own profile for replay."""
+    if profile != "auto":
+        return profile
+    name = gpu.gpu_name()
+    return profile_for_gpu(name) if name else DEFAULT_REPLAY_PROFILE
+
+
+def resolve_mode(mode: str) -> str:
+    if mode not in ("auto", "measure", "replay"):
+        raise CudalabError(f"mode must be 'auto', 'measure' or 'replay', got {mode!r}")
+    if mode == "auto":
+        return "measure" if gpu.gpu_available() else "replay"
+    if mode == "measure" and not gpu.gpu_available():
+        raise NoGPU("mode='measure' needs a CUDA device and CuPy; none is present here")
+    return mode
+
+
+@dataclass
+class Chapter:
+    id: str
+    profile: Profile
+    mode: str
+    data_dir: Path
+    recorded_dir: Path
+    params: dict[str, Any] = field(default_factory=dict)
+    notebook: Optional[Path] = None
+
+    @property
+    def out_dir(self) -> Path:
+        return self.data_dir / self.id
+
+    @property
+    def provenance(self) -> dict[str, Any]:
+        """Who measured this chapter's tables, when, where and with which parameters."""
+        return json.loads((self.out_dir / PROVENANCE).read_text())
+
+    def _start(self) -> None:
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        (self.out_dir / SUMMARY).write_text("[]\n")  # this run's headlines, in both modes
+        if self.mode == "measure":
+            info = {**provenance.measurement(), "profile": self.profile.name, "chapter": self.id,
+                    "parameters": self.params,
+                    "source_fingerprint": provenance.source_fingerprint(self.notebook, self.profile.model_dump(mode="json")),
+                    "tables": [], "axes": {}}
+            (self.out_dir / PROVENANCE).write_text(json.dumps(info, indent=2, default=str))
+        else:
+            src = self.recorded_dir / self.id / PROVENANCE
+            if not src.is_file():
+                raise NoRecordedResults(
+                    f"no recorded results for chapter {self.id} of profile {self.profile.name!r} in "
+                    f"{self.recorded_dir}; record them on a GPU host with "
+                    f"`python build_report.py --gpu {self.profile.name} --record`")
+            shutil.copyfile(src, self.out_dir / PROVENANCE)
+
+    def table(self, name: str, measure: Callable[[], pd.DataFrame], *, axes: tuple[str, ...],
+              dtype: Optional[dict[str, Any]] = None) -> pd.DataFrame:
+        """The tidy table ``name``: measured now (and saved), or replayed from the recording.
+
+        ``axes`` are the columns that identify a row (what was varied: ``n``, ``variant``, ...);
+        they are recorded, so that two recordings can be joined point by point. ``dtype`` pins
+        columns whose text must survive the CSV round trip (e.g. "9.0")."""
+        path = self.out_dir / f"{name}.csv"
+        if self.mode == "measure":
+            frame = measure()
+            missing = [a for a in axes if a not in frame.columns]
+            if missing:
+                raise CudalabError(f"table {name!r} has no axis column {', '.join(missing)}; its columns: "
+                                   f"{', '.join(map(str, frame.columns))}")
+            frame.to_csv(path, index=False)
+            info = self.provenance
+            info["tables"] = sorted(set(info["tables"]) | {name})
+            info.setdefault("axes", {})[name] = list(axes)
+            (self.out_dir / PROVENANCE).write_text(json.dumps(info, indent=2, default=str))
+            return frame
+        src = self.recorded_dir / self.id / f"{name}.csv"
+        if not src.is_file():
+            raise NoRecordedResults(f"table {name!r} of chapter {self.id} was not recorded in {src.parent}; "
+                                    f"record it on a GPU host with `python build_report.py --gpu "
+                                    f"{self.profile.name} --record`")
+        shutil.copyfile(src, path)
+        return pd.read_csv(src, dtype=dtype)
+
+    def tables(self, names: dict[str, tuple[str, ...]], measure: Callable[[], tuple[pd.DataFrame, ...]]) -> tuple[pd.DataFrame, ...]:
+        """Several tables that one measurement produces together (e.g. GPU and CPU timings);
+        ``names`` maps each table's name to its axes, in the order ``measure`` returns them."""
+        produced: dict[str, pd.DataFrame] = {}
+        if self.mode == "measure":
+            frames = measure()
+            if len(frames) != len(names):
+                raise CudalabError(f"measurement returned {len(frames)} tables for names {list(names)}")
+            produced = dict(zip(names, frames))
+        return tuple(self.table(name, lambda name=name: produced[name], axes=axes) for name, axes in names.items())
+
+    # ---- headline numbers, as data
+
+    def headline(self, key: str, value: Any, unit: str, text: str, *, table: str = "",
+                 rows: Optional[dict[str, Any]] = None) -> None:
+        """Record one headline number of this chapter in ``summary.json``: its value and unit, a
+        one-line sentence saying it, and the table and rows (axis values) it came from.
+
+        Called by the notebook where it computes the number for its "What we saw", in measure
+        and replay alike; ``BENCHMARKS.md`` and comparisons read the recorded summaries."""
+        path = self.out_dir / SUMMARY
+        entries = [e for e in json.loads(path.read_text()) if e["key"] != key] if path.is_file() else []
+        entries.append({"key": key, "value": _plain(value), "unit": unit, "text": text, "table": table,
+                        "rows": {k: _plain(v) for k, v in (rows or {}).items()}})
+        path.write_text(json.dumps(entries, indent=2) + "\n")
+
+    @property
+    def summary(self) -> list[dict[str, Any]]:
+        """The headlines recorded so far in this run."""
+        path = self.out_dir / SUMMARY
+        return json.loads(path.read_text()) if path.is_file() else []
+
+    # ---- the lab's side of the comparison
+
+    def published_table(self, name: Optional[str] = None) -> Optional[pd.DataFrame]:
+        """A lab's published numbers for this chapter as a tidy frame (``attrs``: source, gpu,
+        note, label), or None; ``name`` picks one where the chapter draws on several labs."""
+        pub = self.profile.chapter(self.id).published_table(name)
+        if pub is None:
+            return None
+        frame = pd.DataFrame(pub.rows)
+        frame.attrs.update(source=pub.source, gpu=pub.gpu, note=pub.note,
+                           label=f"{pub.gpu} (published, {pub.source})")
+        return frame
+
+    @property
+    def published(self) -> Optional[pd.DataFrame]:
+        """The chapter's (single) published table."""
+        return self.published_table()
+
+    @property
+    def published_label(self) -> str:
+        frame = self.published
+        return frame.attrs["label"] if frame is not None else ""
+
+    @property
+    def gpu_label(self) -> str:
+        """The GPU these tables were measured on, as a legend label."""
+        name = self.provenance.get("gpu_name") or "this GPU"
+        return f"{name} (measured)" if self.mode == "measure" else f"{name} (recorded)"
+
+    def banner(self):
+        """A Markdown note on where this chapter's numbers come from."""
+        from IPython.display import Markdown
+
+        p = self.provenance
+        who = (f"{p.get('gpu_name')} (compute capability {p.get('compute_capability')}, driver "
+               f"{p.get('driver_version')}, CUDA {p.get('cuda_runtime')}, CuPy {p.get('cupy')})")
+        commit = f"`{str(p.get('git_commit'))[:10]}`" + (" (uncommitted changes)" if p.get("git_dirty") else "")
+        if self.mode == "measure":
+            text = f"**Data: measured now** on {who}, {p.get('date_utc')}, commit {commit}."
+        else:
+            text = (f"**Data: replayed.** No CUDA device here, so this chapter shows the results that this "
+                    f"pipeline recorded on {who} on {p.get('date_utc')}, commit {commit}.")
+        lab = self.profile.device.name if self.profile.device else "none"
+        return Markdown(f"> {text}  \n> Profile `{self.profile.name}`; lab GPU: {lab}.")
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-ready scalar (NumPy numbers become Python ones; NaN becomes None)."""
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, float) and value != value:
+        return None
+    return value
+
+
+def open_chapter(chapter_id: str, namespace: dict[str, Any]) -> Chapter:
+    """Open a chapter for its notebook: ``lab = open_chapter("01_block_size", globals())``.
+
+    The names of the chapter's parameters come from its notebook's ``parameters`` cell, their
+    values from ``namespace`` (the notebook's globals, after papermill injected its values);
+    every one is recorded in the provenance."""
+    info = catalog.chapter(chapter_id)
+    declared = list(info.parameter_types())
+    missing = [p for p in declared if p not in namespace]
+    if missing:
+        raise CudalabError(f"chapter {chapter_id}: run its parameters cell first ({', '.join(missing)} undefined)")
+    values = {p: namespace[p] for p in declared}
+    sweep.show_progress(values.get("progress", True))
+    mode = resolve_mode(values.get("mode", "auto"))
+    name = resolve_profile_name(values.get("profile", "auto"))
+    prof = load_profile(name, gpu_max_threads=gpu.attributes()["MaxThreadsPerBlock"] if mode == "measure" else None)
+    data = Path(values.get("data_dir") or BUILD_DIR / "lab" / prof.name / "data")
+    recorded_dir = values.get("recorded_dir") or ""
+    if not recorded_dir and mode == "replay":
+        recorded_dir = str(recorded.find(prof.name)[0].path)
+    params = {k: v for k, v in values.items() if k not in STANDARD_PARAMETERS}
+    chapter = Chapter(chapter_id, prof, mode, data, Path(recorded_dir), params, notebook=info.path)
+    chapter._start()
+    return chapter

@@ -1,0 +1,266 @@
+"""GPU profiles: the sweep grid, the lab GPU's spec and the lab's published numbers.
+
+A profile is a YAML file in ``params/`` (or anywhere, given by path). It is
+validated completely before any GPU work starts, so a typo costs seconds, not
+a half-finished sweep. Chapter parameters are checked against the parameters
+cell of the chapter's notebook: the notebook is the single definition of what
+a chapter accepts, so adding a chapter needs no change here.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any, Callable, Optional, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from cudalab.chapter import catalog
+from cudalab.core.errors import ProfileError
+from cudalab.core.paths import PARAMS_DIR
+
+Scalar = Union[int, float, str, bool, None]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class DeviceSpec(_Strict):
+    """The lab GPU as its report published it (deviceQuery / bandwidthTest)."""
+
+    name: str
+    source: str = Field(description="where these numbers were published")
+    compute_capability: Optional[str] = None
+    multiprocessors: Optional[int] = None
+    cuda_cores_per_multiprocessor: Optional[int] = None
+    gpu_clock_MHz: Optional[float] = None
+    memory_clock_MHz: Optional[float] = None
+    memory_bus_width_bits: Optional[int] = None
+    global_memory_MiB: Optional[float] = None
+    l2_cache_bytes: Optional[int] = None
+    constant_memory_bytes: Optional[int] = None
+    shared_memory_per_block_bytes: Optional[int] = None
+    registers_per_block: Optional[int] = None
+    warp_size: Optional[int] = None
+    max_threads_per_block: Optional[int] = None
+    max_threads_per_multiprocessor: Optional[int] = None
+
+
+class Published(_Strict):
+    """Numbers a lab report published, kept as a tidy table with their source."""
+
+    source: str
+    gpu: str
+    note: str = ""
+    rows: list[dict[str, Scalar]] = Field(default_factory=list)
+
+
+class ChapterConfig(_Strict):
+    params: dict[str, Any] = Field(default_factory=dict)
+    quick: dict[str, Any] = Field(default_factory=dict, description="overrides for --quick")
+    # One published table, or several by name where a chapter draws on more than one lab.
+    published: Optional[Union[Published, dict[str, Published]]] = None
+
+    def published_table(self, name: Optional[str] = None) -> Optional[Published]:
+        if isinstance(self.published, dict):
+            if name is None:
+                raise ProfileError(f"this chapter has several published tables: {', '.join(self.published)}")
+            return self.published.get(name)
+        return self.published if name is None else None
+
+
+class Profile(_Strict):
+    name: str
+    description: str = ""
+    match: list[str] = Field(default_factory=list, description="substrings of a GPU name that pick this profile")
+    extends: Optional[str] = None
+    device: Optional[DeviceSpec] = None
+    chapters: dict[str, ChapterConfig] = Field(default_factory=dict)
+
+    def chapter(self, chapter_id: str) -> ChapterConfig:
+        return self.chapters.get(chapter_id, ChapterConfig())
+
+    def chapter_params(self, chapter_id: str, quick: bool = False) -> dict[str, Any]:
+        cfg = self.chapter(chapter_id)
+        params = dict(cfg.params)
+        if quick:
+            params.update(cfg.quick)
+        return params
+
+
+# Parameters that shape a thread block, recognised by name so that a new chapter needs no code
+# here: "..._threads" / "threads_per_block" count threads, "..._edges" / "block_sizes" are the
+# edge of a square block.
+_SQUARE = ("a square block of {v}x{v} threads", lambda v: v * v)
+_LINEAR = ("a block of {v} threads", lambda v: v)
+
+
+def launch_shape(name: str) -> Optional[tuple[str, Callable[[int], int]]]:
+    if name == "block_sizes" or name.endswith("_edges"):
+        return _SQUARE
+    if name == "threads_per_block" or name.endswith("_threads"):
+        return _LINEAR
+    return None
+
+
+def available_profiles(params_dir: Path = PARAMS_DIR) -> list[str]:
+    return sorted(p.stem for p in params_dir.glob("*.yaml"))
+
+
+def _resolve_path(name_or_path: str, params_dir: Path) -> Path:
+    candidate = Path(name_or_path)
+    if candidate.suffix in (".yaml", ".yml") or candidate.exists():
+        if not candidate.is_file():
+            raise ProfileError(f"profile file not found: {candidate}")
+        return candidate
+    path = params_dir / f"{name_or_path}.yaml"
+    if not path.is_file():
+        names = ", ".join(available_profiles(params_dir)) or "(none)"
+        raise ProfileError(f"unknown profile {name_or_path!r}; available profiles: {names} "
+                           f"(or give a path to a YAML file)")
+    return path
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ProfileError(f"{path}: not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ProfileError(f"{path}: a profile is a YAML mapping, got {type(data).__name__}")
+    return data
+
+
+def _atomic(key: str, value: Any) -> bool:
+    """A device spec or a published table describes one thing: replaced whole, never blended."""
+    return key == "device" or (isinstance(value, dict) and "rows" in value)
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """Deep-merge mappings; lists, scalars, devices and published tables in ``over`` replace
+    those in ``base``."""
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict) and not _atomic(key, value):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _raw_profile(name_or_path: str, params_dir: Path, seen: tuple[str, ...] = ()) -> tuple[Path, dict[str, Any]]:
+    path = _resolve_path(name_or_path, params_dir)
+    data = _read_yaml(path)
+    parent = data.get("extends")
+    if parent:
+        if parent in seen:
+            raise ProfileError(f"{path}: 'extends' forms a cycle: {' -> '.join(seen + (parent,))}")
+        _, base = _raw_profile(str(parent), params_dir, seen + (str(parent),))
+        base.pop("match", None)  # matching a GPU name is never inherited
+        data = _merge(base, data)
+    return path, data
+
+
+def _format_validation(path: Path, exc: ValidationError) -> str:
+    lines = [f"{path}: invalid profile"]
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"])
+        kind = err["type"]
+        if kind == "extra_forbidden":
+            lines.append(f"  {where}: unknown key")
+        else:
+            lines.append(f"  {where}: {err['msg']} (got {err.get('input')!r})")
+    return "\n".join(lines)
+
+
+_TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "str": lambda v: isinstance(v, str),
+    "bool": lambda v: isinstance(v, bool),
+    "list": lambda v: isinstance(v, list),
+    "dict": lambda v: isinstance(v, dict),
+}
+
+
+def check_params(where: str, params: dict[str, Any], accepted: dict[str, str]) -> list[str]:
+    """Problems with ``params`` given the notebook's parameters ({name: type name})."""
+    problems = []
+    for key, value in params.items():
+        if key not in accepted:
+            problems.append(f"{where}.{key}: unknown key; the notebook accepts: {', '.join(sorted(accepted))}")
+            continue
+        expected = accepted[key].replace(" ", "")
+        outer, _, inner = expected.partition("[")
+        check, item_check = _TYPE_CHECKS.get(outer), _TYPE_CHECKS.get(inner.rstrip("]"))
+        if check is not None and not check(value):
+            problems.append(f"{where}.{key}: expected {expected}, got {type(value).__name__} {value!r}")
+        elif outer == "list" and item_check is not None and not all(item_check(v) for v in value):
+            bad = next(v for v in value if not item_check(v))
+            problems.append(f"{where}.{key}: expected {expected}, but {bad!r} is a {type(bad).__name__}")
+    return problems
+
+
+def check_launch_shapes(where: str, params: dict[str, Any], limits: dict[str, int]) -> list[str]:
+    """Problems with block shapes that exceed a thread limit ({limit's owner: threads})."""
+    problems = []
+    for key, values in params.items():
+        shape = launch_shape(key)
+        if shape is None:
+            continue
+        what, threads_of = shape
+        for v in values if isinstance(values, list) else [values]:
+            if not isinstance(v, int) or v <= 0:
+                problems.append(f"{where}.{key}: {v!r} is not a positive integer")
+                continue
+            for owner, limit in limits.items():
+                if threads_of(v) > limit:
+                    problems.append(f"{where}.{key}: {what.format(v=v)} = {threads_of(v)} threads "
+                                    f"exceeds {owner}'s limit of {limit} threads per block")
+    return problems
+
+
+def load_profile(name_or_path: str, *, params_dir: Path = PARAMS_DIR, gpu_max_threads: Optional[int] = None,
+                 notebooks: Optional[dict[str, dict[str, str]]] = None) -> Profile:
+    """Load and fully validate a profile by name (``params/NAME.yaml``) or path.
+
+    ``gpu_max_threads`` is the present GPU's threads-per-block limit, if a GPU
+    is present; ``notebooks`` maps chapter ids to their accepted parameters
+    (defaults to inspecting ``notebooks/``).
+    """
+    path, data = _raw_profile(name_or_path, params_dir)
+    try:
+        profile = Profile.model_validate(data)
+    except ValidationError as exc:
+        raise ProfileError(_format_validation(path, exc)) from None
+    if notebooks is None:
+        notebooks = {c.id: c.parameter_types() for c in catalog.discover()}
+    limits: dict[str, int] = {}
+    if profile.device and profile.device.max_threads_per_block:
+        limits[f"the profile's device ({profile.device.name})"] = profile.device.max_threads_per_block
+    if gpu_max_threads:
+        limits["the present GPU"] = gpu_max_threads
+    problems = []
+    for chapter_id, cfg in profile.chapters.items():
+        if chapter_id not in notebooks:
+            problems.append(f"chapters.{chapter_id}: no such chapter; chapters: {', '.join(sorted(notebooks))}")
+            continue
+        for section in ("params", "quick"):
+            values = getattr(cfg, section)
+            where = f"chapters.{chapter_id}.{section}"
+            problems += check_params(where, values, notebooks[chapter_id])
+            problems += check_launch_shapes(where, values, limits)
+    if problems:
+        raise ProfileError(f"{path}: invalid profile\n  " + "\n  ".join(problems))
+    return profile
+
+
+def profile_for_gpu(gpu_name: str, params_dir: Path = PARAMS_DIR) -> str:
+    """The profile whose ``match`` names the GPU, else ``generic``."""
+    for name in available_profiles(params_dir):
+        data = _read_yaml(params_dir / f"{name}.yaml")
+        if any(s.lower() in gpu_name.lower() for s in data.get("match") or []):
+            return name
+    return "generic"

@@ -1,0 +1,16 @@
+"""Turning a measured time into a rate: bytes over time as GB/s.
+
+The bytes come from a model each kernel family states beside its kernels (what it must move at
+the least); the effective bandwidth is therefore a lower bound on the traffic the kernel caused,
+and its fraction of a copy ceiling measured in the same run says how close the kernel comes to
+being limited by DRAM alone.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def effective_GBps(nbytes, time_ms):
+    """Bytes over milliseconds, in GB/s (10^9 bytes per second); arrays or scalars."""
+    return np.asarray(nbytes, dtype=float) / (np.asarray(time_ms, dtype=float) * 1e-3) / 1e9

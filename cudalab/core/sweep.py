@@ -1,0 +1,45 @@
+"""Running a parameter sweep: one tidy row per point, skips recorded with reasons."""
+
+from __future__ import annotations
+
+import traceback
+from typing import Any, Callable, Iterable
+
+import pandas as pd
+from tqdm import tqdm
+
+from cudalab.core.errors import MeasurementError
+
+_show_progress = True
+
+
+def show_progress(enabled: bool) -> None:
+    """Turn the progress bars of long sweeps on or off for this process. A chapter run by
+    ``build_report.py`` turns them off (its notebook parameter ``progress``): the build prints
+    a line per chapter, and a bar would land in the report as stderr."""
+    global _show_progress
+    _show_progress = bool(enabled)
+
+
+def progress(iterable: Iterable, desc: str, total: int | None = None) -> Iterable:
+    """A progress bar over ``iterable`` (see ``show_progress``)."""
+    return tqdm(iterable, desc=desc, total=total, disable=not _show_progress, leave=False)
+
+
+def run_sweep(points: Iterable[dict[str, Any]], measure: Callable[[dict[str, Any]], dict[str, Any]],
+              desc: str = "sweep", skip_on: tuple[type[BaseException], ...] = ()) -> pd.DataFrame:
+    """Measure every point; a point that raises one of ``skip_on`` becomes a row with
+    ``status='skipped'`` and the reason, and the sweep goes on."""
+    points = list(points)
+    rows = []
+    for point in progress(points, desc=desc, total=len(points)):
+        try:
+            row = {**point, **measure(point)}
+            row.setdefault("status", "ok")
+            row.setdefault("reason", "")
+        except skip_on as exc:
+            row = {**point, "status": "skipped", "reason": f"{type(exc).__name__}: {exc}".strip()}
+        except Exception:
+            raise MeasurementError(f"sweep point {point} failed:\n{traceback.format_exc()}") from None
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -1,0 +1,405 @@
+"""Blocked Floyd-Warshall (lab 001): padding, the three-phase launch plan, the lab's optimization
+ladder, the blocking-factor family and the project's own register-tiled kernel.
+
+The blocked kernels work in the NTHU convention (1073741823 = unreachable, so that a sum of two
+never overflows and ``min`` needs no branch) on a matrix padded to a multiple of the blocking
+factor BF; padding vertices are unreachable from everything and have a zero diagonal, so they
+change no distance. A plan converts the labs' -1 convention in and out around the solve, so that
+every blocked kernel is checked by the same harness as chapters 01-03 (``labs.fw.harness``).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+from cudalab.core.check import compare
+from cudalab.core.errors import CountersUnavailable, LaunchRefused
+from cudalab.core.gpu import require_cupy
+from cudalab.core.kernels import load_kernel
+from cudalab.core.launch import refusal_types
+from cudalab.core.sweep import progress
+from cudalab.core.timing import summarize
+from cudalab.labs.fw import harness as fw
+from cudalab.labs.fw import per_k
+from cudalab.labs.fw.graphs import NO_EDGE, UNREACHABLE, gen_matrix
+from cudalab.labs.fw.reference import floyd_warshall_cupy
+from cudalab.toolchain import nsight
+
+INF = UNREACHABLE
+
+
+def padded_size(n: int, bf: int) -> int:
+    """The smallest multiple of the blocking factor that holds n vertices."""
+    return fw.ceil_div(n, bf) * bf
+
+
+MAX_PADDED = 46340  # the kernels index the matrix with int32: size^2 must stay below 2^31
+
+
+def require_int32_indexable(size: int) -> None:
+    """Refuse, with the reason, a padded matrix whose entries an int32 index cannot reach."""
+    if size > MAX_PADDED:
+        raise LaunchRefused(f"a padded matrix of {size} x {size} has more than 2^31 entries; the blocked kernels "
+                            f"index it with int32 (at most {MAX_PADDED} vertices after padding)")
+
+
+def to_blocked(d_lab, bf: int):
+    """A device matrix in the labs' convention, padded to a multiple of ``bf`` in NTHU's."""
+    cp = require_cupy()
+    n = d_lab.shape[0]
+    size = padded_size(n, bf)
+    require_int32_indexable(size)
+    out = cp.full((size, size), INF, dtype=cp.int32)
+    out[:n, :n] = cp.where(d_lab < 0, INF, d_lab)
+    pad = cp.arange(n, size)
+    out[pad, pad] = 0
+    return out
+
+
+def from_blocked(work, n: int):
+    """The n x n answer of a padded NTHU-convention matrix, in the labs' convention."""
+    cp = require_cupy()
+    d = work[:n, :n]
+    return cp.where(d >= INF, NO_EDGE, d).astype(cp.int32)
+
+
+@dataclass
+class Phase:
+    """One phase's launch: its kernel, grid for R tiles per side, block, shared bytes and args."""
+
+    name: str
+    kernel: Any
+    grid: Callable[[int], tuple[int, ...]]
+    block: tuple[int, ...]
+    shared_mem: int = 0
+    args: Callable[[Any, int, int], tuple] = lambda work, n, r: (work, np.int32(n), np.int32(r))
+
+
+@dataclass
+class BlockedPlan:
+    """Rounds r = 0..R-1 of the phases, on a matrix padded to a multiple of ``bf``."""
+
+    bf: int
+    phases: tuple[Phase, ...]
+
+    def prepare(self, d_input):
+        return to_blocked(d_input, self.bf)
+
+    def launches(self, work) -> Iterator[fw.Launch]:
+        n = work.shape[0]
+        rounds = n // self.bf
+        for r in range(rounds):
+            for p in self.phases:
+                yield fw.Launch(p.kernel, p.grid(rounds), p.block, p.args(work, n, r), p.shared_mem)
+
+    def finish(self, work, n: int):
+        return from_blocked(work, n)
+
+    def phase_of(self, launch_index: int) -> str:
+        return self.phases[launch_index % len(self.phases)].name
+
+
+PHASE_GRIDS: dict[str, Callable[[int], tuple[int, ...]]] = {
+    "phase 1": lambda rounds: (1, 1),
+    "phase 2": lambda rounds: (rounds, 2),  # blockIdx.y 0: pivot row, 1: pivot column
+    "phase 3": lambda rounds: (rounds, rounds),
+}
+
+
+GLOBAL_FILE, SHARED_FILE, REGISTERS_FILE = "fw_blocked_global.cu", "fw_blocked.cu", "fw_blocked_registers.cu"
+
+
+def global_options(coalesced: bool, unroll: bool, bf: int = 32) -> tuple[str, ...]:
+    return (f"-DBF={bf}",) + (("-DCOALESCED",) if coalesced else ()) + (("-DUNROLL",) if unroll else ())
+
+
+def shared_options(bf: int, select_by_arithmetic: bool = False, maxrregcount: Optional[int] = None) -> tuple[str, ...]:
+    return (f"-DBF={bf}",) + (("-DSELECT_BY_ARITHMETIC",) if select_by_arithmetic else ()) + \
+        ((f"--maxrregcount={maxrregcount}",) if maxrregcount else ())
+
+
+def registers_options(bf: int, dpx: bool = True) -> tuple[str, ...]:
+    return (f"-DBF={bf}",) + (() if dpx else ("-DNO_DPX",))
+
+
+def plan_for_build(filename: str, options: tuple[str, ...], bf: int) -> BlockedPlan:
+    """The three-phase plan of a build of ``fw_blocked_global.cu`` or ``fw_blocked.cu``."""
+    if filename == GLOBAL_FILE:
+        k = load_kernel(GLOBAL_FILE, "fw_blocked_global", options=options)
+        return BlockedPlan(bf, tuple(
+            Phase(name, k, grid, (bf, bf), 0, lambda work, n, r, p=p: (work, np.int32(n), np.int32(r), np.int32(p)))
+            for p, (name, grid) in enumerate(PHASE_GRIDS.items(), start=1)))
+    if filename == SHARED_FILE:
+        t = min(bf, 32)
+        tile = 4 * bf * bf
+        kernels = [load_kernel(SHARED_FILE, f"fw_blocked_phase{p}", options=options) for p in (1, 2, 3)]
+        return BlockedPlan(bf, tuple(Phase(name, k, grid, (t, t), tile if name == "phase 1" else 2 * tile)
+                                     for k, (name, grid) in zip(kernels, PHASE_GRIDS.items())))
+    raise LaunchRefused(f"no three-phase plan for {filename}")
+
+
+def global_plan(coalesced: bool, unroll: bool, bf: int = 32) -> BlockedPlan:
+    """Ladder steps 1-3: every operand in global memory (``fw_blocked_global.cu``)."""
+    return plan_for_build(GLOBAL_FILE, global_options(coalesced, unroll, bf), bf)
+
+
+def shared_plan(bf: int, select_by_arithmetic: bool = False, maxrregcount: Optional[int] = None) -> BlockedPlan:
+    """Ladder steps 4-7 and the blocking-factor sweep: each phase in shared memory (``fw_blocked.cu``)."""
+    return plan_for_build(SHARED_FILE, shared_options(bf, select_by_arithmetic, maxrregcount), bf)
+
+
+def registers_plan(bf: int = 64, dpx: bool = True) -> BlockedPlan:
+    """The project's kernel: phases 1-2 of ``fw_blocked.cu``, phase 3 register-tiled
+    (``fw_blocked_registers.cu``), with or without the DPX add-min instruction."""
+    base = shared_plan(bf)
+    k = load_kernel(REGISTERS_FILE, "fw_blocked_registers_phase3", options=registers_options(bf, dpx))
+    phase3 = Phase("phase 3", k, PHASE_GRIDS["phase 3"], (bf // 4, bf // 4), 4 * ((bf + 4) + bf) * bf)
+    return BlockedPlan(bf, base.phases[:2] + (phase3,))
+
+
+def variant(label: str, make: Callable[[], BlockedPlan], **fields: Any) -> fw.Variant:
+    """A blocked kernel as a sweep variant: compiled on first use, the same plan for every n
+    (padding happens in ``prepare``)."""
+    plan = functools.cache(make)
+    return fw.Variant(label, {"kernel_family": "blocked", **fields}, lambda n: plan())
+
+
+@dataclass(frozen=True)
+class LadderStep:
+    """One step of lab 001's optimization ladder: a build of one of our kernel files."""
+
+    step: int
+    name: str       # the lab's name for the step
+    change: str     # what it changes, in our words
+    bf: int
+    file: str
+    options: tuple[str, ...]
+
+    def make(self) -> BlockedPlan:
+        return plan_for_build(self.file, self.options, self.bf)
+
+
+LADDER: tuple[LadderStep, ...] = (
+    LadderStep(1, "GPU baseline", "blocked, all in global memory, threads walk down columns", 32,
+               GLOBAL_FILE, global_options(coalesced=False, unroll=False)),
+    LadderStep(2, "Coalesced memory access", "threads walk along rows", 32, GLOBAL_FILE, global_options(True, False)),
+    LadderStep(3, "Unroll", "#pragma unroll on the k loop", 32, GLOBAL_FILE, global_options(True, True)),
+    LadderStep(4, "Shared memory", "each phase stages its tiles in shared memory", 32,
+               SHARED_FILE, shared_options(32, select_by_arithmetic=True)),
+    LadderStep(5, "Modify if-branch to min", "min() instead of an arithmetic select", 32, SHARED_FILE, shared_options(32)),
+    LadderStep(6, "Large blocking factor", "BF 64 on 32 x 32 threads, 4 cells each", 64, SHARED_FILE, shared_options(64)),
+    LadderStep(7, "Occupancy optimization", "-maxrregcount=22", 64, SHARED_FILE, shared_options(64, maxrregcount=22)),
+)
+
+
+def sass_builds(block_factors: Sequence[int], expert_block_factors: Sequence[int]) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(label, file, options) of every kernel build of chapter 04, for its SASS table."""
+    builds = [(f"{s.step}. {s.name}", s.file, s.options) for s in LADDER]
+    builds += [(f"shared BF {b}", SHARED_FILE, shared_options(b)) for b in block_factors]
+    builds += [(f"registers BF {b}" + (" + DPX" if d else " (-DNO_DPX)"), REGISTERS_FILE, registers_options(b, d))
+               for b in expert_block_factors for d in (True, False)]
+    return builds
+
+
+def ladder_variants() -> list[fw.Variant]:
+    return [variant(f"{s.step}. {s.name}", s.make, step=s.step, lab_step=s.name, change=s.change, block_factor=s.bf)
+            for s in LADDER]
+
+
+def expert_variants(block_factors: Sequence[int] = (64,), dpx: Sequence[bool] = (True, False)) -> list[fw.Variant]:
+    """The register-tiled kernel at each blocking factor, with and without DPX."""
+    return [variant(f"registers BF {bf}" + (" + DPX" if d else ""), lambda bf=bf, d=d: registers_plan(bf, d),
+                    block_factor=bf, dpx=d, kernel="registers") for bf in block_factors for d in dpx]
+
+
+def blocking_factor_variants(block_factors: Sequence[int]) -> list[fw.Variant]:
+    return [variant(f"shared BF {bf}", lambda bf=bf: shared_plan(bf), block_factor=bf, kernel="shared")
+            for bf in block_factors]
+
+
+def basic_variant(block: int = 16) -> fw.Variant:
+    """Chapter 01's basic per-k kernel, the yardstick of the performance target."""
+    return fw.Variant(f"basic {block}x{block} (chapter 01)", {"kernel_family": "per-k", "kernel": "basic", "block_factor": np.nan},
+                      per_k.basic(block))
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """A blocked kernel by name, as recorded data can carry it: ``shared`` (``fw_blocked.cu``) or
+    ``registers`` (``fw_blocked_registers.cu``'s phase 3), at blocking factor ``bf``."""
+
+    kind: str
+    bf: int
+    dpx: bool = True
+
+    def plan(self) -> BlockedPlan:
+        if self.kind == "shared":
+            return shared_plan(self.bf)
+        if self.kind == "registers":
+            return registers_plan(self.bf, self.dpx)
+        raise LaunchRefused(f"unknown blocked kernel kind {self.kind!r} (shared or registers)")
+
+    def label(self) -> str:
+        return f"{self.kind} BF {self.bf}" + (" + DPX" if self.kind == "registers" and self.dpx else "")
+
+    @classmethod
+    def parse(cls, text: str) -> "KernelSpec":
+        """'registers:64', 'registers:64:nodpx' or 'shared:32'."""
+        kind, _, rest = text.partition(":")
+        bf, _, flag = rest.partition(":")
+        if kind not in ("shared", "registers") or not bf.isdigit() or flag not in ("", "dpx", "nodpx"):
+            raise LaunchRefused(f"kernel {text!r}: expected shared:BF, registers:BF or registers:BF:nodpx")
+        return cls(kind, int(bf), flag != "nodpx")
+
+    def as_text(self) -> str:
+        return f"{self.kind}:{self.bf}" + (":nodpx" if self.kind == "registers" and not self.dpx else "")
+
+
+def phase_split(variants: Sequence[fw.Variant], n: int, seed: int, repeats: int = 3) -> pd.DataFrame:
+    """Time per phase of each blocked variant at n: every launch bracketed by CUDA events on
+    plain stream launches, summed per phase, median over ``repeats`` solves after a warm-up.
+    Each solve's answer is checked against CuPy's min-plus Floyd-Warshall."""
+    cp = require_cupy()
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        d_input = cp.asarray(gen_matrix(n, seed))
+        reference = floyd_warshall_cupy(d_input)
+    rows = []
+    for v in progress(variants, desc=f"phase split, N = {n}", total=len(variants)):
+        base = {"n": n, "variant": v.label, **v.fields}
+        plan = v.plan(n)
+        try:
+            with stream:
+                start = plan.prepare(d_input)
+                work = cp.empty_like(start)
+                solver = fw.Solver(plan, work, use_graph=False, stream=stream)
+                per_solve = []
+                for _ in range(repeats + 1):
+                    cp.copyto(work, start)
+                    per_solve.append(_timed_launches(solver, plan, stream))
+                status = compare(plan.finish(work, n), reference, "CuPy's min-plus reference")
+        except refusal_types() as exc:
+            rows.append({**base, "status": "skipped", "reason": f"{type(exc).__name__}: {exc}"})
+            continue
+        times = pd.DataFrame(per_solve[1:])
+        for phase in times.columns:
+            rows.append({**base, "phase": phase, "launches": sum(plan.phase_of(i) == phase for i in range(len(solver.launches))),
+                         **summarize(times[phase].to_numpy()), **status})
+    return pd.DataFrame(rows)
+
+
+def _timed_launches(solver: fw.Solver, plan: BlockedPlan, stream) -> dict[str, float]:
+    cp = require_cupy()
+    events = [cp.cuda.Event() for _ in range(len(solver.launches) + 1)]
+    events[0].record(stream)
+    for i, x in enumerate(solver.launches):
+        x.kernel(x.grid, x.block, x.args, shared_mem=x.shared_mem, stream=stream)
+        events[i + 1].record(stream)
+    events[-1].synchronize()
+    totals: dict[str, float] = {}
+    for i in range(len(solver.launches)):
+        phase = plan.phase_of(i)
+        totals[phase] = totals.get(phase, 0.0) + cp.cuda.get_elapsed_time(events[i], events[i + 1])
+    return totals
+
+
+def traffic_model(n: int, bf: int, shared_loads_per_relaxation: float = 2.0) -> dict[str, float]:
+    """Bytes phase 3 moves over a whole solve, by the model stated in chapter 04: per tile and
+    round it loads its own tile and the two pivot tiles (3 BF^2 ints) from global memory and
+    stores its own (BF^2); it stores the two pivot tiles in shared memory (2 BF^2) and loads
+    ``shared_loads_per_relaxation`` ints per relaxation from there (2 for fw_blocked.cu, whose
+    threads read d[i][k] and d[k][j] each step; 0.5 for the 4 x 4 register tiles)."""
+    size = padded_size(n, bf)
+    rounds = size // bf
+    tiles = rounds * (rounds - 1) ** 2
+    return {"global_load_bytes": 4.0 * 3 * bf * bf * tiles, "global_store_bytes": 4.0 * bf * bf * tiles,
+            "shared_load_bytes": 4.0 * shared_loads_per_relaxation * bf ** 3 * tiles,
+            "shared_store_bytes": 4.0 * 2 * bf * bf * tiles, "relaxations": float(bf ** 3 * tiles)}
+
+
+def with_rates(frame: pd.DataFrame, ceiling_relaxations_per_s: Optional[float] = None) -> pd.DataFrame:
+    """Adds relaxations per second (n^3 / time: useful work, padding not counted), GOPS as two
+    integer operations (add, min) per relaxation in lab 001's binary giga, and the fraction of the
+    add+min ceiling; rows that are not 'ok' get none."""
+    out = frame.copy()
+    ok = out["status"].eq("ok")
+    seconds = out["time_ms"] * 1e-3
+    out["relaxations_per_s"] = (out["n"].astype(float) ** 3 / seconds).where(ok)
+    out["GOPS_model"] = (2 * out["relaxations_per_s"] / 2**30).where(ok)
+    if ceiling_relaxations_per_s:
+        out["fraction_of_ceiling"] = out["relaxations_per_s"] / ceiling_relaxations_per_s
+    return out
+
+
+COUNTER_COLUMNS = ("global_load_GBps", "global_store_GBps", "shared_load_GBps", "shared_store_GBps")
+
+
+def phase3_counters(specs: Sequence[dict[str, Any]], n: int, seed: int, phases: pd.DataFrame) -> pd.DataFrame:
+    """Phase 3's global and shared throughput per kernel, and lab 001's GOPS (integer instructions
+    of all phase-3 launches over their total time, in 2^30 per second).
+
+    Read with Nsight Compute where it can read the counters (one launch, the middle round);
+    otherwise computed from ``traffic_model`` and the phase-3 time of ``phase_split``. The
+    ``source`` column says which."""
+    p3 = phases[phases["phase"].eq("phase 3")].set_index("variant")
+    try:
+        frame = profile_phase3(specs, n, seed)
+        source = "Nsight Compute counters, one phase-3 launch (middle round)"
+    except CountersUnavailable as exc:
+        frame, source = None, f"bytes model ({exc})"
+    rows = []
+    for i, spec in enumerate(specs):
+        bf = int(spec["bf"])
+        rounds = padded_size(n, bf) // bf
+        p3_s = float(p3.loc[spec["label"], "time_ms"]) * 1e-3 if spec["label"] in p3.index else np.nan
+        row: dict[str, Any] = {"variant": spec["label"], "block_factor": bf, "kernel": spec["kind"], "n": n,
+                               "rounds": rounds, "phase3_time_ms": p3_s * 1e3, "source": source}
+        if frame is not None:
+            got = frame.iloc[i]
+            row.update({c: got[c] for c in COUNTER_COLUMNS + ("dram_GBps", "kernel_time_ms", "integer_instructions")})
+            row["GOPS"] = got["integer_instructions"] * rounds / p3_s / 2**30
+        else:
+            model = traffic_model(n, bf, 0.5 if spec["kind"] == "registers" else 2.0)
+            for c, key in zip(COUNTER_COLUMNS, ("global_load_bytes", "global_store_bytes", "shared_load_bytes", "shared_store_bytes")):
+                row[c] = model[key] / p3_s / 1e9
+            row["GOPS"] = 2 * model["relaxations"] / p3_s / 2**30
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# our column -> (Nsight Compute metric, factor from its base unit)
+NCU_METRICS: dict[str, tuple[str, float]] = {
+    "kernel_time_ms": ("gpu__time_duration.sum", 1e-6),
+    "global_load_GBps": ("l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum.per_second", 1e-9),
+    "global_store_GBps": ("l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum.per_second", 1e-9),
+    "shared_load_GBps": ("sm__sass_data_bytes_mem_shared_op_ld.sum.per_second", 1e-9),
+    "shared_store_GBps": ("sm__sass_data_bytes_mem_shared_op_st.sum.per_second", 1e-9),
+    "dram_GBps": ("dram__bytes.sum.per_second", 1e-9),
+    "integer_instructions": ("smsp__sass_thread_inst_executed_op_integer_pred_on.sum", 1.0),
+}
+
+
+def profile_phase3(specs: Sequence[dict[str, Any]], n: int, seed: int = 1, timeout_s: float = 300) -> pd.DataFrame:
+    """One row per spec ({"label", "kind", "bf", "dpx"}): phase 3's counters at its middle round,
+    read by Nsight Compute from a child process (``_ncu_target``), in our units (GB/s, ms)."""
+
+
+    target = ["-m", "cudalab.labs.fw._ncu_target", json.dumps(list(specs)), str(n), str(seed)]
+    frame = nsight.profile_launches(target, NCU_METRICS, "regex:phase3", expected=len(specs), timeout_s=timeout_s)
+    ids = pd.DataFrame([{"variant": s["label"], "block_factor": int(s["bf"]), "kernel": s["kind"], "n": n} for s in specs])
+    return pd.concat([ids, frame], axis=1)
+
+
+def counters_available() -> Optional[str]:
+    """None where ncu can read counters here, else the reason it cannot."""
+    try:
+        profile_phase3([{"label": "probe", "kind": "shared", "bf": 8}], 16, timeout_s=120)
+    except CountersUnavailable as exc:
+        return str(exc)
+    return None

@@ -1,0 +1,124 @@
+"""The NTHU hw4 test-case format (lab 001), read, written, generated and checked.
+
+Input:  int32 V, int32 E, then E triples int32 (src, dst, w), little-endian, vertices 0..V-1.
+Output: V*V int32 distances, row-major; 1073741823 where j is unreachable from i, 0 on the diagonal.
+
+A malformed file is refused with the problem and where it is (byte offset, edge index), before
+any work is done on it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from cudalab.core.errors import CaseFormatError
+from cudalab.labs.fw.graphs import NO_EDGE, UNREACHABLE
+from cudalab.labs.fw.reference import floyd_warshall_c, floyd_warshall_numpy
+
+__all__ = ["CaseFormatError", "UNREACHABLE", "parse_case", "read_case", "write_case", "generate_case", "to_matrix",
+           "solve_cpu", "solve_numpy", "write_output", "read_output"]
+HEADER_BYTES = 8
+EDGE_BYTES = 12
+
+
+def parse_case(data: bytes, name: str = "input") -> tuple[int, np.ndarray]:
+    """(V, edges as an (E, 3) int32 array) from the bytes of an input file, validated."""
+    if len(data) < HEADER_BYTES:
+        raise CaseFormatError(f"{name}: truncated header: {len(data)} bytes, need {HEADER_BYTES} (int32 V, int32 E)")
+    v, e = (int(x) for x in np.frombuffer(data, dtype="<i4", count=2))
+    if v <= 0:
+        raise CaseFormatError(f"{name}: V = {v} at offset 0 must be positive")
+    if e < 0:
+        raise CaseFormatError(f"{name}: E = {e} at offset 4 must not be negative")
+    if e > v * v:
+        raise CaseFormatError(f"{name}: E = {e} at offset 4 exceeds V*V = {v * v}")
+    want = HEADER_BYTES + EDGE_BYTES * e
+    if len(data) < want:
+        edge = (len(data) - HEADER_BYTES) // EDGE_BYTES
+        raise CaseFormatError(f"{name}: truncated: E = {e} needs {want} bytes, the file has {len(data)}; "
+                              f"edge {edge} at offset {HEADER_BYTES + EDGE_BYTES * edge} is incomplete")
+    if len(data) > want:
+        raise CaseFormatError(f"{name}: {len(data) - want} unexpected bytes after the last edge, at offset {want}")
+    edges = np.frombuffer(data, dtype="<i4", count=3 * e, offset=HEADER_BYTES).reshape(e, 3).astype(np.int32)
+    for column, what in ((0, "src"), (1, "dst")):
+        bad = np.flatnonzero((edges[:, column] < 0) | (edges[:, column] >= v))
+        if bad.size:
+            i = int(bad[0])
+            raise CaseFormatError(f"{name}: edge {i} at offset {HEADER_BYTES + EDGE_BYTES * i}: {what} "
+                                  f"{edges[i, column]} is not a vertex of [0, {v})")
+    bad = np.flatnonzero(edges[:, 2] < 0)
+    if bad.size:
+        i = int(bad[0])
+        raise CaseFormatError(f"{name}: edge {i} at offset {HEADER_BYTES + EDGE_BYTES * i}: negative weight {edges[i, 2]}")
+    return v, edges
+
+
+def read_case(path: str | Path) -> tuple[int, np.ndarray]:
+    path = Path(path)
+    return parse_case(path.read_bytes(), str(path))
+
+
+def write_case(path: str | Path, v: int, edges: np.ndarray) -> None:
+    edges = np.asarray(edges, dtype="<i4").reshape(-1, 3)
+    Path(path).write_bytes(np.array([v, len(edges)], dtype="<i4").tobytes() + edges.tobytes())
+
+
+def generate_case(v: int, density: float, seed: int, max_weight: int = 1000) -> np.ndarray:
+    """Random distinct directed edges (no self-loops): about ``density * V * (V-1)`` of them,
+    weights 0..max_weight."""
+    if v <= 0 or not 0 <= density <= 1:
+        raise CaseFormatError("need V > 0 and 0 <= density <= 1")
+    rng = np.random.default_rng([seed, v])
+    pairs = v * (v - 1)
+    m = int(round(density * pairs))
+    if m == 0:
+        return np.empty((0, 3), dtype=np.int32)
+    flat = rng.choice(pairs, size=m, replace=False) if pairs < 50_000_000 or m > pairs // 4 else \
+        np.unique(rng.integers(0, pairs, size=int(m * 1.1)))[:m]
+    src, rest = np.divmod(flat, v - 1)
+    dst = rest + (rest >= src)  # skip the diagonal
+    w = rng.integers(0, max_weight + 1, size=len(flat))
+    return np.stack([src, dst, w], axis=1).astype(np.int32)
+
+
+def to_matrix(v: int, edges: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """The V x V distance matrix before any relaxation (shortest edge where edges repeat).
+
+    ``out``, if given, is filled instead: it may be larger than V x V (a padded matrix), and its
+    extra vertices come out unreachable with a zero diagonal."""
+    dist = np.full((v, v), UNREACHABLE, dtype=np.int32) if out is None else out
+    dist.fill(UNREACHABLE)
+    if len(edges):
+        np.minimum.at(dist, (edges[:, 0], edges[:, 1]), edges[:, 2])
+    np.fill_diagonal(dist, 0)
+    return dist
+
+
+def solve_in_labs_convention(v: int, edges: np.ndarray, solve) -> np.ndarray:
+    """Run a solver of the labs' -1-means-no-edge convention on a case, answer in NTHU's."""
+    dist = to_matrix(v, edges)
+    out = solve(np.where(dist == UNREACHABLE, NO_EDGE, dist).astype(np.int32))
+    return np.where(out < 0, UNREACHABLE, out).astype(np.int32)
+
+
+def solve_cpu(v: int, edges: np.ndarray) -> np.ndarray:
+    """All-pairs shortest paths with the course's sequential C Floyd-Warshall."""
+    return solve_in_labs_convention(v, edges, floyd_warshall_c)
+
+
+def solve_numpy(v: int, edges: np.ndarray) -> np.ndarray:
+    """The same answer from an independent implementation (vectorized min-plus), for checking."""
+    return solve_in_labs_convention(v, edges, floyd_warshall_numpy)
+
+
+def write_output(path: str | Path, dist: np.ndarray) -> None:
+    Path(path).write_bytes(np.ascontiguousarray(dist, dtype="<i4").tobytes())
+
+
+def read_output(path: str | Path, v: int) -> np.ndarray:
+    data = Path(path).read_bytes()
+    if len(data) != 4 * v * v:
+        raise CaseFormatError(f"{path}: an output for V = {v} has {4 * v * v} bytes, this file {len(data)}")
+    return np.frombuffer(data, dtype="<i4").reshape(v, v).astype(np.int32)

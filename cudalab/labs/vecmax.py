@@ -1,0 +1,165 @@
+"""The vecMax partial max reduction (lab 002): timing, checking and its two ceilings.
+
+Each configuration is timed (kernel only, CUDA events) on one large random array, its partial
+results poisoned with NaN before every run, then reduced and compared with ``cupy.max`` (CUB) on
+the same array: max is exact, so the check is equality. Bandwidth is the bytes model (every float
+read once) over the median time, set beside two ceilings measured in the same run: a
+device-to-device copy and ``cupy.max`` itself.
+
+The second half mirrors the kernels' index arithmetic in Python (which thread reads which
+element) for the access-pattern figure; a GPU test runs the kernels compiled with
+``-DTRACE_ACCESS`` and checks that both agree, so the figure shows what the kernels really do.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from cudalab.core.errors import LaunchRefused
+from cudalab.core.gpu import attributes, require_cupy
+from cudalab.core.launch import check_launch, launch, refusal_types, require_memory
+from cudalab.core.rates import effective_GBps
+from cudalab.core.sweep import run_sweep
+from cudalab.core.timing import summarize, time_gpu
+from cudalab.labs.bandwidth import copy_ceiling
+
+FLOAT32 = 4
+
+
+def reduction_bytes(n: int) -> int:
+    """The bytes model: a max reduction reads every float once (its few partial results are negligible)."""
+    return FLOAT32 * n
+
+
+def fitting_size(n: int, share: float = 0.6) -> int:
+    """``n``, or the largest multiple of 1024 floats that fits in ``share`` of the free GPU memory."""
+    cp = require_cupy()
+    free = cp.cuda.runtime.memGetInfo()[0]
+    return int(min(n, share * free // 4) // 1024 * 1024)
+
+
+def random_array(n: int, seed: int):
+    """n uniform floats in [0, 1) on the device, drawn on the device (fast even for 1e9)."""
+    cp = require_cupy()
+    require_memory(reduction_bytes(n) + (1 << 28), f"an array of {n:,} floats")
+    return cp.random.default_rng(seed).random(n, dtype=cp.float32)
+
+
+def measure(kernel, name: str, a, blocks: int, threads: int, expected: float, timing: dict[str, Any]) -> dict[str, Any]:
+    cp = require_cupy()
+    n = a.size
+    if name == "vecmax02" and (n % 4 or a.data.ptr % 16):
+        raise LaunchRefused("vecmax02 reads float4: needs n % 4 == 0 and a 16-byte-aligned array")
+    check_launch(kernel, blocks, threads)
+    pt = per_thread(n, blocks, threads)
+    partial = cp.empty(blocks * threads, dtype=cp.float32)
+    args = (a, partial, np.int64(n), np.int32(pt))
+    samples = time_gpu(lambda: launch(kernel, (blocks,), (threads,), args), setup=lambda: partial.fill(np.nan), **timing)
+    unwritten = int(cp.isnan(partial).sum())
+    got = float(partial.max())
+    ok = unwritten == 0 and got == expected
+    stats = summarize(samples)
+    return {**stats, "per_thread": pt, "threads_total": blocks * threads,
+            "bandwidth_GBps": float(effective_GBps(reduction_bytes(n), stats["time_ms"])),
+            "status": "ok" if ok else "wrong",
+            "reason": "" if ok else f"max {got} vs cupy.max {expected}; {unwritten} partial results never written"}
+
+
+def ceilings(a, timing: dict[str, Any] | None = None) -> pd.DataFrame:
+    """The two ceilings of this run: a device-to-device copy (bytes read + written) and
+    ``cupy.max`` on the same array (bytes read)."""
+    cp = require_cupy()
+    timing = timing or {}
+    copy = copy_ceiling(min(1 << 30, a.nbytes), timing).iloc[0]
+    cub = summarize(time_gpu(lambda: cp.max(a), **timing))
+    return pd.DataFrame([
+        {"ceiling": "device_to_device_copy", "time_ms": copy["time_ms"], "bytes": copy["bytes_counted"],
+         "bandwidth_GBps": copy["bandwidth_GBps"]},
+        {"ceiling": "cupy_max", "time_ms": cub["time_ms"], "bytes": reduction_bytes(a.size),
+         "bandwidth_GBps": float(effective_GBps(reduction_bytes(a.size), cub["time_ms"]))},
+    ])
+
+
+def sweep(kernels: dict[str, Any], n: int, blocks: Sequence[int], threads: Sequence[int], seed: int,
+          timing: dict[str, Any] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Every kernel at every (blocks, threads); returns (configurations, ceilings)."""
+    cp = require_cupy()
+    timing = timing or {}
+    a = random_array(n, seed)
+    expected = float(cp.max(a))
+    attrs = attributes()
+    full = attrs["MultiProcessorCount"] * attrs["MaxThreadsPerMultiProcessor"]
+    points = [{"kernel": k, "blocks": b, "threads_per_block": t} for k in kernels for b in blocks for t in threads]
+
+    def one(p):
+        row = measure(kernels[p["kernel"]], p["kernel"], a, p["blocks"], p["threads_per_block"], expected, timing)
+        return {**row, "n": n, "fills_gpu": row["threads_total"] >= full}
+
+    configs = run_sweep(points, one, desc="vecMax", skip_on=refusal_types())
+    return configs, ceilings(a, timing)
+
+
+# --------------------------------------------------------------- access pattern (lab 002 Figures 1-2)
+
+
+def per_thread(n: int, blocks: int, threads: int) -> int:
+    """Elements per thread when ``blocks x threads`` threads share ``n`` (the last may get fewer)."""
+    return -(-n // (blocks * threads))
+
+
+def owners(kernel: str, n: int, blocks: int, threads: int) -> np.ndarray:
+    """For each element, the global id (blockIdx.x * blockDim.x + threadIdx.x) of its reader; -1 if none."""
+    owner = np.full(n, -1, dtype=np.int64)
+    pt = per_thread(n, blocks, threads)
+    for b in range(blocks):
+        for t in range(threads):
+            gid = b * threads + t
+            if kernel == "vecmax00":  # a contiguous segment per thread
+                start = gid * pt
+                idx = np.arange(start, min(start + pt, n))
+            elif kernel == "vecmax01":  # threads interleave inside the block's chunk
+                block_start = b * threads * pt
+                idx = np.arange(block_start + t, min(block_start + threads * pt, n), threads)
+            elif kernel == "vecmax02":  # the whole grid interleaves, 4 floats (one float4) at a time
+                quads = np.arange(gid, n // 4, blocks * threads)
+                idx = (4 * quads[:, None] + np.arange(4)).ravel()
+            else:
+                raise ValueError(f"unknown kernel {kernel!r}")
+            owner[idx] = gid
+    return owner
+
+
+def pattern_frame(kernel: str, n: int, blocks: int, threads: int) -> pd.DataFrame:
+    """A tidy table in the layout of lab 002's Figures 1 and 2: element, blockIdx.x, threadIdx.x,
+    and the order in which the reading thread visits it (its loop step)."""
+    owner = owners(kernel, n, blocks, threads)
+    step = np.zeros(n, dtype=int)
+    seen: dict[int, int] = {}
+    for e, g in enumerate(owner):
+        if g >= 0:
+            step[e] = seen.get(int(g), 0)
+            seen[int(g)] = step[e] + 1
+    return pd.DataFrame({"kernel": kernel, "element": np.arange(n), "blockIdx_x": np.where(owner >= 0, owner // threads, -1),
+                         "threadIdx_x": np.where(owner >= 0, owner % threads, -1), "step": step})
+
+
+def plot_pattern(frame: pd.DataFrame, ax=None, title: str = ""):
+    """One row of cells per element, coloured by the reading thread, labelled block.thread, with
+    the thread's loop step underneath: consecutive elements read in the same step coalesce."""
+    ax = ax or plt.subplots(figsize=(max(6, len(frame) * 0.45), 1.6))[1]
+    threads = int(frame["threadIdx_x"].max()) + 1
+    gid = frame["blockIdx_x"] * threads + frame["threadIdx_x"]
+    colors = sns.color_palette("tab20", int(gid.max()) + 1)
+    for e, (b, t, g, s) in enumerate(zip(frame["blockIdx_x"], frame["threadIdx_x"], gid, frame["step"])):
+        ax.add_patch(plt.Rectangle((e, 0), 1, 1, color=colors[g] if g >= 0 else "white", ec="white"))
+        ax.text(e + 0.5, 0.62, f"b{b}.t{t}", ha="center", va="center", fontsize=7)
+        ax.text(e + 0.5, 0.25, f"step {s}", ha="center", va="center", fontsize=6, color="0.25")
+    ax.set(xlim=(0, len(frame)), ylim=(0, 1), yticks=[], xlabel="element index", title=title)
+    ax.set_xticks(np.arange(len(frame)) + 0.5, [str(e) for e in frame["element"]], fontsize=7)
+    ax.grid(False)
+    return ax

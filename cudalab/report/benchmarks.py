@@ -1,0 +1,56 @@
+"""BENCHMARKS.md, rendered from the recordings: never typed, never recomputed.
+
+Every chapter notebook records its headline numbers in ``summary.json`` (``Chapter.headline``);
+this module lays them out, recording by recording, with the provenance of each chapter. It has
+no per-chapter code: a new chapter's headlines appear here by being recorded.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cudalab.chapter import catalog
+from cudalab.chapter.recorded import PROVENANCE, SUMMARY, all_recordings
+from cudalab.core.paths import RESULTS_DIR
+
+
+def _title(chapter_id: str) -> str:
+    try:
+        return catalog.chapter(chapter_id).title
+    except Exception:  # a recording of a chapter whose notebook is gone still renders
+        return chapter_id
+
+
+def render(results: Path = RESULTS_DIR) -> str:
+    """The whole BENCHMARKS.md for every recording under ``results``."""
+    out = ["# Benchmarks", "",
+           "Written by `python tools/write_benchmarks.py` (`make benchmarks`) from the recordings under `results/`, "
+           "which `build_report.py --record` wrote on a real GPU. Every number below is a chapter's own recorded "
+           "headline (`summary.json`); nothing here is typed or recomputed.", ""]
+    for rec in all_recordings(results):
+        log = json.loads((rec.path / "recordings.json").read_text())
+        chapters = log.get("chapters", {})
+        if not chapters:
+            continue
+        first = json.loads((rec.path / next(iter(chapters)) / PROVENANCE).read_text())
+        out += [f"## Profile `{rec.profile}` on {rec.gpu_name}", "",
+                f"`results/{rec.gpu}/{rec.profile}/`. Driver {first.get('driver_version')}, CUDA runtime "
+                f"{first.get('cuda_runtime')}, CuPy {first.get('cupy')}.", "",
+                "| chapter | recorded (UTC) | commit | source fingerprint | chapter run time (s) | recorded by | "
+                "its wall time (s) |", "|---|---|---|---|---:|---|---:|"]
+        for cid, c in chapters.items():
+            p = json.loads((rec.path / cid / PROVENANCE).read_text())
+            fp = (p.get("source_fingerprint") or {}).get("sha256", "")
+            commit = f"`{str(c['git_commit'])[:10]}`" + (" (uncommitted changes)" if p.get("git_dirty") else "")
+            out.append(f"| {cid} | {p['date_utc']} | {commit} | `{fp[:12] or 'not recorded'}` | {c['seconds']:.0f} | "
+                       f"`{c['build']['command']}` | {c['build']['wall_s']:.0f} |")
+        out.append("")
+        for cid in chapters:
+            path = rec.path / cid / SUMMARY
+            entries = json.loads(path.read_text()) if path.is_file() else []
+            out += [f"**{_title(cid)}**", ""]
+            out += [f"- {e['text']}" + (f" (table `{e['table']}`)" if e.get("table") else "") for e in entries] or \
+                ["- no headline summary recorded"]
+            out.append("")
+    return "\n".join(out).rstrip() + "\n"

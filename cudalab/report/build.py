@@ -1,0 +1,147 @@
+"""Building the report: run every chapter notebook with papermill, then stitch them.
+
+``run`` is the whole build as a plain function: it takes what the command line parsed, returns a
+``BuildSummary``, and raises ``CudalabError`` for a request it cannot start (unknown profile or
+chapter, nothing recorded to replay, ``--record`` without a GPU). A chapter that fails does not
+raise: it is shown in the report and marked in the summary, and the other chapters still run.
+``build_report.py`` is its face (arguments, messages, exit status).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from cudalab.chapter import catalog, recorded
+from cudalab.chapter.handle import resolve_profile_name
+from cudalab.chapter.profiles import load_profile
+from cudalab.chapter.recorded import PROVENANCE
+from cudalab.core import gpu
+from cudalab.core.errors import CudalabError
+from cudalab.core.paths import BUILD_DIR, NOTEBOOKS_DIR, RESULTS_DIR, require_checkout
+from cudalab.report import recordings
+from cudalab.report.stitch import ChapterOutcome, cover_cell, render_html, render_pdf, stitch
+
+Log = Callable[[str], None]
+
+
+@dataclass
+class BuildSummary:
+    """What a build did: written as ``build.json`` beside the report."""
+
+    profile: str
+    mode: str
+    quick: bool
+    built_utc: str
+    command: str
+    wall_s: float
+    ok: bool
+    out: str
+    recording: str
+    chapters: dict[str, dict[str, Any]] = field(default_factory=dict)
+    report_html: str = ""
+    report_pdf: str = ""
+    notes: list[str] = field(default_factory=list)
+    recorded_to: str = ""
+
+    @property
+    def failed(self) -> list[str]:
+        return [cid for cid, c in self.chapters.items() if not c["ok"]]
+
+
+def _run_chapter(chapter: catalog.ChapterInfo, out_nb: Path, params: dict, cell_timeout: int,
+                 progress_bar: bool) -> tuple[bool, str]:
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    try:
+        papermill.execute_notebook(str(chapter.path), str(out_nb), parameters=params, kernel_name="python3",
+                                   cwd=str(NOTEBOOKS_DIR), progress_bar=progress_bar, execution_timeout=cell_timeout)
+        return True, ""
+    except PapermillExecutionError as exc:
+        return False, f"{exc.ename}: {exc.evalue}"
+    except Exception as exc:  # the kernel died, timed out, or could not start: the chapter failed
+        return False, f"{type(exc).__name__}: {exc}"
+
+
+def run(profile: str = "auto", *, only: Optional[list[str]] = None, out: Optional[Path] = None, quick: bool = False,
+        record: bool = False, replay: bool = False, results: Path = RESULTS_DIR, from_gpu: Optional[str] = None,
+        pdf: bool = True, cell_timeout: int = 1800, command: str = "python build_report.py",
+        log: Log = lambda msg: None, progress_bar: bool = False) -> BuildSummary:
+    """Build the report for ``profile`` (a name in params/, a YAML path, or ``auto``); see the
+    module docstring. ``log`` receives a line per step; ``from_gpu`` picks the recording to
+    replay where several GPUs recorded the profile."""
+    require_checkout()
+    if record and quick:
+        raise CudalabError("--record with --quick would replace the recorded full grid with the smoke-run grid")
+    started = time.time()
+    has_gpu = gpu.gpu_available()
+    mode = "measure" if has_gpu and not replay else "replay"
+    if record and mode != "measure":
+        raise CudalabError("--record needs measurements, and no CUDA device is in use here")
+    profile_arg = resolve_profile_name(profile)
+    prof = load_profile(profile_arg, gpu_max_threads=gpu.attributes()["MaxThreadsPerBlock"] if has_gpu else None)
+    chapters = catalog.select(only)
+    recording_dir, why = Path(), ""
+    if mode == "replay":
+        rec, why = recorded.find(prof.name, results, from_gpu)
+        recording_dir = rec.path.resolve()
+    notes: list[str] = []
+    if quick and mode == "replay":
+        notes.append("--quick only changes what is measured; a replay shows the recorded grid")
+        quick = False
+    out = (out or BUILD_DIR / f"report-{prof.name}").resolve()
+    for sub in ("notebooks", "data"):
+        shutil.rmtree(out / sub, ignore_errors=True)
+        (out / sub).mkdir(parents=True)
+    where = gpu.gpu_name() if mode == "measure" else f"replay of {why}"
+    log(f"cudalab: profile {prof.name}, {mode} ({where}), {len(chapters)} chapter(s) -> {out}")
+    for note in notes:
+        log(f"note: {note}")
+
+    profile_param = profile_arg if Path(profile_arg).suffix not in (".yaml", ".yml") else str(Path(profile_arg).resolve())
+    outcomes = []
+    for i, chapter in enumerate(chapters, 1):
+        params = {"profile": profile_param, "mode": mode, "data_dir": str(out / "data"),
+                  "recorded_dir": str(recording_dir) if mode == "replay" else "", "progress": False,
+                  **prof.chapter_params(chapter.id, quick)}
+        log(f"[{i}/{len(chapters)}] {chapter.id} ...")
+        t0 = time.time()
+        ok, error = _run_chapter(chapter, out / "notebooks" / chapter.path.name, params, cell_timeout, progress_bar)
+        prov_path = out / "data" / chapter.id / PROVENANCE
+        provenance = json.loads(prov_path.read_text()) if prov_path.is_file() else {}
+        outcomes.append(ChapterOutcome(chapter.id, chapter.title, out / "notebooks" / chapter.path.name, ok,
+                                       error, time.time() - t0, provenance))
+        log(f"[{i}/{len(chapters)}] {chapter.id}: {'ok' if ok else 'FAILED: ' + error.splitlines()[0][:300]}"
+            f" ({time.time() - t0:.0f} s)")
+
+    built = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    title = f"cudalab lab report: {prof.name}" + (" (quick grid)" if quick else "")
+    lab_gpu = prof.device.name if prof.device else "none (no lab GPU in this profile)"
+    book = stitch(outcomes, cover_cell(title=title, profile=prof.name, lab_gpu=lab_gpu, mode=mode,
+                                       built_utc=built, command=command, outcomes=outcomes))
+    html_path = render_html(book, out / "report.html", title)
+    log(f"report: {html_path}")
+    summary = BuildSummary(profile=prof.name, mode=mode, quick=quick, built_utc=built, command=command, wall_s=0.0,
+                           ok=all(o.ok for o in outcomes), out=str(out), recording=why, report_html=str(html_path),
+                           notes=notes,
+                           chapters={o.id: {"ok": o.ok, "error": o.error, "seconds": round(o.seconds, 1),
+                                            "provenance": o.provenance} for o in outcomes})
+    if pdf:
+        pdf_path, why_not = render_pdf(html_path, out / "report.pdf")
+        summary.report_pdf = str(pdf_path or "")
+        log(f"report: {pdf_path}" if pdf_path else f"note: {why_not}")
+        if not pdf_path:
+            summary.notes.append(why_not)
+    summary.wall_s = round(time.time() - started, 1)
+    (out / "build.json").write_text(json.dumps(asdict(summary), indent=2, default=str))
+    if record:
+        dest = recordings.record(summary, out / "data", results, gpu.gpu_name() or "unknown GPU")
+        summary.recorded_to = str(dest)
+        log(f"recorded: {dest}")
+    return summary

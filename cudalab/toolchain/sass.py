@@ -1,0 +1,72 @@
+"""SASS, the machine code ptxas really emitted: opcode counts per kernel from nvcc and cuobjdump.
+
+Answers questions no timing can, e.g. whether ``min(a + b, c)`` became one VIADDMNMX.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+from typing import Iterable, Optional
+
+from cudalab.core.errors import ToolUnavailable
+from cudalab.core.kernels import kernel_path
+from cudalab.toolchain.nvcc import cuda_tool, nvcc_cubin
+
+
+
+_SASS_FUNCTION = re.compile(r"Function : (?P<name>\S+)")
+_SASS_INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?(?P<op>[A-Z][A-Z0-9_]*)(?:\.[\w.]+)?\b")
+
+
+def parse_sass(text: str) -> dict[str, dict[str, int]]:
+    """Opcode counts per kernel from ``cuobjdump -sass`` output (predicates and modifiers dropped)."""
+    counts: dict[str, dict[str, int]] = {}
+    current: Optional[dict[str, int]] = None
+    for line in text.splitlines():
+        if m := _SASS_FUNCTION.search(line):
+            current = counts.setdefault(m["name"], {})
+        elif current is not None and (m := _SASS_INSTRUCTION.search(line)):
+            current[m["op"]] = current.get(m["op"], 0) + 1
+    return counts
+
+
+def sass_opcodes(filename: str | Path, arch: str, options: Iterable[str] = ()) -> dict[str, dict[str, int]]:
+    """Compile a kernel file with nvcc for ``arch`` and count the machine instructions of each
+    kernel: what ptxas really emitted (e.g. whether min(a + b, c) became one VIADDMNMX)."""
+    import tempfile
+
+    cuobjdump = cuda_tool("cuobjdump")
+    if cuobjdump is None:
+        raise ToolUnavailable("cuobjdump is needed to read SASS; it is not installed here")
+    with tempfile.TemporaryDirectory() as tmp:
+        cubin = Path(tmp) / "k.cubin"
+        nvcc_cubin(kernel_path(filename), arch, options, str(cubin))
+        dump = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
+    return parse_sass(dump)
+
+
+def present_arch() -> str:
+    """The present GPU's ``sm_XY``."""
+    from cudalab.core.gpu import require_cupy
+
+    cp = require_cupy()
+    return f"sm_{cp.cuda.Device().compute_capability}"
+
+
+def sass_table(builds: Iterable[tuple[str, str, tuple[str, ...]]], arch: Optional[str] = None):
+    """A tidy frame (build, kernel, opcode, count) of the SASS of each (label, file, options)
+    build for the present GPU; one row with the reason where nvcc or cuobjdump is missing."""
+    import pandas as pd
+
+    arch = arch or present_arch()
+    rows = []
+    for label, filename, options in builds:
+        try:
+            counts = sass_opcodes(filename, arch, options)
+        except ToolUnavailable as exc:
+            return pd.DataFrame([{"build": "", "kernel": "", "opcode": "", "count": 0, "arch": arch, "note": str(exc)}])
+        rows += [{"build": label, "kernel": kernel, "opcode": op, "count": n, "arch": arch, "note": ""}
+                 for kernel, ops in counts.items() for op, n in ops.items()]
+    return pd.DataFrame(rows)

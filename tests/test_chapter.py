@@ -1,0 +1,52 @@
+"""The chapter handle: parameters read once from the notebook, headlines recorded as data."""
+
+import json
+
+import pytest
+
+from cudalab import open_chapter
+from cudalab.chapter import catalog
+from cudalab.chapter.handle import STANDARD_PARAMETERS
+from cudalab.core.errors import CudalabError
+from cudalab.core.gpu import gpu_available
+
+pytestmark = pytest.mark.skipif(gpu_available(), reason="opens chapters in replay mode")
+
+
+def _defaults(chapter_id):
+    """The notebook's parameters cell, executed: what JupyterLab's namespace holds after it."""
+    ns: dict = {}
+    cell = next(c for c in json.loads(catalog.chapter(chapter_id).path.read_text())["cells"]
+                if "parameters" in c.get("metadata", {}).get("tags", []))
+    exec("".join(cell["source"]), ns)
+    return ns
+
+
+def test_open_chapter_takes_every_declared_parameter_from_the_namespace(tmp_path):
+    ns = {**_defaults("01_block_size"), "data_dir": str(tmp_path), "sizes": [7, 9], "extra_global": 1}
+    lab = open_chapter("01_block_size", ns)
+    declared = set(catalog.chapter("01_block_size").parameter_types())
+    assert set(lab.params) == declared - set(STANDARD_PARAMETERS)
+    assert lab.params["sizes"] == [7, 9] and "extra_global" not in lab.params
+    assert lab.mode == "replay" and lab.recorded_dir.parts[-1] == "gtx680"
+
+
+def test_a_missing_parameter_is_a_clear_error(tmp_path):
+    ns = _defaults("01_block_size")
+    del ns["block_sizes"]
+    with pytest.raises(CudalabError, match="block_sizes"):
+        open_chapter("01_block_size", {**ns, "data_dir": str(tmp_path)})
+
+
+def test_headlines_are_recorded_with_unit_table_and_rows(tmp_path):
+    lab = open_chapter("00_gpu_capabilities", {**_defaults("00_gpu_capabilities"), "data_dir": str(tmp_path)})
+    assert lab.summary == [], "each run starts its summary afresh"
+    import numpy as np
+
+    lab.headline("x", np.float64(2.5), "GB/s", "x is 2.5 GB/s", table="t", rows={"n": np.int64(4)})
+    lab.headline("x", 3.0, "GB/s", "x is 3 GB/s")
+    lab.headline("nan", float("nan"), "", "no value")
+    saved = json.loads((tmp_path / "00_gpu_capabilities" / "summary.json").read_text())
+    assert [e["key"] for e in saved] == ["x", "nan"], "a key is recorded once, its last value kept"
+    assert saved[0] == {"key": "x", "value": 3.0, "unit": "GB/s", "text": "x is 3 GB/s", "table": "", "rows": {}}
+    assert saved[1]["value"] is None, "NaN is recorded as null, not as an invalid JSON NaN"
