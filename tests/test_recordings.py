@@ -91,6 +91,7 @@ def test_every_recording_carries_a_derived_fingerprint_and_its_axes(prov):
     assert set(fp) == {"sha256", "kernels", "package", "notebook", "profile"}, f"{prov}: no source fingerprint"
     assert all(re.fullmatch(r"[0-9a-f]{64}", v) for v in fp.values())
     assert p["commit_from"] in ("git", "source stamp"), p["commit_from"]
+    assert p["git_dirty"] is False, f"{prov} was measured from uncommitted source"
     for table in p["tables"]:
         columns = pd.read_csv(prov.parent / f"{table}.csv", nrows=1).columns
         assert set(p["axes"][table]) <= set(columns), (table, p["axes"][table])
@@ -114,9 +115,14 @@ def test_without_git_the_commit_comes_from_a_stamp_that_still_matches(tmp_path, 
     assert provenance.commit_state()["git_commit"] == "unknown"
     stamp.write_text(json.dumps({"git_commit": "c" * 40, "git_dirty": False, "tree_sha256": provenance.tree_fingerprint()}))
     assert provenance.commit_state() == {"git_commit": "c" * 40, "git_dirty": False, "commit_from": "source stamp"}
+    # a .git of another commit under a copied tree (as on a GPU node) does not outvote a matching stamp
+    monkeypatch.setattr(provenance, "git_state", lambda: {"git_commit": "d" * 40, "git_dirty": True, "commit_from": "git"})
+    assert provenance.commit_state()["git_commit"] == "c" * 40
     stamp.write_text(json.dumps({"git_commit": "c" * 40, "git_dirty": False, "tree_sha256": "0" * 64}))
     state = provenance.commit_state()
     assert state["git_dirty"] is True and "changed after stamping" in state["commit_from"]
+    monkeypatch.setattr(provenance, "git_state", lambda: {"git_commit": "d" * 40, "git_dirty": False, "commit_from": "git"})
+    assert provenance.commit_state()["git_commit"] == "d" * 40, "a stale stamp gives way to git"
 
 
 def test_benchmarks_md_is_rendered_from_the_recorded_summaries():

@@ -7,7 +7,7 @@ report must also build by replay on machines that have neither.
 from __future__ import annotations
 
 from functools import cache
-from typing import Any, Optional
+from typing import Optional
 
 from cudalab.core.errors import NoGPU
 

@@ -2,10 +2,11 @@
 
 Every recording names the GPU and software that measured it, the git commit of the code, and a
 fingerprint of the source that produced it (kernel files, package, notebook, profile), all
-computed here at run time. Where the tree travels to a GPU node without ``.git``, the commit
-comes from the stamp that ``tools/stamp_source.py`` (run by ``make wheelhouse``) wrote from git
-before the tree left; the stamp also holds the tree's fingerprint, so a tree edited after
-stamping is reported as such rather than credited to the stamped commit.
+computed here at run time. Where the tree travels to a GPU node (without ``.git``, or with a
+``.git`` of another commit under the copied tree), the commit comes from the stamp that
+``tools/stamp_source.py`` (run by ``make wheelhouse``) wrote from git before the tree left; the
+stamp also holds the tree's fingerprint, so it is believed only for that exact source, and a tree
+edited after stamping is reported as dirty rather than credited to the stamped commit.
 """
 
 from __future__ import annotations
@@ -89,16 +90,22 @@ def write_stamp(path: Path = SOURCE_STAMP) -> dict[str, Any]:
 
 
 def commit_state() -> dict[str, Any]:
-    """The commit that produced this run: from git where ``.git`` exists, else from the source
-    stamp if the tree still matches it (else the stamp's commit, marked dirty), else unknown."""
+    """The commit that produced this run.
+
+    The source stamp wins where it matches the tree exactly: it was written from git for this
+    very source, and a GPU node may hold a ``.git`` of some other commit under a copied tree.
+    Otherwise git where ``.git`` exists; otherwise the stamp's commit marked dirty (the tree was
+    edited after stamping); otherwise unknown."""
+    stamp = json.loads(SOURCE_STAMP.read_text()) if SOURCE_STAMP.is_file() else None
+    same = stamp is not None and stamp.get("tree_sha256") == tree_fingerprint()
+    if same:
+        return {"git_commit": stamp["git_commit"], "git_dirty": bool(stamp.get("git_dirty")), "commit_from": "source stamp"}
     state = git_state()
     if state is not None:
         return state
-    if SOURCE_STAMP.is_file():
-        stamp = json.loads(SOURCE_STAMP.read_text())
-        same = stamp.get("tree_sha256") == tree_fingerprint()
-        return {"git_commit": stamp["git_commit"], "git_dirty": bool(stamp.get("git_dirty")) or not same,
-                "commit_from": "source stamp" if same else "source stamp; the tree changed after stamping"}
+    if stamp is not None:
+        return {"git_commit": stamp["git_commit"], "git_dirty": True,
+                "commit_from": "source stamp; the tree changed after stamping"}
     return {"git_commit": "unknown", "git_dirty": None, "commit_from": "no git and no source stamp"}
 
 

@@ -21,7 +21,7 @@ from cudalab.core.gpu import require_cupy
 from cudalab.core.launch import allow_shared_memory, check_launch, launch, refusal_types, require_memory
 from cudalab.core.sweep import progress
 from cudalab.core.timing import summarize, time_cpu, time_gpu
-from cudalab.labs.fw import reference
+from cudalab.labs.fw.reference import floyd_warshall_c, floyd_warshall_cupy
 from cudalab.labs.fw.graphs import INPUTS, gen_matrix
 
 @dataclass
@@ -160,7 +160,7 @@ def correctness(variants: Sequence[Variant], sizes: Sequence[int], seed: int) ->
     for n, kind, variant in progress(points, desc="correctness", total=len(points)):
         if (n, kind) not in refs:
             mat = INPUTS[kind](n, seed)
-            refs[(n, kind)] = (mat, reference.floyd_warshall_c(mat))
+            refs[(n, kind)] = (mat, floyd_warshall_c(mat))
         mat, ref = refs[(n, kind)]
         base = {"n": n, "input": kind, "variant": variant.label, **variant.fields}
         try:
@@ -226,12 +226,12 @@ def sweep(variants: Sequence[Variant], sizes: Sequence[int], *, seed: int, cpu_m
                     d_input = cp.asarray(host)
                     if n <= cpu_max_n:
                         out = np.empty_like(host)
-                        samples = time_cpu(lambda: reference.floyd_warshall_c(host, out),
+                        samples = time_cpu(lambda: floyd_warshall_c(host, out),
                                            min_total_s=1.0 if n < 512 else 0.0)
                         cpu_rows.append({"n": n, **summarize(samples, "cpu_time_ms")})
                         reference, checked_by = cp.asarray(out), "cpu"
                     else:
-                        reference, checked_by = reference.floyd_warshall_cupy(d_input), "cupy"
+                        reference, checked_by = floyd_warshall_cupy(d_input), "cupy"
         if d_input is None:
             gpu_rows.append({**base, "status": "skipped", "reason": reason})
             continue
