@@ -118,6 +118,7 @@ def test_without_git_the_commit_comes_from_a_stamp_that_still_matches(tmp_path, 
     # a .git of another commit under a copied tree (as on a GPU node) does not outvote a matching stamp
     monkeypatch.setattr(provenance, "git_state", lambda: {"git_commit": "d" * 40, "git_dirty": True, "commit_from": "git"})
     assert provenance.commit_state()["git_commit"] == "c" * 40
+    monkeypatch.setattr(provenance, "git_state", lambda: None)
     stamp.write_text(json.dumps({"git_commit": "c" * 40, "git_dirty": False, "tree_sha256": "0" * 64}))
     state = provenance.commit_state()
     assert state["git_dirty"] is True and "changed after stamping" in state["commit_from"]
