@@ -12,7 +12,7 @@ import pytest
 from cudalab.chapter import catalog
 from cudalab.core.gpu import gpu_available
 from cudalab.chapter import recorded
-from cudalab.core.paths import RESULTS_DIR, ROOT
+from cudalab.core.paths import ROOT
 
 GTX680 = recorded.find("gtx680")[0].path
 

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import random_graph
 from cudalab.labs.fw import harness as fw
-from cudalab.labs.fw.graphs import NO_EDGE, gen_matrix
+from cudalab.labs.fw.graphs import gen_matrix
 from cudalab.labs.fw.reference import floyd_warshall_cupy
 from cudalab.labs.fw.reference import floyd_warshall_c
 from cudalab.labs.fw.scaling import with_speedups

@@ -10,7 +10,6 @@ from conftest import random_graph
 from cudalab.labs.fw import blocked, nthu
 from cudalab.labs.fw import harness as fw
 from cudalab.labs.fw.graphs import NO_EDGE, gen_matrix
-from cudalab.labs.fw.reference import floyd_warshall_cupy
 from cudalab.labs.fw.reference import floyd_warshall_c
 
 pytestmark = pytest.mark.gpu

@@ -7,6 +7,7 @@ import pytest
 from cudalab.chapter.published import beside_published
 from cudalab.labs.fw.scaling import cpu_times, fit_cubic, fit_quality, predict_cubic, with_speedups
 from cudalab.core.sweep import run_sweep
+from cudalab.core.errors import MeasurementError
 from cudalab.core.timing import _enough, summarize, time_cpu
 
 
@@ -14,7 +15,7 @@ def test_summarize_median_and_spread():
     s = summarize([4.0, 1.0, 3.0, 2.0, 100.0])
     assert s["time_ms"] == 3.0 and s["time_ms_min"] == 1.0 and s["time_ms_max"] == 100.0
     assert s["time_ms_q1"] == 2.0 and s["time_ms_q3"] == 4.0 and s["repeats"] == 5
-    with pytest.raises(ValueError):
+    with pytest.raises(MeasurementError, match="no timing samples"):
         summarize([])
 
 

@@ -7,7 +7,6 @@ then one checked solve time per blocked variant at the given N, as a fraction of
 from __future__ import annotations
 
 import argparse
-
 import sys
 from pathlib import Path
 

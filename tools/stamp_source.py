@@ -17,6 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from cudalab.core.errors import CudalabError  # noqa: E402
 from cudalab.core.paths import SOURCE_STAMP  # noqa: E402
 from cudalab.core.provenance import write_stamp  # noqa: E402
 
@@ -24,7 +25,7 @@ if __name__ == "__main__":
     path = Path(sys.argv[1]) if len(sys.argv) > 1 else SOURCE_STAMP
     try:
         stamp = write_stamp(path)
-    except RuntimeError as exc:
+    except CudalabError as exc:
         sys.exit(f"error: {exc}")
     print(f"{path}: {json.dumps(stamp)}")
     if stamp["git_dirty"]:

@@ -20,6 +20,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
+from cudalab.core.errors import CudalabError
 from cudalab.core.gpu import cupy_or_none, gpu_name
 from cudalab.core.paths import KERNELS_DIR, NOTEBOOKS_DIR, PACKAGE_DIR, PARAMS_DIR, ROOT, SOURCE_STAMP
 
@@ -78,10 +79,10 @@ _TRACKED_SOURCE = ("kernels_cu", "cudalab", "notebooks", "params")
 
 def write_stamp(path: Path = SOURCE_STAMP) -> dict[str, Any]:
     """Write the source stamp (commit and tree fingerprint, from git) that travels with the tree
-    to a GPU node without ``.git``; returns it. Raises ``RuntimeError`` outside a git checkout."""
+    to a GPU node without ``.git``; returns it. Raises ``CudalabError`` outside a git checkout."""
     state = git_state()
     if state is None:
-        raise RuntimeError(f"{ROOT} is not a git checkout: there is no commit to stamp")
+        raise CudalabError(f"{ROOT} is not a git checkout: there is no commit to stamp")
     stamp = {"git_commit": state["git_commit"], "git_dirty": state["git_dirty"], "tree_sha256": tree_fingerprint(),
              "stamped_utc": _now()}
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -87,10 +87,11 @@ def run(profile: str = "auto", *, only: Optional[list[str]] = None, out: Optiona
     profile_arg = resolve_profile_name(profile)
     prof = load_profile(profile_arg, gpu_max_threads=gpu.attributes()["MaxThreadsPerBlock"] if has_gpu else None)
     chapters = catalog.select(only)
-    recording_dir, why = Path(), ""
+    recording_dir, why, recording_name = Path(), "", ""
     if mode == "replay":
         rec, why = recorded.find(prof.name, results, from_gpu)
         recording_dir = rec.path.resolve()
+        recording_name = f"{results.name}/{rec.gpu}/{rec.profile}/"
     notes: list[str] = []
     if quick and mode == "replay":
         notes.append("--quick only changes what is measured; a replay shows the recorded grid")
@@ -124,7 +125,7 @@ def run(profile: str = "auto", *, only: Optional[list[str]] = None, out: Optiona
     title = f"cudalab lab report: {prof.name}" + (" (quick grid)" if quick else "")
     lab_gpu = prof.device.name if prof.device else "none (no lab GPU in this profile)"
     book = stitch(outcomes, cover_cell(title=title, profile=prof.name, lab_gpu=lab_gpu, mode=mode,
-                                       built_utc=built, command=command, outcomes=outcomes))
+                                       built_utc=built, command=command, outcomes=outcomes, recording=recording_name))
     html_path = render_html(book, out / "report.html", title)
     log(f"report: {html_path}")
     summary = BuildSummary(profile=prof.name, mode=mode, quick=quick, built_utc=built, command=command, wall_s=0.0,

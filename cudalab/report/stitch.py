@@ -35,7 +35,7 @@ def _anchor(chapter_id: str) -> str:
     return f"chapter-{chapter_id}"
 
 
-def _data_source(mode: str, outcomes: list[ChapterOutcome]) -> str:
+def _data_source(mode: str, outcomes: list[ChapterOutcome], recording: str = "") -> str:
     recorded = [o.provenance for o in outcomes if o.provenance]
     gpus = sorted({p.get("gpu_name") or "?" for p in recorded})
     dates = sorted({str(p.get("date_utc", "?"))[:10] for p in recorded})
@@ -46,11 +46,12 @@ def _data_source(mode: str, outcomes: list[ChapterOutcome]) -> str:
     return (f"<div class='cudalab-replayed'><b>Replayed, not measured here.</b> No CUDA device was present when "
             f"this report was built, so every measured number in it was recorded by this pipeline on "
             f"<b>{', '.join(gpus) or 'a GPU'}</b> on {', '.join(dates) or '?'} (commit {', '.join(commits)}) "
-            f"and read back from <code>results/</code>.</div>")
+            f"and read back from <code>{html.escape(recording or 'results/')}</code>.</div>")
 
 
 def cover_cell(*, title: str, profile: str, lab_gpu: str, mode: str, built_utc: str, command: str,
-               outcomes: list[ChapterOutcome]) -> nbformat.NotebookNode:
+               outcomes: list[ChapterOutcome], recording: str = "") -> nbformat.NotebookNode:
+    """The first page: measured or replayed (and from which recording), on which GPU, the contents."""
     rows = []
     for o in outcomes:
         status = "ok" if o.ok else "<b style='color:#c00'>FAILED</b>"
@@ -61,7 +62,7 @@ def cover_cell(*, title: str, profile: str, lab_gpu: str, mode: str, built_utc: 
                                                           ("cupy", "CuPy")) if first.get(k))
     body = f"""<div class="cudalab-cover">
 <h1>{html.escape(title)}</h1>
-<p>{_data_source(mode, outcomes)}</p>
+<p>{_data_source(mode, outcomes, recording)}</p>
 <table>
 <tr><th style="text-align:left">GPU profile</th><td><code>{html.escape(profile)}</code></td></tr>
 <tr><th style="text-align:left">Lab GPU (published numbers)</th><td>{html.escape(lab_gpu)}</td></tr>
