@@ -4,6 +4,9 @@
     python tools/compare_recordings.py results/nvidia-h100-80gb-hbm3/gtx680 results/nvidia-h100-80gb-hbm3/h100
     python tools/compare_recordings.py A B --chapter 01_block_size --threshold 0.05 > compare.md
 
+The default --threshold of 1% keeps a 0.01% difference between two very steady timings from
+reading as faster or slower.
+
 Each timed table the two share is joined on its recorded axis columns; each point is labelled
 same / faster / slower (B against A) by the recorded spread, as nvbench_compare does. Markdown on
 stdout; exit status 2 if a recording is missing.
@@ -27,15 +30,17 @@ def main() -> int:
     p.add_argument("a", type=Path, help="the reference recording (results/<gpu>/<profile>)")
     p.add_argument("b", type=Path, help="the recording compared with it")
     p.add_argument("--chapter", action="append", help="only this chapter (repeatable)")
-    p.add_argument("--threshold", type=float, default=0.0,
-                   help="relative difference always counted as 'same' (default 0: the recorded spread alone)")
+    p.add_argument("--threshold", type=float, default=0.01,
+                   help="relative difference always counted as 'same', however tight the spread (default 0.01, "
+                        "1%%; 0 applies the recorded spread alone)")
     args = p.parse_args()
     try:
         results = compare_recordings(args.a, args.b, args.chapter, args.threshold)
     except CudalabError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    sys.stdout.write(to_markdown(results, f"{args.a.parent.name}/{args.a.name}", f"{args.b.parent.name}/{args.b.name}"))
+    sys.stdout.write(to_markdown(results, f"{args.a.parent.name}/{args.a.name}", f"{args.b.parent.name}/{args.b.name}",
+                                 args.threshold))
     return 0
 
 

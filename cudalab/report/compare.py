@@ -71,11 +71,12 @@ def compare_recordings(a: Path, b: Path, chapters: Optional[list[str]] = None,
     return out
 
 
-def to_markdown(results: dict[tuple[str, str], pd.DataFrame], a_label: str, b_label: str) -> str:
+def to_markdown(results: dict[tuple[str, str], pd.DataFrame], a_label: str, b_label: str, threshold: float = 0.0) -> str:
     """The comparison as Markdown: a count of labels, then a table per (chapter, table)."""
     lines = [f"# {b_label} against {a_label}", "",
              f"Ratio = median time of {b_label} / median time of {a_label}; *same* where the difference is within "
-             "the smaller recorded relative spread (interquartile range / median) of the two.", ""]
+             "the smaller recorded relative spread (interquartile range / median) of the two"
+             + (f", or within {threshold:.1%}" if threshold else "") + ".", ""]
     if not results:
         return "\n".join(lines + ["No timed table with the same axes in both recordings."]) + "\n"
     total = pd.concat([f["label"] for f in results.values()]).value_counts()
@@ -87,6 +88,6 @@ def to_markdown(results: dict[tuple[str, str], pd.DataFrame], a_label: str, b_la
                   "|" + "---|" * len(axes) + "---:|---:|---:|---|"]
         for r in f.to_dict("records"):
             lines.append("| " + " | ".join(str(r[x]) for x in axes) +
-                         f" | {r[f'{TIME}_a']:.4g} | {r[f'{TIME}_b']:.4g} | {r['ratio_b_over_a']:.3f} | {r['label']} |")
+                         f" | {r[f'{TIME}_a']:.4g} | {r[f'{TIME}_b']:.4g} | {r['ratio_b_over_a']:.4f} | {r['label']} |")
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
