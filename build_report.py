@@ -36,7 +36,11 @@ examples:
   python build_report.py --gpu h100 --from h200  replay the h100 profile as recorded on an H200
 
 profiles: {profiles}
-exit status: 0 all chapters ran; 1 a chapter failed (the report is still written); 2 bad arguments."""
+output folder: a build writes only inside --out, and deletes only what an earlier cudalab build listed
+  in its build.json there; it refuses the checkout's own folders and a non-empty folder it did not make.
+exit status: 0 all chapters ran; 1 a chapter failed (the report is still written); 2 bad arguments or
+  an unsafe output folder; 130 interrupted (Ctrl-C or SIGTERM: finished chapters are kept and the
+  report is marked incomplete)."""
 
 
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
@@ -84,6 +88,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     except CudalabError as exc:
         _log(f"error: {exc}")
         return 2
+    except KeyboardInterrupt:
+        _log("interrupted before any chapter ran; nothing was written")
+        return 130
+    if summary.interrupted:
+        return 130
     if summary.failed:
         _log(f"FAILED chapters: {', '.join(summary.failed)} (shown in the report); exit status 1")
         return 1

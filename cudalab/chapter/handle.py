@@ -22,6 +22,7 @@ from cudalab.chapter.profiles import Profile, load_profile, profile_for_gpu
 from cudalab.chapter.recorded import PROVENANCE, SUMMARY
 from cudalab.core import gpu, provenance, sweep
 from cudalab.core.errors import CudalabError, NoGPU, NoRecordedResults
+from cudalab.core.files import atomic_write, atomic_write_text
 from cudalab.core.paths import BUILD_DIR
 
 DEFAULT_REPLAY_PROFILE = "gtx680"
@@ -68,13 +69,13 @@ class Chapter:
 
     def _start(self) -> None:
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        (self.out_dir / SUMMARY).write_text("[]\n")  # this run's headlines, in both modes
+        atomic_write_text(self.out_dir / SUMMARY, "[]\n")  # this run's headlines, in both modes
         if self.mode == "measure":
             info = {**provenance.measurement(), "profile": self.profile.name, "chapter": self.id,
                     "parameters": self.params,
                     "source_fingerprint": provenance.source_fingerprint(self.notebook, self.profile.model_dump(mode="json")),
                     "tables": [], "axes": {}}
-            (self.out_dir / PROVENANCE).write_text(json.dumps(info, indent=2, default=str))
+            atomic_write_text(self.out_dir / PROVENANCE, json.dumps(info, indent=2, default=str))
         else:
             src = self.recorded_dir / self.id / PROVENANCE
             if not src.is_file():
@@ -82,7 +83,7 @@ class Chapter:
                     f"no recorded results for chapter {self.id} of profile {self.profile.name!r} in "
                     f"{self.recorded_dir}; record them on a GPU host with "
                     f"`python build_report.py --gpu {self.profile.name} --record`")
-            shutil.copyfile(src, self.out_dir / PROVENANCE)
+            atomic_write(self.out_dir / PROVENANCE, lambda tmp: shutil.copyfile(src, tmp))
 
     def table(self, name: str, measure: Callable[[], pd.DataFrame], *, axes: tuple[str, ...],
               dtype: Optional[dict[str, Any]] = None) -> pd.DataFrame:
@@ -98,18 +99,18 @@ class Chapter:
             if missing:
                 raise CudalabError(f"table {name!r} has no axis column {', '.join(missing)}; its columns: "
                                    f"{', '.join(map(str, frame.columns))}")
-            frame.to_csv(path, index=False)
+            atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False))
             info = self.provenance
             info["tables"] = sorted(set(info["tables"]) | {name})
             info.setdefault("axes", {})[name] = list(axes)
-            (self.out_dir / PROVENANCE).write_text(json.dumps(info, indent=2, default=str))
+            atomic_write_text(self.out_dir / PROVENANCE, json.dumps(info, indent=2, default=str))
             return frame
         src = self.recorded_dir / self.id / f"{name}.csv"
         if not src.is_file():
             raise NoRecordedResults(f"table {name!r} of chapter {self.id} was not recorded in {src.parent}; "
                                     f"record it on a GPU host with `python build_report.py --gpu "
                                     f"{self.profile.name} --record`")
-        shutil.copyfile(src, path)
+        atomic_write(path, lambda tmp: shutil.copyfile(src, tmp))
         return pd.read_csv(src, dtype=dtype)
 
     def tables(self, names: dict[str, tuple[str, ...]], measure: Callable[[], tuple[pd.DataFrame, ...]]) -> tuple[pd.DataFrame, ...]:
@@ -136,7 +137,7 @@ class Chapter:
         entries = [e for e in json.loads(path.read_text()) if e["key"] != key] if path.is_file() else []
         entries.append({"key": key, "value": _plain(value), "unit": unit, "text": text, "table": table,
                         "rows": {k: _plain(v) for k, v in (rows or {}).items()}})
-        path.write_text(json.dumps(entries, indent=2) + "\n")
+        atomic_write_text(path, json.dumps(entries, indent=2) + "\n")
 
     @property
     def summary(self) -> list[dict[str, Any]]:

@@ -34,6 +34,10 @@ class CaseFormatError(CudalabError, ValueError):
     """A test-case file that does not follow its format; the message names the problem and offset."""
 
 
+class UnsafeOutput(CudalabError, ValueError):
+    """An output folder that a build must not write into (the checkout, a stranger's folder, a file)."""
+
+
 class NoGPU(CudalabError, RuntimeError):
     """A measurement was asked for where no CUDA device (or no CuPy) is present."""
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import shutil
+import signal
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -23,8 +23,9 @@ from cudalab.chapter.profiles import load_profile
 from cudalab.chapter.recorded import PROVENANCE
 from cudalab.core import gpu
 from cudalab.core.errors import CudalabError
+from cudalab.core.files import atomic_write_text
 from cudalab.core.paths import BUILD_DIR, NOTEBOOKS_DIR, RESULTS_DIR, require_checkout
-from cudalab.report import recordings
+from cudalab.report import outdir, recordings
 from cudalab.report.stitch import ChapterOutcome, cover_cell, render_html, render_pdf, stitch
 
 Log = Callable[[str], None]
@@ -48,6 +49,9 @@ class BuildSummary:
     report_pdf: str = ""
     notes: list[str] = field(default_factory=list)
     recorded_to: str = ""
+    interrupted: bool = False
+    made_by: str = outdir.MARKER
+    files: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> list[str]:
@@ -67,6 +71,24 @@ def _run_chapter(chapter: catalog.ChapterInfo, out_nb: Path, params: dict, cell_
         return False, f"{exc.ename}: {exc.evalue}"
     except Exception as exc:  # the kernel died, timed out, or could not start: the chapter failed
         return False, f"{type(exc).__name__}: {exc}"
+
+
+class _stop_on_sigterm:
+    """SIGTERM stops a build the way Ctrl-C does (KeyboardInterrupt), so both keep what finished."""
+
+    def __enter__(self):
+        def handler(signum, frame):
+            raise KeyboardInterrupt
+
+        try:
+            self.previous = signal.signal(signal.SIGTERM, handler)
+        except ValueError:  # not the main thread: leave signals alone
+            self.previous = None
+        return self
+
+    def __exit__(self, *exc):
+        if self.previous is not None:
+            signal.signal(signal.SIGTERM, self.previous)
 
 
 def run(profile: str = "auto", *, only: Optional[list[str]] = None, out: Optional[Path] = None, quick: bool = False,
@@ -97,51 +119,67 @@ def run(profile: str = "auto", *, only: Optional[list[str]] = None, out: Optiona
         notes.append("--quick only changes what is measured; a replay shows the recorded grid")
         quick = False
     out = (out or BUILD_DIR / f"report-{prof.name}").resolve()
-    for sub in ("notebooks", "data"):
-        shutil.rmtree(out / sub, ignore_errors=True)
-        (out / sub).mkdir(parents=True)
-    where = gpu.gpu_name() if mode == "measure" else f"replay of {why}"
-    log(f"cudalab: profile {prof.name}, {mode} ({where}), {len(chapters)} chapter(s) -> {out}")
-    for note in notes:
-        log(f"note: {note}")
+    previous = outdir.check(out)
+    with outdir.Lock(out), _stop_on_sigterm():
+        outdir.remove_previous(out, previous)
+        for sub in ("notebooks", "data"):
+            (out / sub).mkdir(parents=True, exist_ok=True)
+        where = gpu.gpu_name() if mode == "measure" else f"replay of {why}"
+        log(f"cudalab: profile {prof.name}, {mode} ({where}), {len(chapters)} chapter(s) -> {out}")
+        for note in notes:
+            log(f"note: {note}")
 
-    profile_param = profile_arg if Path(profile_arg).suffix not in (".yaml", ".yml") else str(Path(profile_arg).resolve())
-    outcomes = []
-    for i, chapter in enumerate(chapters, 1):
-        params = {"profile": profile_param, "mode": mode, "data_dir": str(out / "data"),
-                  "recorded_dir": str(recording_dir) if mode == "replay" else "", "progress": False,
-                  **prof.chapter_params(chapter.id, quick)}
-        log(f"[{i}/{len(chapters)}] {chapter.id} ...")
-        t0 = time.time()
-        ok, error = _run_chapter(chapter, out / "notebooks" / chapter.path.name, params, cell_timeout, progress_bar)
-        prov_path = out / "data" / chapter.id / PROVENANCE
-        provenance = json.loads(prov_path.read_text()) if prov_path.is_file() else {}
-        outcomes.append(ChapterOutcome(chapter.id, chapter.title, out / "notebooks" / chapter.path.name, ok,
-                                       error, time.time() - t0, provenance))
-        log(f"[{i}/{len(chapters)}] {chapter.id}: {'ok' if ok else 'FAILED: ' + error.splitlines()[0][:300]}"
-            f" ({time.time() - t0:.0f} s)")
+        profile_param = profile_arg if Path(profile_arg).suffix not in (".yaml", ".yml") else str(Path(profile_arg).resolve())
+        outcomes: list[ChapterOutcome] = []
+        interrupted = False
+        for i, chapter in enumerate(chapters, 1):
+            params = {"profile": profile_param, "mode": mode, "data_dir": str(out / "data"),
+                      "recorded_dir": str(recording_dir) if mode == "replay" else "", "progress": False,
+                      **prof.chapter_params(chapter.id, quick)}
+            log(f"[{i}/{len(chapters)}] {chapter.id} ...")
+            t0 = time.time()
+            try:
+                ok, error = _run_chapter(chapter, out / "notebooks" / chapter.path.name, params, cell_timeout, progress_bar)
+            except KeyboardInterrupt:
+                interrupted = True
+                break
+            prov_path = out / "data" / chapter.id / PROVENANCE
+            provenance = json.loads(prov_path.read_text()) if prov_path.is_file() else {}
+            outcomes.append(ChapterOutcome(chapter.id, chapter.title, out / "notebooks" / chapter.path.name, ok,
+                                           error, time.time() - t0, provenance))
+            log(f"[{i}/{len(chapters)}] {chapter.id}: {'ok' if ok else 'FAILED: ' + error.splitlines()[0][:300]}"
+                f" ({time.time() - t0:.0f} s)")
 
-    built = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    title = f"cudalab lab report: {prof.name}" + (" (quick grid)" if quick else "")
-    lab_gpu = prof.device.name if prof.device else "none (no lab GPU in this profile)"
-    book = stitch(outcomes, cover_cell(title=title, profile=prof.name, lab_gpu=lab_gpu, mode=mode,
-                                       built_utc=built, command=command, outcomes=outcomes, recording=recording_name))
-    html_path = render_html(book, out / "report.html", title)
-    log(f"report: {html_path}")
-    summary = BuildSummary(profile=prof.name, mode=mode, quick=quick, built_utc=built, command=command, wall_s=0.0,
-                           ok=all(o.ok for o in outcomes), out=str(out), recording=why, report_html=str(html_path),
-                           notes=notes,
-                           chapters={o.id: {"ok": o.ok, "error": o.error, "seconds": round(o.seconds, 1),
-                                            "provenance": o.provenance} for o in outcomes})
-    if pdf:
-        pdf_path, why_not = render_pdf(html_path, out / "report.pdf")
-        summary.report_pdf = str(pdf_path or "")
-        log(f"report: {pdf_path}" if pdf_path else f"note: {why_not}")
-        if not pdf_path:
-            summary.notes.append(why_not)
-    summary.wall_s = round(time.time() - started, 1)
-    (out / "build.json").write_text(json.dumps(asdict(summary), indent=2, default=str))
-    if record:
+        done = [o.id for o in outcomes]
+        not_run = [c.id for c in chapters if c.id not in done]
+        incomplete = (f"The build was interrupted after {len(done)} of {len(chapters)} chapters; not run: "
+                      f"{', '.join(not_run)}." if interrupted else "")
+        if interrupted:
+            log(f"interrupted: {len(done)} of {len(chapters)} chapters complete ({', '.join(done) or 'none'}); "
+                f"not run: {', '.join(not_run)}; writing a report marked incomplete")
+        built = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        title = f"cudalab lab report: {prof.name}" + (" (quick grid)" if quick else "")
+        lab_gpu = prof.device.name if prof.device else "none (no lab GPU in this profile)"
+        book = stitch(outcomes, cover_cell(title=title, profile=prof.name, lab_gpu=lab_gpu, mode=mode,
+                                           built_utc=built, command=command, outcomes=outcomes,
+                                           recording=recording_name, incomplete=incomplete))
+        html_path = render_html(book, out / "report.html", title)
+        log(f"report: {html_path}")
+        summary = BuildSummary(profile=prof.name, mode=mode, quick=quick, built_utc=built, command=command, wall_s=0.0,
+                               ok=all(o.ok for o in outcomes) and not interrupted, out=str(out), recording=why,
+                               report_html=str(html_path), notes=notes, interrupted=interrupted,
+                               chapters={o.id: {"ok": o.ok, "error": o.error, "seconds": round(o.seconds, 1),
+                                                "provenance": o.provenance} for o in outcomes})
+        if pdf and not interrupted:
+            pdf_path, why_not = render_pdf(html_path, out / "report.pdf")
+            summary.report_pdf = str(pdf_path or "")
+            log(f"report: {pdf_path}" if pdf_path else f"note: {why_not}")
+            if not pdf_path:
+                summary.notes.append(why_not)
+        summary.wall_s = round(time.time() - started, 1)
+        summary.files = outdir.written_files(out, done, ["report.html", "report.pdf", outdir.BUILD_JSON])
+        atomic_write_text(out / outdir.BUILD_JSON, json.dumps(asdict(summary), indent=2, default=str))
+    if record and not interrupted:
         dest = recordings.record(summary, out / "data", results, gpu.gpu_name() or "unknown GPU")
         summary.recorded_to = str(dest)
         log(f"recorded: {dest}")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from cudalab.chapter.recorded import RECORDINGS, gpu_slug
+from cudalab.core.files import atomic_write_text
 
 
 def merge_recordings(previous: dict[str, Any], build: dict[str, Any], gpu_name: str = "") -> dict[str, Any]:
@@ -36,10 +37,13 @@ def record(summary: Any, data: Path, results: Path, gpu_name: str) -> Path:
     dest = results / gpu_slug(gpu_name) / build["profile"]
     dest.mkdir(parents=True, exist_ok=True)
     for chapter_id, c in build["chapters"].items():
-        if c["ok"]:
+        if c["ok"]:  # copied beside, then swapped in: an interrupted copy never replaces a recording
+            staging = dest / f".{chapter_id}.incoming"
+            shutil.rmtree(staging, ignore_errors=True)
+            shutil.copytree(data / chapter_id, staging)
             shutil.rmtree(dest / chapter_id, ignore_errors=True)
-            shutil.copytree(data / chapter_id, dest / chapter_id)
+            staging.rename(dest / chapter_id)
     log = dest / RECORDINGS
     previous = json.loads(log.read_text()) if log.is_file() else {}
-    log.write_text(json.dumps(merge_recordings(previous, build, gpu_name), indent=2, default=str) + "\n")
+    atomic_write_text(log, json.dumps(merge_recordings(previous, build, gpu_name), indent=2, default=str) + "\n")
     return dest

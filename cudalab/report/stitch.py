@@ -17,6 +17,8 @@ from typing import Any, Optional
 
 import nbformat
 
+from cudalab.core.files import atomic_write_text
+
 TEMPLATES = Path(__file__).parent / "templates"
 
 
@@ -50,8 +52,9 @@ def _data_source(mode: str, outcomes: list[ChapterOutcome], recording: str = "")
 
 
 def cover_cell(*, title: str, profile: str, lab_gpu: str, mode: str, built_utc: str, command: str,
-               outcomes: list[ChapterOutcome], recording: str = "") -> nbformat.NotebookNode:
-    """The first page: measured or replayed (and from which recording), on which GPU, the contents."""
+               outcomes: list[ChapterOutcome], recording: str = "", incomplete: str = "") -> nbformat.NotebookNode:
+    """The first page: measured or replayed (and from which recording), on which GPU, the contents;
+    ``incomplete`` (why this report lacks chapters) is shown above everything else."""
     rows = []
     for o in outcomes:
         status = "ok" if o.ok else "<b style='color:#c00'>FAILED</b>"
@@ -62,6 +65,7 @@ def cover_cell(*, title: str, profile: str, lab_gpu: str, mode: str, built_utc: 
                                                           ("cupy", "CuPy")) if first.get(k))
     body = f"""<div class="cudalab-cover">
 <h1>{html.escape(title)}</h1>
+{f"<div class='cudalab-chapter-failed'><b>Incomplete report.</b> {html.escape(incomplete)}</div>" if incomplete else ""}
 <p>{_data_source(mode, outcomes, recording)}</p>
 <table>
 <tr><th style="text-align:left">GPU profile</th><td><code>{html.escape(profile)}</code></td></tr>
@@ -111,8 +115,7 @@ def render_html(book: nbformat.NotebookNode, path: Path, title: str) -> Path:
     exporter.exclude_input_prompt = True
     exporter.exclude_output_prompt = True
     body, _ = exporter.from_notebook_node(book, resources={"metadata": {"name": title}})
-    path.write_text(body, encoding="utf-8")
-    return path
+    return atomic_write_text(path, body)
 
 
 def find_browser() -> Optional[str]:
@@ -127,13 +130,17 @@ def render_pdf(html_path: Path, pdf_path: Path, timeout_s: int = 180) -> tuple[O
     browser = find_browser()
     if browser is None:
         return None, "no Chromium found (Debian: apt-get install chromium); PDF skipped"
+    tmp = pdf_path.with_name(f".{pdf_path.name}.tmp")
     cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
            "--disable-component-update", "--no-first-run", "--no-pdf-header-footer",
-           "--virtual-time-budget=10000", f"--print-to-pdf={pdf_path}", html_path.resolve().as_uri()]
+           "--virtual-time-budget=10000", f"--print-to-pdf={tmp}", html_path.resolve().as_uri()]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
+        tmp.unlink(missing_ok=True)
         return None, f"Chromium did not finish printing within {timeout_s} s"
-    if proc.returncode != 0 or not pdf_path.exists():
+    if proc.returncode != 0 or not tmp.exists():
+        tmp.unlink(missing_ok=True)
         return None, f"Chromium failed to print the PDF: {proc.stderr.strip()[-500:]}"
+    tmp.replace(pdf_path)
     return pdf_path, ""

@@ -1,0 +1,88 @@
+"""A build never destroys what it did not make, one build per folder, and an interrupt keeps what finished."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from cudalab.core.errors import UnsafeOutput
+from cudalab.core.paths import ROOT
+from cudalab.report import outdir
+
+pytestmark = pytest.mark.slow
+
+
+def build(*args, **kw):
+    return subprocess.run([sys.executable, str(ROOT / "build_report.py"), "--replay", "--no-pdf", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600, **kw)
+
+
+@pytest.mark.parametrize("where", [".", "notebooks", "cudalab/core", "results", ".."])
+def test_the_checkout_is_never_an_output_folder(where):
+    before = sorted(p.name for p in (ROOT / "notebooks").iterdir())
+    proc = build("--only", "00", "--out", str(ROOT / where))
+    assert proc.returncode == 2 and "choose a folder of its own" in proc.stderr, proc.stderr[-500:]
+    assert "Traceback" not in proc.stderr
+    assert sorted(p.name for p in (ROOT / "notebooks").iterdir()) == before
+
+
+def test_a_strangers_folder_and_a_file_are_refused_untouched(tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "thesis.csv").write_text("precious")
+    proc = build("--only", "00", "--out", str(tmp_path))
+    assert proc.returncode == 2 and "was not made by a cudalab build" in proc.stderr
+    assert (tmp_path / "data" / "thesis.csv").read_text() == "precious"
+    (tmp_path / "file").write_text("x")
+    proc = build("--only", "00", "--out", str(tmp_path / "file"))
+    assert proc.returncode == 2 and "is a file" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_rebuild_removes_only_what_the_last_build_wrote(tmp_path):
+    out = tmp_path / "r"
+    assert build("--only", "00", "01", "--out", str(out)).returncode == 0
+    manifest = json.loads((out / "build.json").read_text())
+    assert manifest["made_by"] == outdir.MARKER and "notebooks/01_block_size.ipynb" in manifest["files"]
+    (out / "notes.txt").write_text("mine")
+    (out / "data" / "00_gpu_capabilities" / "my_extra.csv").write_text("mine too")
+    assert build("--only", "01", "--out", str(out)).returncode == 0
+    assert (out / "notes.txt").read_text() == "mine"
+    assert (out / "data" / "00_gpu_capabilities" / "my_extra.csv").read_text() == "mine too"
+    assert not (out / "notebooks" / "00_gpu_capabilities.ipynb").exists(), "the old chapter 00 is gone with its build"
+    assert not (out / "data" / "00_gpu_capabilities" / "copy_bandwidth.csv").exists()
+    assert set(json.loads((out / "build.json").read_text())["chapters"]) == {"01_block_size"}
+
+
+def test_one_build_at_a_time(tmp_path):
+    (tmp_path / outdir.LOCK).write_text(str(os.getpid()))  # a live process holds it
+    with pytest.raises(UnsafeOutput, match="another build"):
+        with outdir.Lock(tmp_path):
+            pass
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    (tmp_path / outdir.LOCK).write_text(dead.stdout.strip())  # its holder is gone: taken over
+    with outdir.Lock(tmp_path):
+        assert (tmp_path / outdir.LOCK).read_text() == str(os.getpid())
+    assert not (tmp_path / outdir.LOCK).exists()
+
+
+def test_sigterm_keeps_the_finished_chapters_and_marks_the_report_incomplete(tmp_path):
+    out = tmp_path / "r"
+    proc = subprocess.Popen([sys.executable, str(ROOT / "build_report.py"), "--replay", "--no-pdf", "--out", str(out)],
+                            cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 300
+    for line in proc.stderr:
+        if "00_gpu_capabilities: ok" in line or time.time() > deadline:
+            break
+    proc.send_signal(signal.SIGTERM)
+    rest = proc.stderr.read()
+    assert proc.wait(timeout=120) == 130, rest[-2000:]
+    assert "interrupted:" in rest and "Traceback" not in rest
+    summary = json.loads((out / "build.json").read_text())
+    assert summary["interrupted"] and not summary["ok"]
+    assert summary["chapters"]["00_gpu_capabilities"]["ok"]
+    assert (out / "data" / "00_gpu_capabilities" / "copy_bandwidth.csv").is_file()
+    assert "Incomplete report." in (out / "report.html").read_text()
+    assert not list(out.rglob("*.tmp")), "no half-written files"
