@@ -8,8 +8,10 @@
 them. Its default kernel is the fastest correct one that chapter 04 recorded (the ``best_kernel``
 headline in ``results/<gpu>/<profile>/04_blocking_factor/summary.json``, for the present GPU's
 profile); ``--kernel registers:64`` or ``shared:32`` picks one. Without a GPU, or with ``--cpu``,
-it runs the course's sequential C Floyd-Warshall. ``--check`` compares the answer with the C
-reference; ``verify`` compares an existing output file with it.
+it runs the course's sequential C Floyd-Warshall. ``--check`` compares the answer with an
+independent reference: the C code for a GPU answer, a vectorized NumPy Floyd-Warshall for a CPU
+answer; ``verify`` compares an existing output file with the C reference. An output path that is
+the input, a folder, or in a folder that does not exist is refused before any work.
 Exit status: 0 ok, 1 a wrong answer, 2 a malformed file or bad arguments.
 """
 
@@ -19,13 +21,14 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Optional
 
 import numpy as np
 
 from cudalab.chapter import recorded
 from cudalab.chapter.profiles import profile_for_gpu
-from cudalab.core.errors import CudalabError, NoRecordedResults
+from cudalab.core.errors import CaseFormatError, CudalabError, NoRecordedResults
 from cudalab.core.gpu import gpu_available, gpu_name
 from cudalab.labs.fw import nthu
 
@@ -55,10 +58,10 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _compare(got: np.ndarray, want: np.ndarray) -> int:
+def _compare(got: np.ndarray, want: np.ndarray, reference: str) -> int:
     bad = np.argwhere(got != want)
     if len(bad) == 0:
-        print(f"ok: all {got.size} distances match the reference")
+        print(f"ok: all {got.size} distances match {reference}")
         return 0
     i, j = bad[0]
     print(f"WRONG: {len(bad)} of {got.size} distances differ; first at ({i}, {j}): {got[i, j]} vs {want[i, j]}")
@@ -93,6 +96,17 @@ def _solve_gpu(args: argparse.Namespace, v: int, edges: np.ndarray) -> np.ndarra
     return dist
 
 
+def _check_output_path(input_path: str, output_path: str) -> None:
+    """Refuse, before solving, an output that would overwrite the input or cannot be written."""
+    out, inp = Path(output_path), Path(input_path)
+    if out.resolve() == inp.resolve() or (out.exists() and inp.exists() and out.samefile(inp)):
+        raise CaseFormatError(f"{output_path}: the output path is the input file; it would be overwritten")
+    if out.is_dir():
+        raise CaseFormatError(f"{output_path}: the output path is a folder; name a file")
+    if not out.parent.is_dir():
+        raise CaseFormatError(f"{output_path}: the folder {out.parent} does not exist")
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -103,16 +117,18 @@ def main(argv: Optional[list[str]] = None) -> int:
             return 0
         v, edges = nthu.read_case(args.input)
         if args.command == "solve":
+            _check_output_path(args.input, args.output)
             if args.cpu or not gpu_available():
                 t0 = time.perf_counter()
                 dist = nthu.solve_cpu(v, edges)
                 nthu.write_output(args.output, dist)
                 print(f"{args.output}: V = {v}, E = {len(edges)}, solved on the CPU in {time.perf_counter() - t0:.3f} s"
                       + ("" if args.cpu else " (no CUDA device here)"))
-            else:
-                dist = _solve_gpu(args, v, edges)
-            return _compare(dist, nthu.solve_cpu(v, edges)) if args.check else 0
-        return _compare(nthu.read_output(args.output, v), nthu.solve_cpu(v, edges))
+                # the answer came from the C code: check it with an implementation that shares none of it
+                return _compare(dist, nthu.solve_numpy(v, edges), "a NumPy Floyd-Warshall") if args.check else 0
+            dist = _solve_gpu(args, v, edges)
+            return _compare(dist, nthu.solve_cpu(v, edges), "the sequential C reference") if args.check else 0
+        return _compare(nthu.read_output(args.output, v), nthu.solve_cpu(v, edges), "the sequential C reference")
     except (CudalabError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -105,3 +105,96 @@ def test_cli_reports_a_malformed_file(tmp_path, capsys):
     assert main(["solve", str(tmp_path / "bad.in"), str(tmp_path / "o")]) == 2
     assert "edge 0 at offset 8: dst 7 is not a vertex" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+# ---- every input gets an answer, no answer is wrong (issue 9, item 6)
+
+
+@pytest.mark.parametrize("weight", [UNREACHABLE, 2147483647])
+def test_a_weight_the_format_cannot_represent_is_refused(weight):
+    with pytest.raises(CaseFormatError, match=f"edge 1 at offset 20: weight {weight} is not below {UNREACHABLE}"):
+        parse_case(raw(3, 2, 0, 1, 5, 1, 2, weight))
+
+
+def test_weights_whose_paths_could_reach_unreachable_are_refused():
+    w = UNREACHABLE // 2 + 1  # two of them in a row reach the marker
+    with pytest.raises(CaseFormatError, match="a shortest path could weigh up to"):
+        parse_case(raw(3, 2, 0, 1, w, 1, 2, w))
+    v, edges = parse_case(raw(3, 2, 0, 1, w, 2, 1, 7))  # one heavy edge: every distance fits
+    assert solve_cpu(v, edges)[0, 1] == w
+
+
+def test_generate_refuses_what_solve_would_refuse(tmp_path):
+    from cudalab.labs.fw.nthu import max_weight_for
+
+    with pytest.raises(CaseFormatError, match="max weight 3000000000 is outside"):
+        generate_case(10, 0.5, seed=1, max_weight=3_000_000_000)
+    with pytest.raises(CaseFormatError, match="outside"):
+        generate_case(10, 0.5, seed=1, max_weight=-1)
+    edges = generate_case(10, 1.0, seed=1, max_weight=max_weight_for(10))
+    write_case(tmp_path / "c.in", 10, edges)
+    assert read_case(tmp_path / "c.in")[0] == 10, "the largest allowed weight gives a file that parses"
+
+
+def test_cli_refuses_bad_output_paths_before_solving(tmp_path, capsys):
+    from cudalab.apsp import main
+
+    case = tmp_path / "c.in"
+    assert main(["generate", "20", "0.2", str(case)]) == 0
+    original = case.read_bytes()
+    assert main(["solve", str(case), str(case)]) == 2
+    assert "is the input file" in capsys.readouterr().err and case.read_bytes() == original
+    assert main(["solve", str(case), str(tmp_path)]) == 2
+    assert "is a folder" in capsys.readouterr().err
+    assert main(["solve", str(case), str(tmp_path / "nowhere" / "c.out")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_cli_check_on_the_cpu_uses_an_independent_reference(tmp_path, capsys):
+    from cudalab.apsp import main
+
+    case, out = tmp_path / "c.in", tmp_path / "c.out"
+    assert main(["generate", "60", "0.1", str(case)]) == 0
+    assert main(["solve", str(case), str(out), "--cpu", "--check"]) == 0
+    assert "match a NumPy Floyd-Warshall" in capsys.readouterr().out
+
+
+def test_a_huge_v_is_refused_with_the_memory_it_needs(tmp_path, capsys):
+    from cudalab.apsp import main
+
+    case = tmp_path / "huge.in"
+    case.write_bytes(raw(2_000_000, 0))
+    assert main(["solve", str(case), str(tmp_path / "o"), "--cpu"]) == 2
+    err = capsys.readouterr().err
+    assert "GiB of host memory" in err and "V = 2,000,000" in err and "Traceback" not in err
+
+
+def test_fuzzed_files_get_a_clean_error_or_a_correct_parse(rng):
+    """Random, truncated and bit-flipped files: CaseFormatError, or a parse that round-trips."""
+    v, edges = 40, generate_case(40, 0.1, seed=2)
+    good = raw(v, len(edges)) + np.asarray(edges, dtype="<i4").tobytes()
+    cases = [bytes(rng.integers(0, 256, int(rng.integers(0, 200)), dtype=np.uint8)) for _ in range(200)]
+    cases += [good[: int(rng.integers(0, len(good)))] for _ in range(200)]
+    for _ in range(400):
+        flipped = bytearray(good)
+        i = int(rng.integers(0, len(flipped)))
+        flipped[i] ^= 1 << int(rng.integers(0, 8))
+        cases.append(bytes(flipped))
+    for data in cases:
+        try:
+            pv, pe = parse_case(data)
+        except CaseFormatError:
+            continue
+        assert raw(pv, len(pe)) + np.asarray(pe, dtype="<i4").tobytes() == data, "a parse must be the file, exactly"
+        assert (pe[:, :2] >= 0).all() and (pe[:, :2] < pv).all() and (pe[:, 2] >= 0).all() and (pe[:, 2] < UNREACHABLE).all()
+
+
+def test_fuzzed_outputs_get_a_clean_error_or_the_right_size(tmp_path, rng):
+    for n in range(60):
+        path = tmp_path / f"o{n}"
+        path.write_bytes(bytes(rng.integers(0, 256, int(rng.integers(0, 80)), dtype=np.uint8)))
+        try:
+            out = read_output(path, 4)
+        except CaseFormatError:
+            continue
+        assert out.shape == (4, 4)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cudalab.core import hostmem
 from cudalab.core.errors import CaseFormatError
 from cudalab.labs.fw.graphs import NO_EDGE, UNREACHABLE
 from cudalab.labs.fw.reference import floyd_warshall_c, floyd_warshall_numpy
@@ -52,7 +53,36 @@ def parse_case(data: bytes, name: str = "input") -> tuple[int, np.ndarray]:
     if bad.size:
         i = int(bad[0])
         raise CaseFormatError(f"{name}: edge {i} at offset {HEADER_BYTES + EDGE_BYTES * i}: negative weight {edges[i, 2]}")
+    bad = np.flatnonzero(edges[:, 2] >= UNREACHABLE)
+    if bad.size:
+        i = int(bad[0])
+        raise CaseFormatError(f"{name}: edge {i} at offset {HEADER_BYTES + EDGE_BYTES * i}: weight {edges[i, 2]} is not "
+                              f"below {UNREACHABLE}, the format's value for 'unreachable'")
+    longest = longest_path_bound(v, edges[:, 2])
+    if longest >= UNREACHABLE:
+        raise CaseFormatError(f"{name}: a shortest path could weigh up to {longest:,} (the {min(v - 1, len(edges))} "
+                              f"heaviest edges in a row), which reaches {UNREACHABLE:,}, the format's value for "
+                              f"'unreachable': such a distance cannot be written")
     return v, edges
+
+
+def longest_path_bound(v: int, weights: np.ndarray) -> int:
+    """An upper bound on any shortest distance: a shortest path has at most V-1 edges, so it
+    weighs no more than the V-1 heaviest edges together."""
+    if v <= 1 or len(weights) == 0:
+        return 0
+    k = min(v - 1, len(weights))
+    return int(np.sort(weights.astype(np.int64))[-k:].sum())
+
+
+def max_weight_for(v: int) -> int:
+    """The largest edge weight for which every shortest distance of a V-vertex graph fits the format."""
+    return (UNREACHABLE - 1) // max(v - 1, 1)
+
+
+def matrix_bytes(v: int, copies: int = 1) -> int:
+    """Bytes of ``copies`` V x V int32 distance matrices."""
+    return copies * 4 * v * v
 
 
 def read_case(path: str | Path) -> tuple[int, np.ndarray]:
@@ -69,7 +99,10 @@ def generate_case(v: int, density: float, seed: int, max_weight: int = 1000) -> 
     """Random distinct directed edges (no self-loops): about ``density * V * (V-1)`` of them,
     weights 0..max_weight."""
     if v <= 0 or not 0 <= density <= 1:
-        raise CaseFormatError("need V > 0 and 0 <= density <= 1")
+        raise CaseFormatError(f"need V > 0 and 0 <= density <= 1, got V = {v}, density = {density}")
+    if not 0 <= max_weight <= max_weight_for(v):
+        raise CaseFormatError(f"max weight {max_weight} is outside 0..{max_weight_for(v):,}: with V = {v} a shortest path "
+                              f"could then weigh {UNREACHABLE:,} or more, which the format reads as 'unreachable'")
     rng = np.random.default_rng([seed, v])
     pairs = v * (v - 1)
     m = int(round(density * pairs))
@@ -98,6 +131,7 @@ def to_matrix(v: int, edges: np.ndarray, out: np.ndarray | None = None) -> np.nd
 
 def solve_in_labs_convention(v: int, edges: np.ndarray, solve) -> np.ndarray:
     """Run a solver of the labs' -1-means-no-edge convention on a case, answer in NTHU's."""
+    hostmem.require(matrix_bytes(v, 5), f"V = {v:,} (the distance matrix and its conversions, {v:,} x {v:,} int32 each)")
     dist = to_matrix(v, edges)
     out = solve(np.where(dist == UNREACHABLE, NO_EDGE, dist).astype(np.int32))
     return np.where(out < 0, UNREACHABLE, out).astype(np.int32)

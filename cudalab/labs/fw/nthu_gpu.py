@@ -16,7 +16,9 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from cudalab.core import hostmem
 from cudalab.core.check import compare
+from cudalab.core.launch import require_memory
 from cudalab.core.gpu import require_cupy
 from cudalab.core.sweep import progress
 from cudalab.core.timing import summarize
@@ -29,12 +31,15 @@ DEVICE_STAGES = ("H2D", "compute", "D2H")
 
 
 def read_padded(path: str | Path, bf: int) -> tuple[int, np.ndarray]:
-    """(V, padded pinned host matrix in the NTHU convention) of an input file."""
+    """(V, padded pinned host matrix in the NTHU convention) of an input file. A V whose matrices
+    do not fit (two padded copies on the host, one on the device) is refused with the sizes."""
     import cupyx
 
     v, edges = nthu.read_case(path)
     size = blocked.padded_size(v, bf)
     blocked.require_int32_indexable(size)
+    hostmem.require(nthu.matrix_bytes(size, 2), f"V = {v:,} (two pinned {size:,} x {size:,} int32 matrices)")
+    require_memory(nthu.matrix_bytes(size), f"V = {v:,} (a {size:,} x {size:,} int32 matrix)")
     return v, nthu.to_matrix(v, edges, out=cupyx.empty_pinned((size, size), dtype=np.int32))
 
 
