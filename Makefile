@@ -11,6 +11,7 @@ EXTRAS := test$(shell command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/d
 help:
 	@echo "make report     set up .venv and build the report (PROFILE=$(PROFILE)): build/report-$(PROFILE)/report.html"
 	@echo "make test       set up .venv and run the test suite (GPU tests skip without a GPU)"
+	@echo "                (PYTEST_ARGS=--kernel-resources adds the table of every kernel's registers and spills)"
 	@echo "make lab        open the notebooks in JupyterLab"
 	@echo "make wheelhouse download the wheels an offline GPU node needs (wheelhouse/) and stamp the source"
 	@echo "make stamp      write wheelhouse/source-stamp.json (commit + tree fingerprint) before the tree travels"
@@ -29,7 +30,7 @@ report: venv
 	$(PY) build_report.py --gpu $(PROFILE)
 
 test: venv
-	$(PY) -m pytest
+	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 test-gpu: venv
 	$(PY) -m pytest -m gpu

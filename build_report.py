@@ -89,7 +89,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         _log(f"error: {exc}")
         return 2
     except KeyboardInterrupt:
-        _log("interrupted before any chapter ran; nothing was written")
+        _log("interrupted; chapters that finished keep their tables in the output folder, the report was not written")
         return 130
     if summary.interrupted:
         return 130

@@ -6,6 +6,16 @@ import pytest
 from cudalab.core.gpu import gpu_available
 
 
+def pytest_addoption(parser):
+    parser.addoption("--kernel-resources", action="store_true",
+                     help="end the run with a table of every compiled kernel's registers, shared memory and spills")
+
+
+def pytest_report_header(config):
+    return "GPU tests: " + ("run on the CUDA device present" if gpu_available() else
+                            "skipped, no CUDA device (or no CuPy) here")
+
+
 def pytest_collection_modifyitems(config, items):
     if gpu_available():
         return
@@ -39,8 +49,8 @@ def kernel_resources_report():
     return _RESOURCES
 
 
-def pytest_terminal_summary(terminalreporter):
-    if not _RESOURCES:
+def pytest_terminal_summary(terminalreporter, config):
+    if not _RESOURCES or not config.getoption("--kernel-resources"):
         return
     terminalreporter.section("kernel resources (nvcc -Xptxas -v)")
     terminalreporter.write_line(f"{'file':36} {'kernel':24} {'arch':6} {'regs':>5} {'smem B':>7} {'spill B':>8}")

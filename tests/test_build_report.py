@@ -77,6 +77,7 @@ def test_replay_report_holds_both_chapters_figures_and_no_errors(replay_report):
     assert "Replayed" in first_page and re.search(r"recorded by this pipeline on\s*<b>NVIDIA", first_page)
     assert "Measured on</th><td>NVIDIA" in first_page, "the first page names the GPU that measured it"
     assert re.search(r"results/nvidia-[a-z0-9-]+/gtx680", proc.stderr), "the build says which recording it replays"
+    assert "WARNING" not in proc.stderr, "no third-party warnings in a normal build"
     chapters = catalog.discover()
     assert len(chapters) >= 4
     for chapter in chapters:  # every chapter replayed: 00 capabilities .. 03 shared memory and on

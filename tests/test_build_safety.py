@@ -68,13 +68,15 @@ def test_one_build_at_a_time(tmp_path):
     assert not (tmp_path / outdir.LOCK).exists()
 
 
-def test_sigterm_keeps_the_finished_chapters_and_marks_the_report_incomplete(tmp_path):
+@pytest.mark.parametrize("after,finished", [("cudalab: profile", 0), ("[2/5] 01_block_size ...", 1),
+                                            ("01_block_size: ok", 2)])
+def test_sigterm_keeps_the_finished_chapters_and_marks_the_report_incomplete(tmp_path, after, finished):
     out = tmp_path / "r"
     proc = subprocess.Popen([sys.executable, str(ROOT / "build_report.py"), "--replay", "--no-pdf", "--out", str(out)],
                             cwd=ROOT, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 300
     for line in proc.stderr:
-        if "00_gpu_capabilities: ok" in line or time.time() > deadline:
+        if after in line or time.time() > deadline:
             break
     proc.send_signal(signal.SIGTERM)
     rest = proc.stderr.read()
@@ -82,7 +84,26 @@ def test_sigterm_keeps_the_finished_chapters_and_marks_the_report_incomplete(tmp
     assert "interrupted:" in rest and "Traceback" not in rest
     summary = json.loads((out / "build.json").read_text())
     assert summary["interrupted"] and not summary["ok"]
-    assert summary["chapters"]["00_gpu_capabilities"]["ok"]
-    assert (out / "data" / "00_gpu_capabilities" / "copy_bandwidth.csv").is_file()
+    assert len(summary["chapters"]) >= finished and all(c["ok"] for c in summary["chapters"].values())
+    for chapter in summary["chapters"]:
+        assert (out / "data" / chapter / "provenance.json").is_file()
     assert "Incomplete report." in (out / "report.html").read_text()
     assert not list(out.rglob("*.tmp")), "no half-written files"
+
+
+def test_a_replay_says_which_requested_parameters_it_cannot_show(tmp_path):
+    prof = tmp_path / "small.yaml"
+    prof.write_text("name: gtx680\nextends: gtx680\nchapters:\n  01_block_size:\n    params: {sizes: [64, 128]}\n")
+    proc = build("--gpu", str(prof), "--only", "01", "--out", str(tmp_path / "r"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "note: 01_block_size: sizes = [64, 128] requested, recorded with" in proc.stderr
+    html = (tmp_path / "r" / "report.html").read_text()
+    assert "Not shown as requested:" in html and "sizes = [64, 128] requested" in html
+
+
+def test_a_profile_without_published_numbers_runs_and_says_so(tmp_path):
+    prof = tmp_path / "nopub.yaml"
+    prof.write_text("name: gtx680\nextends: gtx680\nchapters:\n  01_block_size:\n    published: null\n")
+    proc = build("--gpu", str(prof), "--only", "01", "--out", str(tmp_path / "r"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "no published numbers" in (tmp_path / "r" / "report.html").read_text()

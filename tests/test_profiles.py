@@ -138,3 +138,21 @@ def test_detected_gpu_picks_profile():
     assert profile_for_gpu("NVIDIA H100 80GB HBM3") == "h100"
     assert profile_for_gpu("NVIDIA GeForce GTX 680") == "gtx680"
     assert profile_for_gpu("NVIDIA RTX A4000") == "generic"
+
+
+@pytest.mark.parametrize("value,message", [("[]", "an empty list sweeps nothing"), ("[512, -4]", "-4 is not positive"),
+                                           ("[0]", "0 is not positive")])
+def test_empty_and_non_positive_sweeps(tmp_path, value, message):
+    text = f"name: x\nchapters:\n  01_block_size:\n    params: {{sizes: {value}}}\n"
+    with pytest.raises(ProfileError, match=f"chapters.01_block_size.params.sizes: {message}"):
+        load_profile(str(write(tmp_path, text)), notebooks=NOTEBOOKS)
+
+
+def test_a_user_profile_without_a_name_is_named_after_its_file(tmp_path):
+    path = tmp_path / "my_gpu.yaml"
+    path.write_text("extends: gtx680\nchapters:\n  01_block_size:\n    params: {sizes: [64]}\n")
+    prof = load_profile(str(path))
+    assert prof.name == "my_gpu", "never the parent's name, which would replay the parent's recording"
+    assert prof.device.name == "GeForce GTX 680"
+    path.write_text("name: mine\nextends: gtx680\n")
+    assert load_profile(str(path)).name == "mine"

@@ -174,8 +174,15 @@ class Chapter:
         name = self.provenance.get("gpu_name") or "this GPU"
         return f"{name} (measured)" if self.mode == "measure" else f"{name} (recorded)"
 
+    @property
+    def not_shown(self) -> list[str]:
+        """In replay: each requested parameter whose recorded value differs (what was asked for
+        cannot take effect; the recording is shown)."""
+        return recorded.not_shown(self.out_dir, self.params) if self.mode == "replay" else []
+
     def banner(self):
-        """A Markdown note on where this chapter's numbers come from."""
+        """A Markdown note on where this chapter's numbers come from (and, in replay, which
+        requested parameters it cannot show)."""
         from IPython.display import Markdown
 
         p = self.provenance
@@ -188,7 +195,11 @@ class Chapter:
             text = (f"**Data: replayed.** No CUDA device here, so this chapter shows the results that this "
                     f"pipeline recorded on {who} on {p.get('date_utc')}, commit {commit}.")
         lab = self.profile.device.name if self.profile.device else "none"
-        return Markdown(f"> {text}  \n> Profile `{self.profile.name}`; lab GPU: {lab}.")
+        note = ""
+        if self.not_shown:
+            note = ("  \n> **Not shown as requested:** " + "; ".join(self.not_shown) +
+                    ". A replay shows the recorded grid; measure on a GPU to see the requested one.")
+        return Markdown(f"> {text}  \n> Profile `{self.profile.name}`; lab GPU: {lab}.{note}")
 
 
 def _plain(value: Any) -> Any:

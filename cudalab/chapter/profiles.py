@@ -200,6 +200,11 @@ def check_params(where: str, params: dict[str, Any], accepted: dict[str, str]) -
         elif outer == "list" and item_check is not None and not all(item_check(v) for v in value):
             bad = next(v for v in value if not item_check(v))
             problems.append(f"{where}.{key}: expected {expected}, but {bad!r} is a {type(bad).__name__}")
+        elif outer == "list" and not value:
+            problems.append(f"{where}.{key}: an empty list sweeps nothing; give at least one value")
+        elif expected in ("list[int]", "list[float]") and any(v <= 0 for v in value):
+            bad = next(v for v in value if v <= 0)
+            problems.append(f"{where}.{key}: {bad!r} is not positive; sizes, counts and shapes must be > 0")
     return problems
 
 
@@ -231,6 +236,8 @@ def load_profile(name_or_path: str, *, params_dir: Path = PARAMS_DIR, gpu_max_th
     (defaults to inspecting ``notebooks/``).
     """
     path, data = _raw_profile(name_or_path, params_dir)
+    if path.parent.resolve() != params_dir.resolve() and "name" not in _read_yaml(path):
+        data["name"] = path.stem  # a user's profile is named after its file, never after the profile it extends
     try:
         profile = Profile.model_validate(data)
     except ValidationError as exc:

@@ -82,3 +82,12 @@ def find(profile: str, results: Path = RESULTS_DIR, gpu: Optional[str] = None) -
     others = ", ".join(r.gpu for r in mine if r is not newest)
     return newest, (f"the newest of {len(mine)} recordings of {profile!r}: {newest.describe()} "
                     f"(also recorded on {others}; choose with --from GPU)")
+
+
+def not_shown(chapter_dir: Path, requested: dict) -> list[str]:
+    """Each requested parameter that a recorded chapter was made with another value of: in a
+    replay it cannot take effect, and the build and the notebook say so."""
+    path = chapter_dir / PROVENANCE
+    recorded_params = json.loads(path.read_text()).get("parameters", {}) if path.is_file() else {}
+    return [f"{k} = {v!r} requested, recorded with {recorded_params[k]!r}" for k, v in requested.items()
+            if k in recorded_params and recorded_params[k] != v]

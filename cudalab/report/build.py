@@ -64,8 +64,11 @@ def _run_chapter(chapter: catalog.ChapterInfo, out_nb: Path, params: dict, cell_
     from papermill.exceptions import PapermillExecutionError
 
     try:
+        # The kernel's own log stays quiet below errors: its "running over TCP" warning (a local kernel
+        # on loopback, started and stopped by this build) would otherwise print once per chapter.
         papermill.execute_notebook(str(chapter.path), str(out_nb), parameters=params, kernel_name="python3",
-                                   cwd=str(NOTEBOOKS_DIR), progress_bar=progress_bar, execution_timeout=cell_timeout)
+                                   cwd=str(NOTEBOOKS_DIR), progress_bar=progress_bar, execution_timeout=cell_timeout,
+                                   extra_arguments=["--IPKernelApp.log_level=ERROR"])
         return True, ""
     except PapermillExecutionError as exc:
         return False, f"{exc.ename}: {exc.evalue}"
@@ -124,32 +127,33 @@ def run(profile: str = "auto", *, only: Optional[list[str]] = None, out: Optiona
         outdir.remove_previous(out, previous)
         for sub in ("notebooks", "data"):
             (out / sub).mkdir(parents=True, exist_ok=True)
-        where = gpu.gpu_name() if mode == "measure" else f"replay of {why}"
-        log(f"cudalab: profile {prof.name}, {mode} ({where}), {len(chapters)} chapter(s) -> {out}")
+        where = f"measuring on {gpu.gpu_name()}" if mode == "measure" else f"replaying {why}"
+        log(f"cudalab: profile {prof.name}, {where}; {len(chapters)} chapter(s) -> {out}")
         for note in notes:
             log(f"note: {note}")
 
         profile_param = profile_arg if Path(profile_arg).suffix not in (".yaml", ".yml") else str(Path(profile_arg).resolve())
         outcomes: list[ChapterOutcome] = []
         interrupted = False
-        for i, chapter in enumerate(chapters, 1):
-            params = {"profile": profile_param, "mode": mode, "data_dir": str(out / "data"),
-                      "recorded_dir": str(recording_dir) if mode == "replay" else "", "progress": False,
-                      **prof.chapter_params(chapter.id, quick)}
-            log(f"[{i}/{len(chapters)}] {chapter.id} ...")
-            t0 = time.time()
-            try:
+        try:  # Ctrl-C or SIGTERM anywhere in the loop: keep the finished chapters, report the rest
+            for i, chapter in enumerate(chapters, 1):
+                params = {"profile": profile_param, "mode": mode, "data_dir": str(out / "data"),
+                          "recorded_dir": str(recording_dir) if mode == "replay" else "", "progress": False,
+                          **prof.chapter_params(chapter.id, quick)}
+                log(f"[{i}/{len(chapters)}] {chapter.id} ...")
+                if mode == "replay":
+                    for line in recorded.not_shown(recording_dir / chapter.id, prof.chapter_params(chapter.id)):
+                        log(f"note: {chapter.id}: {line}; the replay shows the recording")
+                t0 = time.time()
                 ok, error = _run_chapter(chapter, out / "notebooks" / chapter.path.name, params, cell_timeout, progress_bar)
-            except KeyboardInterrupt:
-                interrupted = True
-                break
-            prov_path = out / "data" / chapter.id / PROVENANCE
-            provenance = json.loads(prov_path.read_text()) if prov_path.is_file() else {}
-            outcomes.append(ChapterOutcome(chapter.id, chapter.title, out / "notebooks" / chapter.path.name, ok,
-                                           error, time.time() - t0, provenance))
-            log(f"[{i}/{len(chapters)}] {chapter.id}: {'ok' if ok else 'FAILED: ' + error.splitlines()[0][:300]}"
-                f" ({time.time() - t0:.0f} s)")
-
+                prov_path = out / "data" / chapter.id / PROVENANCE
+                provenance = json.loads(prov_path.read_text()) if prov_path.is_file() else {}
+                outcomes.append(ChapterOutcome(chapter.id, chapter.title, out / "notebooks" / chapter.path.name, ok,
+                                               error, time.time() - t0, provenance))
+                log(f"[{i}/{len(chapters)}] {chapter.id}: {'ok' if ok else 'FAILED: ' + error.splitlines()[0][:300]}"
+                    f" ({time.time() - t0:.0f} s)")
+        except KeyboardInterrupt:
+            interrupted = True
         done = [o.id for o in outcomes]
         not_run = [c.id for c in chapters if c.id not in done]
         incomplete = (f"The build was interrupted after {len(done)} of {len(chapters)} chapters; not run: "
