@@ -120,3 +120,41 @@ def test_a_failing_chapter_is_shown_and_the_rest_still_comes_out(tmp_path):
     assert "00 GPU capabilities" in html and "Copy bandwidth" in html
     summary = json.loads((tmp_path / "out" / "build.json").read_text())
     assert summary["chapters"]["00_gpu_capabilities"]["ok"] and not summary["chapters"]["01_block_size"]["ok"]
+
+
+def _sections(html: str) -> dict[str, str]:
+    parts = re.split(r"<div class=.cudalab-chapter-start. id=.(chapter-[\w]+|references).></div>", html)
+    return {parts[i]: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
+
+
+def _headings_and_captions(html: str) -> str:
+    found = re.findall(r"<h[1-6][^>]*>(.*?)</h[1-6]>|<caption[^>]*>(.*?)</caption>", html, re.S)
+    return " ".join(" ".join(m) for m in found)
+
+
+def test_maxwell_team5_headings_and_captions_name_only_its_own_lab_gpus(tmp_path):
+    """Each chapter's headings and table captions may name the lab GPUs of that chapter's own
+    published tables (and the profile's device), never another lab's GPU."""
+    from cudalab.chapter.profiles import load_profile
+
+    prof = load_profile("maxwell_team5")
+    proc = build("--gpu", "maxwell_team5", "--replay", "--no-pdf", "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    sections = _sections((tmp_path / "report.html").read_text())
+    all_gpus = {t.gpu for c in prof.chapters.values() if c.published
+                for t in (c.published.values() if isinstance(c.published, dict) else [c.published])}
+    markers = {"GeForce GTX 680": "GTX 680", "team 5's GPU (compute capability 5.x)": "team 5",
+               "CS475 lab GPU (not named)": "CS475", "NTHU course cluster GPU (not named)": "NTHU"}
+    checked = 0
+    for chapter_id, cfg in prof.chapters.items():
+        own = {t.gpu for t in (cfg.published.values() if isinstance(cfg.published, dict) else [cfg.published])} \
+            if cfg.published else set()
+        if chapter_id.startswith("00"):
+            own |= {"team 5's GPU (compute capability 5.x)"}
+        text = sections.get(f"chapter-{chapter_id}", "")
+        labels = _headings_and_captions(text)
+        for gpu in all_gpus - own:
+            assert markers.get(gpu, gpu) not in labels, f"{chapter_id}: a heading or caption names {gpu}"
+            checked += 1
+    assert checked, "the check compared something"
+    assert "References" in sections.get("references", "") and "shared/labs/003_" in sections["references"]

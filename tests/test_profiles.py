@@ -105,7 +105,8 @@ def test_unknown_chapter(tmp_path):
 
 
 def test_block_over_the_profiles_device_limit(tmp_path):
-    text = ("name: x\ndevice: {name: Old GPU, source: s, max_threads_per_block: 512}\n"
+    text = ("name: x\ndevice: {name: Old GPU, source: s, lab: '000', max_threads_per_block: 512,\n"
+            "         cite: {max_threads_per_block: 'Maximum number of threads per block: 512'}}\n"
             "chapters:\n  01_block_size:\n    params: {block_sizes: [16, 32]}\n")
     with pytest.raises(ProfileError) as err:
         load_profile(str(write(tmp_path, text)), notebooks=NOTEBOOKS)

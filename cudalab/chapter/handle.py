@@ -153,10 +153,35 @@ class Chapter:
         pub = self.profile.chapter(self.id).published_table(name)
         if pub is None:
             return None
-        frame = pd.DataFrame(pub.rows)
-        frame.attrs.update(source=pub.source, gpu=pub.gpu, note=pub.note,
+        frame = pd.DataFrame(pub.values())
+        frame.attrs.update(source=pub.source, gpu=pub.gpu, note=pub.note, lab=pub.lab,
                            label=f"{pub.gpu} (published, {pub.source})")
         return frame
+
+    def cited(self, column: str, *, table: Optional[str] = None, fmt: str = "{:g}", scale: float = 1.0,
+              **coordinates: Any) -> str:
+        """A published number for the notebook's prose, rendered from the profile (never typed):
+        the value of ``column`` in the row at ``coordinates``, formatted, underlined with dots, with
+        the lab's own words on hover. The references section at the end of the report lists the
+        labs and, per chapter, the values used and what was inferred."""
+        import html
+
+        pub = self.profile.chapter(self.id).published_table(table)
+        if pub is None:
+            raise CudalabError(f"profile {self.profile.name!r} publishes no table {table or ''} for chapter {self.id}")
+        hits = [c for c in pub.citations() if c["column"] == column and
+                all(c["coordinates"].get(k) == v for k, v in coordinates.items())]
+        if len(hits) != 1:
+            raise CudalabError(f"{len(hits)} published values of {column} at {coordinates} in chapter {self.id}")
+        c = hits[0]
+        inferred = "".join(f"; {k} inferred: {why}" for k, why in c["inferred"].items())
+        title = html.escape(f"lab {c['lab']}, {c['where']}: \u201c{c['quote']}\u201d{inferred}", quote=True)
+        return f'<span class="cudalab-cited" title="{title}">{fmt.format(c["value"] * scale)}</span>'
+
+    @property
+    def lab_gpu(self) -> str:
+        """The lab GPU this profile sets beside the present one, as its profile names it."""
+        return self.profile.device.name if self.profile.device else "no lab GPU (this profile names none)"
 
     @property
     def published(self) -> Optional[pd.DataFrame]:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from cudalab.chapter import catalog
 from cudalab.core.errors import ProfileError
@@ -28,10 +28,11 @@ class _Strict(BaseModel):
 
 
 class DeviceSpec(_Strict):
-    """The lab GPU as its report published it (deviceQuery / bandwidthTest)."""
+    """The lab GPU as its report published it (deviceQuery / bandwidthTest), each number cited."""
 
     name: str
     source: str = Field(description="where these numbers were published")
+    lab: Optional[str] = Field(default=None, description="the lab report's number in shared/labs, e.g. '000'")
     compute_capability: Optional[str] = None
     multiprocessors: Optional[int] = None
     cuda_cores_per_multiprocessor: Optional[int] = None
@@ -46,15 +47,88 @@ class DeviceSpec(_Strict):
     warp_size: Optional[int] = None
     max_threads_per_block: Optional[int] = None
     max_threads_per_multiprocessor: Optional[int] = None
+    cite: dict[str, str] = Field(default_factory=dict, description="field -> the lab's own words for it")
+
+    @model_validator(mode="after")
+    def _every_number_cited(self) -> "DeviceSpec":
+        given = [k for k, v in self.model_dump(exclude={"name", "source", "lab", "cite"}).items() if v is not None]
+        missing = [k for k in given if not self.cite.get(k)]
+        if missing:
+            raise ValueError(f"no citation (cite: the lab's own words) for {', '.join(missing)}")
+        if given and not self.lab:
+            raise ValueError("cited numbers need 'lab', the lab report they come from")
+        return self
+
+
+RESERVED = ("cite", "inferred")
 
 
 class Published(_Strict):
-    """Numbers a lab report published, kept as a tidy table with their source."""
+    """Numbers a lab report published, as a tidy table, every value cited.
+
+    ``coordinates`` are the columns that say where a value sits (N, block, kernel, ...); every
+    other column of a row is a published value and needs ``cite``: the lab's own words or table
+    line for it (one string for the whole row, or a mapping from column to quote). ``inferred``,
+    for the whole table or one row, names each coordinate (or ``gpu``, ``units``) that the lab did
+    not state, with the reason we assumed it; anything not listed was stated by the lab."""
 
     source: str
     gpu: str
+    lab: str = Field(description="the lab report's number in shared/labs, e.g. '000'")
+    where: str = Field(description="the section or table of the lab report")
+    coordinates: list[str]
     note: str = ""
-    rows: list[dict[str, Scalar]] = Field(default_factory=list)
+    inferred: dict[str, str] = Field(default_factory=dict)
+    rows: list[dict[str, Any]] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _every_value_cited(self) -> "Published":
+        problems = []
+        for i, row in enumerate(self.rows):
+            bad = [k for k, v in row.items() if k not in RESERVED and not (v is None or isinstance(v, (int, float, str, bool)))]
+            if bad:
+                problems.append(f"rows[{i}]: {', '.join(bad)} must be a number, text or null")
+            values = [k for k, v in row.items() if k not in RESERVED and k not in self.coordinates and v is not None]
+            cite = row.get("cite")
+            cited = set(values) if isinstance(cite, str) and cite.strip() else \
+                {k for k, q in cite.items() if isinstance(q, str) and q.strip()} if isinstance(cite, dict) else set()
+            missing = [k for k in values if k not in cited]
+            if missing:
+                problems.append(f"rows[{i}]: {', '.join(missing)} without a citation (cite: the lab's own words or table line)")
+            unknown = [k for k in (row.get("inferred") or {}) if k not in self.coordinates and k not in ("gpu", "units")]
+            if unknown:
+                problems.append(f"rows[{i}].inferred: {', '.join(unknown)} is not a coordinate of this table "
+                                f"({', '.join(self.coordinates)}) nor gpu or units")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    def values(self) -> list[dict[str, Any]]:
+        """The rows without their citations: what a table or plot uses."""
+        return [{k: v for k, v in row.items() if k not in RESERVED} for row in self.rows]
+
+    def citations(self) -> list[dict[str, Any]]:
+        """One entry per published value: column, value, coordinates, quote, and what was inferred."""
+        out = []
+        for row in self.rows:
+            cite, inferred = row.get("cite"), {**self.inferred, **(row.get("inferred") or {})}
+            coords = {c: row.get(c) for c in self.coordinates if c in row}
+            for k, v in row.items():
+                if k in RESERVED or k in self.coordinates or v is None:
+                    continue
+                quote = cite if isinstance(cite, str) else cite.get(k, "")
+                out.append({"column": k, "value": v, "coordinates": coords, "quote": quote, "inferred": inferred,
+                            "lab": self.lab, "where": self.where})
+        return out
+
+
+class LabReference(_Strict):
+    """A lab report cited by a profile, as the references section names it."""
+
+    file: str = Field(description="its file in shared/labs")
+    course: str
+    title: str
+    gpu: str = Field(description="the GPU as the lab names it")
 
 
 class ChapterConfig(_Strict):
@@ -77,6 +151,7 @@ class Profile(_Strict):
     match: list[str] = Field(default_factory=list, description="substrings of a GPU name that pick this profile")
     extends: Optional[str] = None
     device: Optional[DeviceSpec] = None
+    references: dict[str, LabReference] = Field(default_factory=dict, description="lab number -> the lab report")
     chapters: dict[str, ChapterConfig] = Field(default_factory=dict)
 
     def chapter(self, chapter_id: str) -> ChapterConfig:

@@ -89,3 +89,9 @@ def copy_ceiling(nbytes: int = 1 << 30, timing: dict[str, Any] | None = None) ->
     free = cp.cuda.runtime.memGetInfo()[0]
     nbytes = min(nbytes, int(free * 0.3) // 4096 * 4096)
     return pd.DataFrame([{"ceiling": "device_to_device_copy", **copy_bandwidth("device_to_device", nbytes, timing)}])
+
+
+def from_bandwidthtest_MBps(mbps):
+    """GB/s (10^9 bytes/s) from the MB/s that the CUDA samples' bandwidthTest printed: it computes
+    ``1024 * bytes / (ms * 2^20)``, i.e. 1 MB = 1,024,000 bytes, so 1 MB/s = 0.001024 GB/s."""
+    return mbps * 1.024e6 / 1e9

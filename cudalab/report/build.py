@@ -26,7 +26,7 @@ from cudalab.core.errors import CudalabError
 from cudalab.core.files import atomic_write_text
 from cudalab.core.paths import BUILD_DIR, NOTEBOOKS_DIR, RESULTS_DIR, require_checkout
 from cudalab.report import outdir, recordings
-from cudalab.report.stitch import ChapterOutcome, cover_cell, render_html, render_pdf, stitch
+from cudalab.report.stitch import ChapterOutcome, cover_cell, references_cell, render_html, render_pdf, stitch
 
 Log = Callable[[str], None]
 
@@ -167,6 +167,7 @@ def run(profile: str = "auto", *, only: Optional[list[str]] = None, out: Optiona
         book = stitch(outcomes, cover_cell(title=title, profile=prof.name, lab_gpu=lab_gpu, mode=mode,
                                            built_utc=built, command=command, outcomes=outcomes,
                                            recording=recording_name, incomplete=incomplete))
+        book.cells.append(references_cell(prof, [(o.id, o.title) for o in outcomes]))
         html_path = render_html(book, out / "report.html", title)
         log(f"report: {html_path}")
         summary = BuildSummary(profile=prof.name, mode=mode, quick=quick, built_utc=built, command=command, wall_s=0.0,

@@ -144,3 +144,43 @@ def render_pdf(html_path: Path, pdf_path: Path, timeout_s: int = 180) -> tuple[O
         return None, f"Chromium failed to print the PDF: {proc.stderr.strip()[-500:]}"
     tmp.replace(pdf_path)
     return pdf_path, ""
+
+
+def references_cell(profile: Any, chapters: list[tuple[str, str]]) -> nbformat.NotebookNode:
+    """The report's last section: each lab the included chapters cite (course, title, its GPU as
+    the lab names it) and, per chapter, the published tables used, how many values each holds,
+    and every coordinate we inferred rather than read, with the reason."""
+    used: dict[str, list[str]] = {}
+    per_chapter = []
+    for chapter_id, title in chapters:
+        cfg = profile.chapter(chapter_id)
+        tables = cfg.published if isinstance(cfg.published, dict) else {"": cfg.published} if cfg.published else {}
+        items = []
+        for name, table in tables.items():
+            cited = table.citations()
+            used.setdefault(table.lab, []).append(chapter_id)
+            inferred = sorted({f"{k}: {why}" for c in cited for k, why in c["inferred"].items()})
+            items.append(f"<li>lab {html.escape(table.lab)}, {html.escape(table.where)}: {len(cited)} published values"
+                         + (f" (table <code>{html.escape(name)}</code>)" if name else "")
+                         + ("; inferred by us: " + "; ".join(html.escape(i) for i in inferred) if inferred else
+                            "; every coordinate stated by the lab") + "</li>")
+        if profile.device is not None and chapter_id.startswith("00") and profile.device.lab:
+            used.setdefault(profile.device.lab, []).append(chapter_id)
+            items.append(f"<li>{html.escape(profile.device.source)}: "
+                         f"{len(profile.device.cite)} deviceQuery values of {html.escape(profile.device.name)}</li>")
+        per_chapter.append(f"<h3>{html.escape(title)}</h3>" + (f"<ul>{''.join(items)}</ul>" if items else
+                                                               "<p>No published numbers in this profile.</p>"))
+    labs = []
+    for lab_id in sorted(used):
+        ref = profile.references.get(lab_id)
+        if ref is None:
+            labs.append(f"<li>[{html.escape(lab_id)}] (no reference entry in the profile)</li>")
+            continue
+        labs.append(f"<li>[{html.escape(lab_id)}] {html.escape(ref.course)}, <i>{html.escape(ref.title)}</i>; "
+                    f"GPU: {html.escape(ref.gpu)}. <code>shared/labs/{html.escape(ref.file)}</code></li>")
+    body = (f"<div class='cudalab-chapter-start' id='references'></div>\n<h1>References</h1>\n"
+            f"<p>Every published number in this report is quoted from these lab reports. In the text, a lab's "
+            f"number is underlined with dots; on screen, hovering over it shows the lab's own words and where "
+            f"they stand. Profile <code>{html.escape(profile.name)}</code>.</p>"
+            f"<ul>{''.join(labs) or '<li>none cited</li>'}</ul>\n<h2>Published values by chapter</h2>\n" + "\n".join(per_chapter))
+    return nbformat.v4.new_markdown_cell(body)

@@ -1,0 +1,125 @@
+"""Published numbers as cited data: every lab figure in a profile traces to the lab's own words."""
+
+import json
+import re
+
+import pytest
+
+from cudalab.chapter.profiles import ProfileError, available_profiles, load_profile
+from cudalab.core.paths import NOTEBOOKS_DIR, ROOT
+
+LABS = ROOT.parent / "shared" / "labs"
+PROFILES = {name: load_profile(name) for name in available_profiles()}
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _digits(value) -> str:
+    """The significant digits of a number as a lab would print them: 41100.0 -> '411', 6113.4 -> '61134'."""
+    text = f"{value:.10g}" if isinstance(value, (int, float)) else str(value)
+    return re.sub(r"\D", "", text.split("e")[0]).strip("0") or "0"
+
+
+def _published(profile):
+    for chapter_id, cfg in profile.chapters.items():
+        tables = cfg.published if isinstance(cfg.published, dict) else {"": cfg.published} if cfg.published else {}
+        for name, table in tables.items():
+            yield f"{profile.name}/{chapter_id}/{name}", table
+
+
+def _cases():
+    for profile in PROFILES.values():
+        for where, table in _published(profile):
+            for c in table.citations():
+                yield pytest.param(table.lab, c["quote"], c["value"], id=f"{where}:{c['column']}={c['value']}")
+        if profile.device and profile.device.cite:
+            for field, quote in profile.device.cite.items():
+                yield pytest.param(profile.device.lab, quote, getattr(profile.device, field),
+                                   id=f"{profile.name}/device:{field}")
+
+
+@pytest.mark.skipif(not LABS.is_dir(), reason=f"the lab reports are not beside the checkout ({LABS})")
+@pytest.mark.parametrize("lab,quote,value", list(_cases()))
+def test_every_published_value_is_quoted_from_its_lab_and_the_quote_holds_it(lab, quote, value):
+    reference = PROFILES["gtx680"].references[lab]
+    text = _flat((LABS / reference.file).read_text())
+    assert _flat(quote) in text, f"not the lab's words: {quote!r}"
+    assert _digits(value) in re.sub(r"\D", "", quote), f"{value} is not in its quote {quote!r}"
+
+
+def test_every_cited_lab_has_a_reference_entry():
+    for profile in PROFILES.values():
+        labs = {t.lab for _, t in _published(profile)} | ({profile.device.lab} if profile.device else set())
+        assert labs <= set(profile.references), f"{profile.name}: no references entry for {labs - set(profile.references)}"
+
+
+def _profile(tmp_path, rows: str) -> str:
+    path = tmp_path / "p.yaml"
+    path.write_text("name: p\nextends: gtx680\nchapters:\n  01_block_size:\n    published:\n"
+                    "      source: s\n      gpu: g\n      lab: '000'\n      where: w\n      coordinates: [n, block_edge]\n"
+                    f"      rows:\n{rows}")
+    return str(path)
+
+
+def test_the_validator_refuses_a_published_value_without_a_citation(tmp_path):
+    with pytest.raises(ProfileError, match=r"rows\[0\]: speedup_vs_cpu without a citation"):
+        load_profile(_profile(tmp_path, "        - {n: 5000, block_edge: 8, speedup_vs_cpu: 17.3}\n"))
+    with pytest.raises(ProfileError, match=r"rows\[0\]: time_ms without a citation"):
+        load_profile(_profile(tmp_path, "        - {n: 5000, block_edge: 8, speedup_vs_cpu: 17.3, time_ms: 1.0,\n"
+                                        "           cite: {speedup_vs_cpu: 'q'}}\n"))
+    with pytest.raises(ProfileError, match=r"inferred: gpu_clock is not a coordinate"):
+        load_profile(_profile(tmp_path, "        - {n: 5000, block_edge: 8, speedup_vs_cpu: 17.3, cite: q,\n"
+                                        "           inferred: {gpu_clock: guess}}\n"))
+    ok = load_profile(_profile(tmp_path, "        - {n: 5000, block_edge: 8, speedup_vs_cpu: 17.3, cite: q,\n"
+                                         "           inferred: {n: 'for large N'}}\n"))
+    cited = ok.chapter("01_block_size").published.citations()
+    assert cited == [{"column": "speedup_vs_cpu", "value": 17.3, "coordinates": {"n": 5000, "block_edge": 8}, "quote": "q",
+                      "inferred": {"n": "for large N"}, "lab": "000", "where": "w"}]
+
+
+def test_a_device_number_without_a_citation_is_refused(tmp_path):
+    path = tmp_path / "d.yaml"
+    path.write_text("name: d\ndevice: {name: X, source: s, lab: '000', multiprocessors: 8}\n")
+    with pytest.raises(ProfileError, match="no citation .* for multiprocessors"):
+        load_profile(str(path))
+
+
+# ---- prose never types a lab's number
+
+
+def _published_values():
+    values = set()
+    for profile in PROFILES.values():
+        for _, table in _published(profile):
+            values |= {c["value"] for c in table.citations() if isinstance(c["value"], (int, float))}
+    return values
+
+
+def _renderings(v: float) -> set[str]:
+    """How prose would type a published number: as given, to 1-3 significant digits, ms as s."""
+    out = set()
+    for x in (v, v / 1e3):
+        for digits in (2, 3, 4):
+            out.add(f"{x:.{digits}g}")
+        for decimals in (1, 2, 3):
+            out.add(f"{x:.{decimals}f}")
+        if x >= 10:
+            out.add(f"{x:.0f}")
+    return {r for r in out if r.strip("0.") and len(r.replace(".", "").lstrip("0")) >= 2}
+
+
+@pytest.mark.parametrize("path", sorted(NOTEBOOKS_DIR.glob("*.ipynb")), ids=lambda p: p.name)
+def test_no_notebook_markdown_types_a_published_figure(path):
+    typed = {r for v in _published_values() for r in _renderings(v)}
+    found = []
+    for cell in json.loads(path.read_text())["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        text = "".join(cell["source"])
+        # a number with the unit a lab figure carries: 21.1x, 2.18 s, 0.364 s, 6113.4 MB/s, 740 GOPS
+        for m in re.finditer(r"(?<![\w.§-])(\d+(?:\.\d+)?)\s?(?:x|s|ms|GB/s|MB/s|GOPS)(?![\w/])", text):
+            if m.group(1) in typed:
+                found.append(text[max(0, m.start() - 40): m.end() + 10].replace("\n", " "))
+    assert not found, "render lab figures from the profile (lab.cited(...)), not as typed text: " + " | ".join(found)
