@@ -69,6 +69,11 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser.add_argument("--no-pdf", action="store_true", help="write the HTML report only")
     parser.add_argument("--cell-timeout", type=int, default=1800, metavar="SECONDS",
                         help="fail a notebook cell that runs longer than this (default: 1800)")
+    parser.add_argument("--force", action="store_true",
+                        help="run every chapter; by default a chapter that the last build into --out finished "
+                             "with the same inputs (GPU or recording, parameters, source) is kept")
+    parser.add_argument("--fail-fast", action="store_true", help="stop at the first chapter that fails")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an unexpected error")
     return parser.parse_args(argv)
 
 
@@ -84,15 +89,23 @@ def main(argv: Optional[list[str]] = None) -> int:
     try:
         summary = run(args.gpu, only=args.only, out=args.out, quick=args.quick, record=args.record,
                       replay=args.replay, results=args.results, from_gpu=args.from_gpu, pdf=not args.no_pdf,
-                      cell_timeout=args.cell_timeout, command=command, log=_log, progress_bar=sys.stderr.isatty())
+                      cell_timeout=args.cell_timeout, command=command, log=_log, progress_bar=sys.stderr.isatty(),
+                      force=args.force, fail_fast=args.fail_fast)
     except CudalabError as exc:
         _log(f"error: {exc}")
         return 2
+    except Exception as exc:  # a bug, not a bad request: one line unless asked for the traceback
+        if args.debug:
+            raise
+        _log(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)")
+        return 1
     except KeyboardInterrupt:
         _log("interrupted; chapters that finished keep their tables in the output folder, the report was not written")
         return 130
     if summary.interrupted:
         return 130
+    if summary.reused:
+        _log(f"kept unchanged from the last build: {', '.join(summary.reused)} (--force runs them again)")
     if summary.failed:
         _log(f"FAILED chapters: {', '.join(summary.failed)} (shown in the report); exit status 1")
         return 1

@@ -107,3 +107,31 @@ def test_a_profile_without_published_numbers_runs_and_says_so(tmp_path):
     proc = build("--gpu", str(prof), "--only", "01", "--out", str(tmp_path / "r"))
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "no published numbers" in (tmp_path / "r" / "report.html").read_text()
+
+
+def test_a_rerun_keeps_unchanged_chapters_and_force_runs_them(tmp_path):
+    out = tmp_path / "r"
+    assert build("--only", "00", "--out", str(out)).returncode == 0
+    first = json.loads((out / "build.json").read_text())["chapters"]["00_gpu_capabilities"]
+    again = build("--only", "00", "--out", str(out))
+    assert again.returncode == 0 and "unchanged since the last build here, kept" in again.stderr
+    kept = json.loads((out / "build.json").read_text())["chapters"]["00_gpu_capabilities"]
+    assert kept["reused"] and kept["inputs"] == first["inputs"]
+    assert (out / "data" / "00_gpu_capabilities" / "copy_bandwidth.csv").is_file()
+    forced = build("--only", "00", "--force", "--out", str(out))
+    assert forced.returncode == 0 and "kept" not in forced.stderr
+    assert not json.loads((out / "build.json").read_text())["chapters"]["00_gpu_capabilities"]["reused"]
+
+
+def test_fail_fast_stops_at_the_first_failed_chapter(tmp_path):
+    import shutil
+
+    from cudalab.chapter import recorded
+
+    results = tmp_path / "results"
+    shutil.copytree(recorded.find("gtx680")[0].path, results / "some-gpu" / "gtx680")
+    (results / "some-gpu" / "gtx680" / "01_block_size" / "block_sweep.csv").unlink()
+    proc = build("--gpu", "gtx680", "--results", str(results), "--fail-fast", "--out", str(tmp_path / "r"))
+    assert proc.returncode == 1 and "02_coalescing ..." not in proc.stderr
+    html = (tmp_path / "r" / "report.html").read_text()
+    assert "stopped at the first failure" in html and "not run: 02_coalescing, 03_shared_memory" in html

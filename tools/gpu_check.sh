@@ -41,7 +41,7 @@ python3 -c "import cupy, sys; print('python', sys.version.split()[0], 'cupy', cu
 status=0
 for p in "${profiles[@]}"; do
   start=$(date +%s)
-  python3 build_report.py --gpu "$p" $quick $record --no-pdf --cell-timeout 600 --out "build/report-$p" ${BUILD_ARGS:-} 2>&1 | tee "$OUT/build-$p.log"
+  python3 build_report.py --gpu "$p" $quick $record --force --no-pdf --cell-timeout 600 --out "build/report-$p" ${BUILD_ARGS:-} 2>&1 | tee "$OUT/build-$p.log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   echo "build $p: $(( $(date +%s) - start )) s wall" | tee -a "$OUT/gpu.txt"
 done

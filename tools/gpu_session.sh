@@ -23,7 +23,7 @@ done
 for s in "${slices[@]}"; do
   profile=${s%%:*} chapters=${s#*:}
   start=$(date +%s)
-  python3 build_report.py --gpu "$profile" --only ${chapters//,/ } --record --no-pdf --cell-timeout 550 \
+  python3 build_report.py --gpu "$profile" --only ${chapters//,/ } --record --force --no-pdf --cell-timeout 550 \
     --out "build/session-$profile" 2>&1 | grep -v "WARNING | Kernel is running over TCP" | tee -a "$OUT/build.log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   echo "slice $s: $(( $(date +%s) - start )) s" | tee -a "$OUT/build.log"

@@ -57,6 +57,10 @@ class BuildSummary:
     def failed(self) -> list[str]:
         return [cid for cid, c in self.chapters.items() if not c["ok"]]
 
+    @property
+    def reused(self) -> list[str]:
+        return [cid for cid, c in self.chapters.items() if c.get("reused")]
+
 
 def _run_chapter(chapter: catalog.ChapterInfo, out_nb: Path, params: dict, cell_timeout: int,
                  progress_bar: bool) -> tuple[bool, str]:
@@ -74,6 +78,33 @@ def _run_chapter(chapter: catalog.ChapterInfo, out_nb: Path, params: dict, cell_
         return False, f"{exc.ename}: {exc.evalue}"
     except Exception as exc:  # the kernel died, timed out, or could not start: the chapter failed
         return False, f"{type(exc).__name__}: {exc}"
+
+
+def _inputs(chapter: catalog.ChapterInfo, prof, mode: str, quick: bool, recording_dir: Path) -> str:
+    """A digest of everything a chapter's run depends on: mode, the GPU (measure) or the recording
+    (replay), its parameters, and the fingerprint of kernels, package, notebook and profile."""
+    import hashlib
+
+    from cudalab.core.provenance import source_fingerprint
+
+    where = gpu.gpu_name() if mode == "measure" else str(recording_dir)
+    recorded_here = recording_dir / chapter.id / PROVENANCE if mode == "replay" else None
+    key = {"mode": mode, "where": where, "params": prof.chapter_params(chapter.id, quick),
+           "source": source_fingerprint(chapter.path, prof.model_dump(mode="json"))["sha256"],
+           "recording": recorded_here.read_text() if recorded_here and recorded_here.is_file() else ""}
+    return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _reusable(out: Path, previous: dict, inputs: dict[str, str]) -> dict[str, dict]:
+    """The chapters of the previous build in ``out`` that finished with the same inputs and whose
+    files are all still there."""
+    keep = {}
+    for cid, c in (previous.get("chapters") or {}).items():
+        files = [f for f in previous.get("files", []) if f == f"notebooks/{cid}.ipynb" or f.startswith(f"data/{cid}/")]
+        if (c.get("ok") and c.get("inputs") and c["inputs"] == inputs.get(cid) and files
+                and all((out / f).is_file() for f in files)):
+            keep[cid] = c
+    return keep
 
 
 class _stop_on_sigterm:
@@ -97,10 +128,16 @@ class _stop_on_sigterm:
 def run(profile: str = "auto", *, only: Optional[list[str]] = None, out: Optional[Path] = None, quick: bool = False,
         record: bool = False, replay: bool = False, results: Path = RESULTS_DIR, from_gpu: Optional[str] = None,
         pdf: bool = True, cell_timeout: int = 1800, command: str = "python build_report.py",
-        log: Log = lambda msg: None, progress_bar: bool = False) -> BuildSummary:
+        log: Log = lambda msg: None, progress_bar: bool = False, force: bool = False,
+        fail_fast: bool = False) -> BuildSummary:
     """Build the report for ``profile`` (a name in params/, a YAML path, or ``auto``); see the
     module docstring. ``log`` receives a line per step; ``from_gpu`` picks the recording to
-    replay where several GPUs recorded the profile."""
+    replay where several GPUs recorded the profile.
+
+    Resuming: a chapter that the previous build in ``out`` finished, with the same inputs (mode,
+    GPU or recording, parameters, and the fingerprint of kernels, package, notebook and profile),
+    is kept, not run again; ``force`` runs every chapter. ``fail_fast`` stops at the first failed
+    chapter."""
     require_checkout()
     if record and quick:
         raise CudalabError("--record with --quick would replace the recorded full grid with the smoke-run grid")
@@ -123,8 +160,12 @@ def run(profile: str = "auto", *, only: Optional[list[str]] = None, out: Optiona
         quick = False
     out = (out or BUILD_DIR / f"report-{prof.name}").resolve()
     previous = outdir.check(out)
+    inputs = {c.id: _inputs(c, prof, mode, quick, recording_dir) for c in chapters}
+    reuse = {} if force else _reusable(out, previous, inputs)
     with outdir.Lock(out), _stop_on_sigterm():
-        outdir.remove_previous(out, previous)
+        keep = {f for cid in reuse for f in previous.get("files", [])
+                if f == f"notebooks/{cid}.ipynb" or f.startswith(f"data/{cid}/")}
+        outdir.remove_previous(out, previous, keep=keep)
         for sub in ("notebooks", "data"):
             (out / sub).mkdir(parents=True, exist_ok=True)
         where = f"measuring on {gpu.gpu_name()}" if mode == "measure" else f"replaying {why}"
@@ -134,9 +175,16 @@ def run(profile: str = "auto", *, only: Optional[list[str]] = None, out: Optiona
 
         profile_param = profile_arg if Path(profile_arg).suffix not in (".yaml", ".yml") else str(Path(profile_arg).resolve())
         outcomes: list[ChapterOutcome] = []
-        interrupted = False
+        interrupted = stopped = False
         try:  # Ctrl-C or SIGTERM anywhere in the loop: keep the finished chapters, report the rest
             for i, chapter in enumerate(chapters, 1):
+                if chapter.id in reuse:
+                    old = reuse[chapter.id]
+                    outcomes.append(ChapterOutcome(chapter.id, chapter.title, out / "notebooks" / chapter.path.name, True,
+                                                   "", old["seconds"], old["provenance"]))
+                    log(f"[{i}/{len(chapters)}] {chapter.id}: unchanged since the last build here, kept "
+                        f"(--force runs it again)")
+                    continue
                 params = {"profile": profile_param, "mode": mode, "data_dir": str(out / "data"),
                           "recorded_dir": str(recording_dir) if mode == "replay" else "", "progress": False,
                           **prof.chapter_params(chapter.id, quick)}
@@ -152,12 +200,16 @@ def run(profile: str = "auto", *, only: Optional[list[str]] = None, out: Optiona
                                                error, time.time() - t0, provenance))
                 log(f"[{i}/{len(chapters)}] {chapter.id}: {'ok' if ok else 'FAILED: ' + error.splitlines()[0][:300]}"
                     f" ({time.time() - t0:.0f} s)")
+                if not ok and fail_fast:
+                    stopped = True
+                    break
         except KeyboardInterrupt:
             interrupted = True
         done = [o.id for o in outcomes]
         not_run = [c.id for c in chapters if c.id not in done]
-        incomplete = (f"The build was interrupted after {len(done)} of {len(chapters)} chapters; not run: "
-                      f"{', '.join(not_run)}." if interrupted else "")
+        incomplete = (f"The build was {'interrupted' if interrupted else 'stopped at the first failure (--fail-fast)'} "
+                      f"after {len(done)} of {len(chapters)} chapters; not run: {', '.join(not_run)}."
+                      if (interrupted or stopped) and not_run else "")
         if interrupted:
             log(f"interrupted: {len(done)} of {len(chapters)} chapters complete ({', '.join(done) or 'none'}); "
                 f"not run: {', '.join(not_run)}; writing a report marked incomplete")
@@ -174,7 +226,8 @@ def run(profile: str = "auto", *, only: Optional[list[str]] = None, out: Optiona
                                ok=all(o.ok for o in outcomes) and not interrupted, out=str(out), recording=why,
                                report_html=str(html_path), notes=notes, interrupted=interrupted,
                                chapters={o.id: {"ok": o.ok, "error": o.error, "seconds": round(o.seconds, 1),
-                                                "provenance": o.provenance} for o in outcomes})
+                                                "provenance": o.provenance, "inputs": inputs[o.id],
+                                                "reused": o.id in reuse} for o in outcomes})
         if pdf and not interrupted:
             pdf_path, why_not = render_pdf(html_path, out / "report.pdf")
             summary.report_pdf = str(pdf_path or "")

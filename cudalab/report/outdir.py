@@ -49,12 +49,15 @@ def check(out: Path) -> dict:
     return previous
 
 
-def remove_previous(out: Path, previous: dict) -> list[str]:
-    """Delete the files that the previous build listed as its own (nothing else), then the
-    folders that this leaves empty; returns what was removed."""
+def remove_previous(out: Path, previous: dict, keep: set[str] = frozenset()) -> list[str]:
+    """Delete the files that the previous build listed as its own (nothing else), except those in
+    ``keep`` (chapters carried over unchanged), then the folders that this leaves empty; returns
+    what was removed."""
     out = out.resolve()
     removed = []
     for rel in previous.get("files", []):
+        if rel in keep:
+            continue
         path = (out / rel).resolve()
         if path.is_relative_to(out) and path.is_file():
             path.unlink()
