@@ -135,3 +135,16 @@ def test_fail_fast_stops_at_the_first_failed_chapter(tmp_path):
     assert proc.returncode == 1 and "02_coalescing ..." not in proc.stderr
     html = (tmp_path / "r" / "report.html").read_text()
     assert "stopped at the first failure" in html and "not run: 02_coalescing, 03_shared_memory" in html
+
+
+def test_profile_text_cannot_inject_markup_into_the_report(tmp_path):
+    prof = tmp_path / "evil.yaml"
+    prof.write_text("name: gtx680\nextends: gtx680\ndevice: {name: '<script>alert(1)</script>', source: '<b>s</b>'}\n"
+                    "chapters:\n  01_block_size:\n    published:\n      source: '<img src=x onerror=alert(2)>'\n"
+                    "      gpu: '<i>lab GPU</i> & co'\n      lab: '000'\n      where: w\n      coordinates: [n, block_edge]\n"
+                    "      rows:\n        - {n: 5000, block_edge: 16, speedup_vs_cpu: 21.1, cite: q}\n")
+    proc = build("--gpu", str(prof), "--only", "00", "01", "--out", str(tmp_path / "r"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    html = (tmp_path / "r" / "report.html").read_text()
+    assert "<script" not in html and "<img src=x" not in html and "<i>lab GPU</i>" not in html
+    assert "&lt;i&gt;lab GPU&lt;/i&gt; &amp; co" in html

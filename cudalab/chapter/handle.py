@@ -154,8 +154,9 @@ class Chapter:
         if pub is None:
             return None
         frame = pd.DataFrame(pub.values())
-        frame.attrs.update(source=pub.source, gpu=pub.gpu, note=pub.note, lab=pub.lab,
-                           label=f"{pub.gpu} (published, {pub.source})")
+        # Profile text goes into Markdown and HTML: escaped, so a profile cannot inject markup.
+        frame.attrs.update(source=_text(pub.source), gpu=_text(pub.gpu), note=_text(pub.note), lab=_text(pub.lab),
+                           label=_text(f"{pub.gpu} (published, {pub.source})"))
         return frame
 
     def cited(self, column: str, *, table: Optional[str] = None, fmt: str = "{:g}", scale: float = 1.0,
@@ -181,7 +182,12 @@ class Chapter:
     @property
     def lab_gpu(self) -> str:
         """The lab GPU this profile sets beside the present one, as its profile names it."""
-        return self.profile.device.name if self.profile.device else "no lab GPU (this profile names none)"
+        return _text(self.profile.device.name) if self.profile.device else "no lab GPU (this profile names none)"
+
+    @property
+    def lab_gpu_source(self) -> str:
+        """Where the profile's lab published its GPU's numbers (escaped for Markdown)."""
+        return _text(self.profile.device.source) if self.profile.device else ""
 
     @property
     def published(self) -> Optional[pd.DataFrame]:
@@ -219,12 +225,19 @@ class Chapter:
         else:
             text = (f"**Data: replayed.** No CUDA device here, so this chapter shows the results that this "
                     f"pipeline recorded on {who} on {p.get('date_utc')}, commit {commit}.")
-        lab = self.profile.device.name if self.profile.device else "none"
+        lab = self.lab_gpu
         note = ""
         if self.not_shown:
             note = ("  \n> **Not shown as requested:** " + "; ".join(self.not_shown) +
                     ". A replay shows the recorded grid; measure on a GPU to see the requested one.")
-        return Markdown(f"> {text}  \n> Profile `{self.profile.name}`; lab GPU: {lab}.{note}")
+        return Markdown(f"> {text}  \n> Profile `{_text(self.profile.name)}`; lab GPU: {lab}.{note}")
+
+
+def _text(value: str) -> str:
+    """Profile text made safe for Markdown and HTML: <, > and & escaped (quotes kept, for legends)."""
+    import html
+
+    return html.escape(str(value), quote=False)
 
 
 def _plain(value: Any) -> Any:
