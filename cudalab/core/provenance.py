@@ -25,6 +25,8 @@ from cudalab.core.gpu import cupy_or_none, gpu_name
 from cudalab.core.paths import KERNELS_DIR, NOTEBOOKS_DIR, PACKAGE_DIR, PARAMS_DIR, ROOT, SOURCE_STAMP
 
 _SOURCE_SUFFIXES = {".py", ".c", ".cu", ".cuh", ".h", ".j2", ".json", ".ipynb", ".yaml", ".yml"}
+# What can change a measurement; the dirty flag looks at these folders only (not results/ or tests/).
+_TRACKED_SOURCE = ("kernels_cu", "cudalab", "notebooks", "params")
 
 
 def _files(folder: Path) -> list[Path]:
@@ -72,9 +74,6 @@ def git_state() -> Optional[dict[str, Any]]:
     except (OSError, subprocess.SubprocessError):
         return None
     return {"git_commit": commit, "git_dirty": dirty, "commit_from": "git"}
-
-
-_TRACKED_SOURCE = ("kernels_cu", "cudalab", "notebooks", "params")
 
 
 def write_stamp(path: Path = SOURCE_STAMP) -> dict[str, Any]:

@@ -17,8 +17,6 @@ from cudalab.core.errors import KernelCompileError, ToolUnavailable
 from cudalab.core.kernels import first_error, kernel_path
 
 
-
-
 @dataclass(frozen=True)
 class PtxasUsage:
     kernel: str

@@ -15,7 +15,6 @@ from cudalab.core.kernels import kernel_path
 from cudalab.toolchain.nvcc import cuda_tool, nvcc_cubin
 
 
-
 _SASS_FUNCTION = re.compile(r"Function : (?P<name>\S+)")
 _SASS_INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?(?P<op>[A-Z][A-Z0-9_]*)(?:\.[\w.]+)?\b")
 
