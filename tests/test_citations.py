@@ -75,6 +75,8 @@ def test_the_validator_refuses_a_published_value_without_a_citation(tmp_path):
     with pytest.raises(ProfileError, match=r"rows\[0\]: time_ms without a citation"):
         load_profile(_profile(tmp_path, "        - {n: 5000, block_edge: 8, speedup_vs_cpu: 17.3, time_ms: 1.0,\n"
                                         "           cite: {speedup_vs_cpu: 'q'}}\n"))
+    with pytest.raises(ProfileError, match=r"rows\[0\]: no block_edge \(every row gives each coordinate"):
+        load_profile(_profile(tmp_path, "        - {n: 5000, speedup_vs_cpu: 17.3, cite: q}\n"))
     with pytest.raises(ProfileError, match=r"inferred: gpu_clock is not a coordinate"):
         load_profile(_profile(tmp_path, "        - {n: 5000, block_edge: 8, speedup_vs_cpu: 17.3, cite: q,\n"
                                         "           inferred: {gpu_clock: guess}}\n"))

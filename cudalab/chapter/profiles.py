@@ -88,6 +88,10 @@ class Published(_Strict):
             bad = [k for k, v in row.items() if k not in RESERVED and not (v is None or isinstance(v, (int, float, str, bool)))]
             if bad:
                 problems.append(f"rows[{i}]: {', '.join(bad)} must be a number, text or null")
+            absent = [c for c in self.coordinates if c not in row]
+            if absent:
+                problems.append(f"rows[{i}]: no {', '.join(absent)} (every row gives each coordinate: "
+                                f"{', '.join(self.coordinates)}; null where the lab did not say)")
             values = [k for k, v in row.items() if k not in RESERVED and k not in self.coordinates and v is not None]
             cite = row.get("cite")
             cited = set(values) if isinstance(cite, str) and cite.strip() else \
