@@ -38,10 +38,6 @@ class Recording:
     profile: str
     latest_utc: str   # when its newest chapter was recorded
 
-    @property
-    def chapters(self) -> list[str]:
-        return sorted(p.name for p in self.path.iterdir() if (p / PROVENANCE).is_file())
-
     def describe(self) -> str:
         return f"{self.profile} on {self.gpu_name} (results/{self.gpu}/{self.profile}, newest chapter {self.latest_utc})"
 
