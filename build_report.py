@@ -43,6 +43,17 @@ exit status: 0 all chapters ran; 1 a chapter failed (the report is still written
   report is marked incomplete)."""
 
 
+def _seconds(text: str) -> float:
+    """A non-negative number of seconds, for argparse (its error exits with status 2)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"{text} is negative; give seconds >= 0 (0: no limit)")
+    return value
+
+
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="build_report.py", description=DESCRIPTION,
                                      epilog=EPILOG.format(profiles=", ".join(available_profiles())),
@@ -69,6 +80,10 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser.add_argument("--no-pdf", action="store_true", help="write the HTML report only")
     parser.add_argument("--cell-timeout", type=int, default=1800, metavar="SECONDS",
                         help="fail a notebook cell that runs longer than this (default: 1800)")
+    parser.add_argument("--point-time-limit", type=_seconds, default=120.0, metavar="SECONDS",
+                        help="skip (with its reason) a sweep point whose one timed call runs longer than this; "
+                             "a running kernel is not interrupted, the limit is checked after each call "
+                             "(default: 120; 0: no limit)")
     parser.add_argument("--force", action="store_true",
                         help="run every chapter; by default a chapter that the last build into --out finished "
                              "with the same inputs (GPU or recording, parameters, source) is kept")
@@ -90,7 +105,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         summary = run(args.gpu, only=args.only, out=args.out, quick=args.quick, record=args.record,
                       replay=args.replay, results=args.results, from_gpu=args.from_gpu, pdf=not args.no_pdf,
                       cell_timeout=args.cell_timeout, command=command, log=_log, progress_bar=sys.stderr.isatty(),
-                      force=args.force, fail_fast=args.fail_fast)
+                      force=args.force, fail_fast=args.fail_fast, point_time_limit=args.point_time_limit)
     except CudalabError as exc:
         _log(f"error: {exc}")
         return 2

@@ -34,6 +34,22 @@ def test_time_cpu_runs_setup_before_every_timed_call():
     assert calls == ["setup", "run"] * 4
 
 
+def test_point_time_limit_is_checked_after_each_call():
+    from cudalab.core import timing
+    from cudalab.core.errors import PointTimeLimit, SkipPoint
+
+    timing.set_point_time_limit(0.5)
+    try:
+        timing._over_limit(0.4, "one call")  # within the limit: nothing happens
+        with pytest.raises(PointTimeLimit, match="0.7 s, over the per-point time limit of 0.5 s") as err:
+            timing._over_limit(0.7, "one call")
+        assert isinstance(err.value, SkipPoint)  # a sweep records it as a skipped point
+        timing.set_point_time_limit(0)  # 0 means no limit
+        timing._over_limit(1e9, "one call")
+    finally:
+        timing.set_point_time_limit(None)
+
+
 def test_cubic_fit_recovers_exact_model():
     n = np.array([250, 500, 1000, 1500])
     coef = fit_cubic(n, 2e-6 * n**3 + 3e-4 * n**2)

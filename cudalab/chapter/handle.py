@@ -20,14 +20,14 @@ import pandas as pd
 from cudalab.chapter import catalog, recorded
 from cudalab.chapter.profiles import Profile, load_profile, profile_for_gpu
 from cudalab.chapter.recorded import PROVENANCE, SUMMARY
-from cudalab.core import gpu, provenance, sweep
+from cudalab.core import gpu, provenance, sweep, timing
 from cudalab.core.errors import CudalabError, NoGPU, NoRecordedResults
 from cudalab.core.files import atomic_write, atomic_write_text
 from cudalab.core.paths import BUILD_DIR
 
 DEFAULT_REPLAY_PROFILE = "gtx680"
 # Parameters every chapter notebook declares; the others are the chapter's own.
-STANDARD_PARAMETERS = ("profile", "mode", "data_dir", "recorded_dir", "progress")
+STANDARD_PARAMETERS = ("profile", "mode", "data_dir", "recorded_dir", "progress", "point_time_limit_s")
 
 
 def resolve_profile_name(profile: str) -> str:
@@ -262,6 +262,7 @@ def open_chapter(chapter_id: str, namespace: dict[str, Any]) -> Chapter:
         raise CudalabError(f"chapter {chapter_id}: run its parameters cell first ({', '.join(missing)} undefined)")
     values = {p: namespace[p] for p in declared}
     sweep.show_progress(values.get("progress", True))
+    timing.set_point_time_limit(values.get("point_time_limit_s"))
     mode = resolve_mode(values.get("mode", "auto"))
     name = resolve_profile_name(values.get("profile", "auto"))
     prof = load_profile(name, gpu_max_threads=gpu.attributes()["MaxThreadsPerBlock"] if mode == "measure" else None)

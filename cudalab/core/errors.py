@@ -57,6 +57,10 @@ class NotEnoughMemory(SkipPoint):
     """The point needs more GPU memory than is free."""
 
 
+class PointTimeLimit(SkipPoint):
+    """One call of the point took longer than the per-point time limit."""
+
+
 # ---- kernels and the CUDA tools
 
 

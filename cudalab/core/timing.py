@@ -13,7 +13,30 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from cudalab.core.errors import MeasurementError
+from cudalab.core.errors import MeasurementError, PointTimeLimit
+
+# The most wall-clock seconds one sweep point may take (None: no limit). A running kernel cannot
+# be interrupted, so the limit is checked after each call: a point whose single call overruns it
+# is skipped with its reason; a point that is merely slow to repeat stops repeating at the limit.
+_point_limit_s: Optional[float] = None
+
+
+def set_point_time_limit(seconds: Optional[float]) -> None:
+    """Limit every timed point of this process to ``seconds`` of wall clock (None or <= 0: none).
+    A chapter sets it from its notebook parameter ``point_time_limit_s``."""
+    global _point_limit_s
+    _point_limit_s = float(seconds) if seconds and seconds > 0 else None
+
+
+def _over_limit(elapsed_s: float, what: str) -> None:
+    if _point_limit_s is not None and elapsed_s > _point_limit_s:
+        raise PointTimeLimit(f"{what} took {elapsed_s:.3g} s, over the per-point time limit of "
+                             f"{_point_limit_s:g} s (point_time_limit_s)")
+
+
+def _enough_time(samples: list[float], t0: float) -> bool:
+    """Stop repeating once the point has used its time limit, keeping the samples taken."""
+    return _point_limit_s is not None and len(samples) > 0 and time.perf_counter() - t0 > _point_limit_s
 
 
 def summarize(samples_ms: np.ndarray | list[float], prefix: str = "time_ms") -> dict[str, float]:
@@ -44,13 +67,16 @@ def time_gpu(run: Callable[[], None], *, setup: Optional[Callable[[], None]] = N
     cp = require_cupy()
     stream = stream or cp.cuda.get_current_stream()
     start, end = cp.cuda.Event(), cp.cuda.Event()
+    t0 = time.perf_counter()
     for _ in range(warmup):
         if setup:
             setup()
+        t1 = time.perf_counter()
         run()
-    stream.synchronize()
+        stream.synchronize()
+        _over_limit(time.perf_counter() - t1, "one warm-up call")
     samples: list[float] = []
-    while not _enough(samples, min_repeats, max_repeats, min_total_s * 1e3):
+    while not _enough(samples, min_repeats, max_repeats, min_total_s * 1e3) and not _enough_time(samples, t0):
         if setup:
             setup()
         start.record(stream)
@@ -58,12 +84,15 @@ def time_gpu(run: Callable[[], None], *, setup: Optional[Callable[[], None]] = N
         end.record(stream)
         end.synchronize()
         samples.append(cp.cuda.get_elapsed_time(start, end))
+        _over_limit(samples[-1] / 1e3, "one call")
     return np.asarray(samples)
 
 
 def time_cpu(run: Callable[[], None], *, setup: Optional[Callable[[], None]] = None, warmup: int = 0,
              min_repeats: int = 1, max_repeats: int = 10, min_total_s: float = 0.5) -> np.ndarray:
-    """Milliseconds per call of a host function (``perf_counter``), same policy as ``time_gpu``."""
+    """Milliseconds per call of a host function (``perf_counter``), same repeat policy as
+    ``time_gpu``. The per-point time limit does not apply: a CPU run is a reference that the
+    GPU points are checked against, bounded by each chapter's ``cpu_max_n``."""
     for _ in range(warmup):
         if setup:
             setup()

@@ -129,7 +129,7 @@ def run(profile: str = "auto", *, only: Optional[list[str]] = None, out: Optiona
         record: bool = False, replay: bool = False, results: Path = RESULTS_DIR, from_gpu: Optional[str] = None,
         pdf: bool = True, cell_timeout: int = 1800, command: str = "python build_report.py",
         log: Log = lambda msg: None, progress_bar: bool = False, force: bool = False,
-        fail_fast: bool = False) -> BuildSummary:
+        fail_fast: bool = False, point_time_limit: float = 120.0) -> BuildSummary:
     """Build the report for ``profile`` (a name in params/, a YAML path, or ``auto``); see the
     module docstring. ``log`` receives a line per step; ``from_gpu`` picks the recording to
     replay where several GPUs recorded the profile.
@@ -137,7 +137,7 @@ def run(profile: str = "auto", *, only: Optional[list[str]] = None, out: Optiona
     Resuming: a chapter that the previous build in ``out`` finished, with the same inputs (mode,
     GPU or recording, parameters, and the fingerprint of kernels, package, notebook and profile),
     is kept, not run again; ``force`` runs every chapter. ``fail_fast`` stops at the first failed
-    chapter."""
+    chapter. ``point_time_limit`` (seconds) skips a sweep point whose one call runs longer."""
     require_checkout()
     if record and quick:
         raise CudalabError("--record with --quick would replace the recorded full grid with the smoke-run grid")
@@ -187,6 +187,7 @@ def run(profile: str = "auto", *, only: Optional[list[str]] = None, out: Optiona
                     continue
                 params = {"profile": profile_param, "mode": mode, "data_dir": str(out / "data"),
                           "recorded_dir": str(recording_dir) if mode == "replay" else "", "progress": False,
+                          "point_time_limit_s": float(point_time_limit),
                           **prof.chapter_params(chapter.id, quick)}
                 log(f"[{i}/{len(chapters)}] {chapter.id} ...")
                 if mode == "replay":
