@@ -148,3 +148,20 @@ def test_profile_text_cannot_inject_markup_into_the_report(tmp_path):
     html = (tmp_path / "r" / "report.html").read_text()
     assert "<script" not in html and "<img src=x" not in html and "<i>lab GPU</i>" not in html
     assert "&lt;i&gt;lab GPU&lt;/i&gt; &amp; co" in html
+
+
+def test_a_replay_shows_the_chapters_its_recording_holds_and_says_which_it_leaves_out(tmp_path):
+    import shutil
+
+    src = ROOT / "results" / "nvidia-h100-80gb-hbm3" / "gtx680"
+    rec = tmp_path / "results" / "nvidia-h100-80gb-hbm3" / "gtx680"
+    rec.mkdir(parents=True)
+    shutil.copy(src / "recordings.json", rec)
+    shutil.copytree(src / "00_gpu_capabilities", rec / "00_gpu_capabilities")
+    proc = build("--results", str(tmp_path / "results"), "--out", str(tmp_path / "r"))
+    assert proc.returncode == 0, proc.stderr[-800:]
+    assert "holds 1 of" in proc.stderr and "left out: 01_block_size" in proc.stderr
+    assert sorted(p.name for p in (tmp_path / "r" / "notebooks").iterdir()) == ["00_gpu_capabilities.ipynb"]
+    named = build("--results", str(tmp_path / "results"), "--out", str(tmp_path / "r2"), "--only", "01")
+    assert named.returncode == 1 and "no recorded results for chapter 01_block_size" in named.stderr + (
+        tmp_path / "r2" / "report.html").read_text()

@@ -72,12 +72,20 @@ ptxas info    : Used 12 registers, used 0 barriers
 # The compile-time variants the chapters (and chapter 04's blocking factors) build.
 VARIANTS = [("fw_shared_tile.cu", f"-DTILE={t}") for t in (8, 16, 32)] + \
            [("fw_blocked.cu", f"-DBF={bf}") for bf in (8, 16, 32, 64)] + [("vecmax_coalescing.cu", "-DTRACE_ACCESS")]
+# Chapter 05's ladder and the shapes its profiles tune over that must not spill (16 x 16 results per
+# thread spill by design: the tuning sweep shows that cliff).
+VARIANTS += [("mm_01_shared_tile.cu", o) for o in ("-DTILE=16", "-DTILE=32", "-DTILE=32 -DUNROLL=16")]
+VARIANTS += [("mm_02_footprint.cu", f"-DBLOCK={b} -DFOOT={f}") for b, f in ((16, 32), (16, 48), (16, 64), (32, 64))]
+VARIANTS += [("mm_02_footprint.cu", o) for o in ("-DBLOCK=16 -DFOOT=32 -DALIGNED_COPY=1", "-DBLOCK=16 -DFOOT=32 -DKTILE=64")]
+VARIANTS += [("mm_03_register_blocked.cu", o) for o in (
+    "-DDOUBLE_BUFFER=0", "-DBM=128 -DBN=256", "-DBM=128 -DBN=256 -DTN=16", "-DBM=256 -DBN=128 -DTM=16",
+    "-DBM=64 -DBN=128 -DTM=4 -DBK=16", "-DBM=128 -DBN=64 -DTN=4 -DBK=16")]
 
 
 @needs_nvcc
 @pytest.mark.parametrize("name,option", VARIANTS, ids=[f"{n}{o}" for n, o in VARIANTS])
 def test_compile_time_variants(name, option, kernel_resources_report):
-    usages = nvcc_check(KERNELS_DIR / name, arch="sm_90", options=[option])
+    usages = nvcc_check(KERNELS_DIR / name, arch="sm_90", options=option.split())
     assert usages
     for u in usages:
         kernel_resources_report.append((f"{name} {option}", u))

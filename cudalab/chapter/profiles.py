@@ -48,16 +48,33 @@ class DeviceSpec(_Strict):
     max_threads_per_block: Optional[int] = None
     max_threads_per_multiprocessor: Optional[int] = None
     cite: dict[str, str] = Field(default_factory=dict, description="field -> the lab's own words for it")
+    inferred: dict[str, str] = Field(default_factory=dict,
+                                     description="field -> where a number the lab did not print comes from "
+                                                 "(the vendor's published spec for that GPU)")
 
     @model_validator(mode="after")
     def _every_number_cited(self) -> "DeviceSpec":
-        given = [k for k, v in self.model_dump(exclude={"name", "source", "lab", "cite"}).items() if v is not None]
-        missing = [k for k in given if not self.cite.get(k)]
+        given = [k for k, v in self.model_dump(exclude={"name", "source", "lab", "cite", "inferred"}).items()
+                 if v is not None]
+        missing = [k for k in given if not self.cite.get(k) and not (self.inferred.get(k) or "").strip()]
         if missing:
-            raise ValueError(f"no citation (cite: the lab's own words) for {', '.join(missing)}")
-        if given and not self.lab:
+            raise ValueError(f"no citation (cite: the lab's own words, or inferred: the published source "
+                             f"it comes from) for {', '.join(missing)}")
+        both = [k for k in self.inferred if k in self.cite]
+        if both:
+            raise ValueError(f"{', '.join(both)}: cited from the lab and inferred at once; keep one")
+        stray = [k for k in list(self.cite) + list(self.inferred) if k not in given]
+        if stray:
+            raise ValueError(f"cite/inferred name {', '.join(stray)}, which the spec does not give")
+        if any(k in self.cite for k in given) and not self.lab:
             raise ValueError("cited numbers need 'lab', the lab report they come from")
         return self
+
+    def fp32_peak_GFLOPs(self) -> Optional[float]:
+        """FP32 lanes x 2 flops (one FMA) x SMs x clock, where the spec gives all three."""
+        if self.multiprocessors and self.cuda_cores_per_multiprocessor and self.gpu_clock_MHz:
+            return 2 * self.multiprocessors * self.cuda_cores_per_multiprocessor * self.gpu_clock_MHz / 1e3
+        return None
 
 
 RESERVED = ("cite", "inferred")

@@ -34,6 +34,7 @@ _FIELDS: list[tuple[str, str, str, Optional[str], float]] = [
     ("max_threads_per_multiprocessor", "", "threads per SM (max)", "MaxThreadsPerMultiProcessor", 1),
     ("max_blocks_per_multiprocessor", "", "blocks per SM (max)", "MaxBlocksPerMultiprocessor", 1),
     ("peak_dram_bandwidth_GBps", "GB/s", "DRAM bandwidth, theoretical (2 x clock x bus)", None, 1),
+    ("fp32_peak_GFLOPs", "GFLOP/s", "FP32 peak, theoretical (2 x cores x SMs x clock)", None, 1),
 ]
 
 
@@ -42,6 +43,14 @@ def _peak_bandwidth(spec: dict[str, Any]) -> float:
     if not clock or not bus:
         return math.nan
     return 2 * clock * 1e6 * bus / 8 / 1e9
+
+
+def fp32_peak_GFLOPs(spec: dict[str, Any]) -> float:
+    """The FP32 peak of a spec: 2 flops per FMA x FP32 lanes per SM x SMs x max clock (GFLOP/s)."""
+    try:
+        return 2 * spec["cuda_cores_per_multiprocessor"] * spec["multiprocessors"] * spec["gpu_clock_MHz"] / 1e3
+    except (KeyError, TypeError):
+        return math.nan
 
 
 def present_spec() -> dict[str, Any]:
@@ -60,6 +69,7 @@ def present_spec() -> dict[str, Any]:
             value = attrs.get(attr)
             spec[key] = value * scale if value is not None else math.nan
     spec["peak_dram_bandwidth_GBps"] = _peak_bandwidth(spec)
+    spec["fp32_peak_GFLOPs"] = fp32_peak_GFLOPs(spec)
     return spec
 
 
@@ -83,7 +93,10 @@ def side_by_side(present: pd.DataFrame, present_name: str, lab: Optional[Any]) -
     if lab is not None:
         lab_spec = lab.model_dump()
         lab_spec["peak_dram_bandwidth_GBps"] = _peak_bandwidth(lab_spec)
-        table[f"{lab.name} (published)"] = table["key"].map(lambda k: _fmt(lab_spec.get(k)))
+        lab_spec["fp32_peak_GFLOPs"] = fp32_peak_GFLOPs(lab_spec)
+        inferred = getattr(lab, "inferred", {}) or {}
+        table[f"{lab.name} (published)"] = table["key"].map(
+            lambda k: _fmt(lab_spec.get(k)) + (" †" if k in inferred and lab_spec.get(k) is not None else ""))
     return table.drop(columns="key").set_index("property")
 
 

@@ -150,11 +150,17 @@ def run(profile: str = "auto", *, only: Optional[list[str]] = None, out: Optiona
     prof = load_profile(profile_arg, gpu_max_threads=gpu.attributes()["MaxThreadsPerBlock"] if has_gpu else None)
     chapters = catalog.select(only)
     recording_dir, why, recording_name = Path(), "", ""
+    notes: list[str] = []
     if mode == "replay":
         rec, why = recorded.find(prof.name, results, from_gpu)
         recording_dir = rec.path.resolve()
         recording_name = f"{results.name}/{rec.gpu}/{rec.profile}/"
-    notes: list[str] = []
+        held = [c for c in chapters if (recording_dir / c.id / PROVENANCE).is_file()]
+        if not only and held and len(held) < len(chapters):  # a profile recorded for some chapters only
+            left_out = ", ".join(c.id for c in chapters if c not in held)
+            notes.append(f"the recording of {prof.name} holds {len(held)} of {len(chapters)} chapters; "
+                         f"left out: {left_out} (measure them on a GPU, or --only names one to see why)")
+            chapters = held
     if quick and mode == "replay":
         notes.append("--quick only changes what is measured; a replay shows the recorded grid")
         quick = False

@@ -1,0 +1,409 @@
+"""Chapter 05's matrix multiply: from lab 004's naive kernel and lab 002's footprint to a
+register-blocked kernel, every configuration timed beside cuBLAS in the same run.
+
+A kernel configuration is a ``MatmulKernel``: a function of a ``kernels_cu/mm_*.cu`` file, the
+compile-time constants that shape it, and its launch geometry. Before anything is compiled or
+launched, ``refusal`` checks it against the launch limits (threads, shared memory, the shape
+rules its source states), so a footprint the GPU cannot hold becomes a table row with its reason.
+
+Correctness: C = A B for A, B uniform in [-1, 1), checked against cuBLAS SGEMM (``cupy.matmul``)
+on the same inputs elementwise, ``|C - C_cuBLAS| <= TOLERANCE_FACTOR * sqrt(n) * 2^-24 * (|A||B|)``:
+the statistical growth of float32 rounding over a length-n dot product, for both results, with
+a safety factor. A kernel that drops or repeats one product term misses it by about
+``|a_ik b_kj| / (|A||B|)_ij ~ 1/n``, far above the tolerance for every n measured here. C is
+poisoned with NaN before every timed run (except where a kernel accumulates into C, which starts
+at zero), so an unwritten entry fails too.
+
+cuBLAS runs in full FP32: CuPy uses TF32 tensor cores only when ``CUPY_TF32=1``, and the chapter
+verifies it on data where TF32 would round visibly (``cublas_precision``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any, Optional, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from cudalab.core.check import compare_close
+from cudalab.core.errors import KernelCompileError, MeasurementError
+from cudalab.core.gpu import attributes, require_cupy
+from cudalab.core.kernels import load_kernel
+from cudalab.core.launch import check_launch, launch, refusal_types, require_memory
+from cudalab.core.rates import gflop_per_s
+from cudalab.core.sweep import run_sweep
+from cudalab.core.timing import summarize, time_gpu
+
+FLOAT32 = 4
+TOLERANCE_FACTOR = 8.0
+STATIC_SHARED_LIMIT = 48 * 1024  # statically sized __shared__ arrays cannot exceed 48 KiB
+
+
+def flops(n: int) -> int:
+    """A square n x n matrix product: n^2 dot products of n multiply-adds, 2 n^3 flops."""
+    return 2 * n**3
+
+
+def tolerance(n: int) -> float:
+    """The largest accepted ``|C - C_cuBLAS| / (|A||B|)`` at size n (see the module docstring)."""
+    return TOLERANCE_FACTOR * math.sqrt(max(n, 1)) * 2.0**-24
+
+
+# ------------------------------------------------------------------------------- configurations
+
+
+@dataclass(frozen=True)
+class MatmulKernel:
+    """One compiled configuration of a matmul kernel and how it launches.
+
+    ``block`` is threads per block (x, y); ``patch`` the rows x columns of C one block computes;
+    ``defines`` the compile-time constants; ``zero_c`` that the kernel accumulates into C (lab 004's
+    first steps), which must start at zero; ``problem`` a shape rule of the source it breaks."""
+
+    label: str
+    family: str
+    file: str
+    function: str
+    block: tuple[int, int]
+    patch: tuple[int, int]
+    defines: tuple[tuple[str, int], ...] = ()
+    shared_bytes: int = 0
+    zero_c: bool = False
+    problem: str = ""
+    fields: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def threads(self) -> int:
+        return self.block[0] * self.block[1]
+
+    @property
+    def results_per_thread(self) -> float:
+        return self.patch[0] * self.patch[1] / self.threads
+
+    def grid(self, n: int) -> tuple[int, int]:
+        return (-(-n // self.patch[1]), -(-n // self.patch[0]))
+
+    def options(self) -> tuple[str, ...]:
+        return tuple(f"-D{k}={v}" for k, v in self.defines)
+
+    def compile(self):
+        return load_kernel(self.file, self.function, self.options())
+
+    def row(self) -> dict[str, Any]:
+        """The columns that describe this configuration in a table."""
+        return {"kernel": self.label, "family": self.family, "block_x": self.block[0], "block_y": self.block[1],
+                "threads": self.threads, "patch_m": self.patch[0], "patch_n": self.patch[1],
+                "results_per_thread": self.results_per_thread, "shared_bytes": self.shared_bytes, **self.fields}
+
+
+def naive(block_edge: int, register: bool = False, label: str = "") -> MatmulKernel:
+    """Lab 004 steps a-c: one thread per element of C, summing in C (a, b) or a register (c)."""
+    fn = "mm_naive_register" if register else "mm_naive_global"
+    return MatmulKernel(label or f"{fn} {block_edge}x{block_edge}", "naive", "mm_00_naive.cu", fn,
+                        (block_edge, block_edge), (block_edge, block_edge), zero_c=not register)
+
+
+def shared_tile(tile: int, unroll: int = 1, label: str = "") -> MatmulKernel:
+    """Lab 002's matmultKernel00 and lab 004 steps d-e: a TILE x TILE tile per block, one result per thread."""
+    return MatmulKernel(label or f"shared tile {tile}" + (f", unroll {unroll}" if unroll > 1 else ""), "shared_tile",
+                        "mm_01_shared_tile.cu", "mm_shared_tile", (tile, tile), (tile, tile),
+                        (("TILE", tile), ("UNROLL", unroll)), shared_bytes=2 * tile * tile * FLOAT32,
+                        fields={"footprint": tile})
+
+
+def footprint(block: int, foot: int, ktile: Optional[int] = None, aligned_copy: bool = False,
+              label: str = "") -> MatmulKernel:
+    """Lab 002's matmultKernel01: BLOCK x BLOCK threads compute a FOOT x FOOT patch of C."""
+    ktile = ktile or foot
+    defines = (("BLOCK", block), ("FOOT", foot), ("KTILE", ktile)) + ((("ALIGNED_COPY", 1),) if aligned_copy else ())
+    problem = "" if foot % block == 0 else f"footprint {foot} is not a multiple of the block edge {block}"
+    name = label or (f"footprint {foot}, {block}x{block} threads" + (f", k-tile {ktile}" if ktile != foot else "")
+                     + (", aligned copy" if aligned_copy else ""))
+    return MatmulKernel(name, "footprint", "mm_02_footprint.cu", "mm_footprint", (block, block), (foot, foot),
+                        defines, shared_bytes=2 * foot * ktile * FLOAT32, problem=problem,
+                        fields={"footprint": foot, "k_tile": ktile, "aligned_copy": aligned_copy})
+
+
+def register_blocked(bm: int = 128, bn: int = 128, bk: int = 8, tm: int = 8, tn: int = 8,
+                     double_buffer: bool = True, label: str = "") -> MatmulKernel:
+    """The project's kernel: BM x BN per block, TM x TN per thread in registers, BK deep tiles."""
+    problems = []
+    if bm % tm or bn % tn:
+        problems.append(f"the block tile {bm}x{bn} is not a multiple of the thread tile {tm}x{tn}")
+    else:
+        rows, cols = bm // tm, bn // tn
+        if tm % 4 or tn % 4 or bk % 4:
+            problems.append(f"TM, TN and BK must be multiples of 4 (float4 loads), got {tm}, {tn}, {bk}")
+        if rows % 4 or cols % 8:
+            problems.append(f"{rows}x{cols} threads do not tile as whole warps of 4 x 8 lanes")
+    threads = max(1, (bm // max(tm, 1)) * (bn // max(tn, 1)))
+    stages = 2 if double_buffer else 1
+    name = label or f"register {bm}x{bn}x{bk}, {tm}x{tn} per thread" + ("" if double_buffer else ", single buffer")
+    return MatmulKernel(name, "register_blocked", "mm_03_register_blocked.cu", "mm_register_blocked", (threads, 1),
+                        (bm, bn), (("BM", bm), ("BN", bn), ("BK", bk), ("TM", tm), ("TN", tn),
+                                   ("DOUBLE_BUFFER", int(double_buffer))),
+                        shared_bytes=stages * bk * (bm + 4 + bn) * FLOAT32, problem="; ".join(problems),
+                        fields={"bm": bm, "bn": bn, "bk": bk, "tm": tm, "tn": tn, "double_buffer": double_buffer})
+
+
+def present_limits() -> dict[str, int]:
+    """The present GPU's limits that a configuration must respect before it is compiled."""
+    attrs = attributes()
+    return {"threads": attrs["MaxThreadsPerBlock"],
+            "shared_bytes": min(attrs.get("MaxSharedMemoryPerBlock", STATIC_SHARED_LIMIT), STATIC_SHARED_LIMIT),
+            "registers": attrs.get("MaxRegistersPerBlock", 65536)}
+
+
+def refusal(kernel: MatmulKernel, limits: dict[str, int]) -> str:
+    """Why ``kernel`` cannot be built or launched under ``limits`` (threads, shared_bytes per
+    block), or "" if it can. Register limits are checked after compiling (``check_launch``)."""
+    if kernel.problem:
+        return kernel.problem
+    if kernel.threads > limits["threads"]:
+        return (f"block {kernel.block[0]}x{kernel.block[1]} = {kernel.threads} threads exceeds the limit of "
+                f"{limits['threads']} threads per block")
+    if kernel.shared_bytes > limits["shared_bytes"]:
+        return (f"{kernel.shared_bytes:,} bytes of shared memory per block exceeds the limit of "
+                f"{limits['shared_bytes']:,} for statically sized shared memory")
+    return ""
+
+
+def intensity(kernel: MatmulKernel) -> dict[str, float]:
+    """The reuse a configuration's design gives, from its shape alone.
+
+    ``fma_per_shared_float``: multiply-adds per float read from shared memory (a thread with an
+    R x C footprint reads R + C floats per k for R * C multiply-adds; a one-result thread reads 2
+    for 1). ``fma_per_global_float``: multiply-adds per float the block stages from global memory
+    (a BM x BN patch loads BM + BN floats per k). The naive kernels stage nothing: every
+    multiply-add reads two floats from global memory (caches aside)."""
+    if kernel.family == "naive":
+        return {"fma_per_shared_float": math.nan, "fma_per_global_float": 0.5}
+    rows = kernel.patch[0] * kernel.patch[1] / kernel.threads
+    if kernel.family == "register_blocked":
+        tm, tn = dict(kernel.defines)["TM"], dict(kernel.defines)["TN"]
+    else:
+        tm = tn = int(round(math.sqrt(rows)))
+    bm, bn = kernel.patch
+    return {"fma_per_shared_float": tm * tn / (tm + tn), "fma_per_global_float": bm * bn / (bm + bn)}
+
+
+# ------------------------------------------------------------------------------- measuring
+
+
+@dataclass
+class Operands:
+    """A seeded problem of size n on the device, with cuBLAS's answer and the error scale |A||B|."""
+
+    n: int
+    a: Any
+    b: Any
+    c: Any
+    reference: Any
+    scale: Any
+
+
+def operands(n: int, seed: int) -> Operands:
+    cp = require_cupy()
+    require_memory(6 * n * n * FLOAT32, f"n={n} (A, B, C, the cuBLAS result, |A||B| and a temporary)")
+    rng = cp.random.default_rng(seed + n)
+    a = rng.random((n, n), dtype=cp.float32) * 2 - 1
+    b = rng.random((n, n), dtype=cp.float32) * 2 - 1
+    reference = cp.matmul(a, b)
+    scale = cp.matmul(cp.abs(a), cp.abs(b))
+    return Operands(n, a, b, cp.empty_like(a), reference, scale)
+
+
+def cublas_precision(k: int = 1024) -> pd.DataFrame:
+    """Is ``cupy.matmul`` full FP32 here? A row of k values 1 + 2^-13 times a column of ones is
+    exactly k (1 + 2^-13) in FP32; TF32 keeps 10 mantissa bits, rounds each value to 1 and gives k.
+    Raises ``MeasurementError`` if cuBLAS answers like TF32: no fraction of cuBLAS would be fair."""
+    cp = require_cupy()
+    a = cp.full((32, k), 1 + 2.0**-13, dtype=cp.float32)
+    b = cp.ones((k, 32), dtype=cp.float32)
+    got = float(cp.matmul(a, b)[0, 0])
+    expected = k * (1 + 2.0**-13)
+    frame = pd.DataFrame([{"check": "1 + 2^-13 summed by cupy.matmul", "k": k, "expected": expected, "got": got,
+                           "tf32_would_give": float(k), "CUPY_TF32": os.environ.get("CUPY_TF32", "unset"),
+                           "NVIDIA_TF32_OVERRIDE": os.environ.get("NVIDIA_TF32_OVERRIDE", "unset"),
+                           "full_fp32": got == expected}])
+    if got != expected:
+        raise MeasurementError(f"cupy.matmul gave {got} where FP32 gives {expected} (TF32 would give {k}): cuBLAS "
+                               f"is not computing in full FP32 here. Unset CUPY_TF32 (and NVIDIA_TF32_OVERRIDE) "
+                               f"and run again")
+    return frame
+
+
+def measure(kernel: MatmulKernel, compiled, ops: Operands, timing: dict[str, Any]) -> dict[str, Any]:
+    """Time one configuration at ``ops.n`` and check the timed run's C against cuBLAS."""
+    cp = require_cupy()
+    n, grid = ops.n, kernel.grid(ops.n)
+    check_launch(compiled, grid, kernel.block)
+    args = (ops.a, ops.b, ops.c, np.int32(n))
+    reset = (lambda: ops.c.fill(0)) if kernel.zero_c else (lambda: ops.c.fill(np.nan))
+    samples = time_gpu(lambda: launch(compiled, grid, kernel.block, args), setup=reset, **timing)
+    stats = summarize(samples)
+    cp.cuda.get_current_stream().synchronize()
+    check = compare_close(ops.c, ops.reference, ops.scale, tolerance(n), "cuBLAS", "|A||B|")
+    return {**stats, "gflop_per_s": float(gflop_per_s(flops(n), stats["time_ms"])),
+            "registers_per_thread": compiled.num_regs, "tolerance": tolerance(n), **check}
+
+
+def measure_cublas(ops: Operands, timing: dict[str, Any]) -> dict[str, Any]:
+    """cuBLAS SGEMM (``cupy.matmul`` into a preallocated C) on the same operands."""
+    cp = require_cupy()
+    samples = time_gpu(lambda: cp.matmul(ops.a, ops.b, out=ops.c), setup=lambda: ops.c.fill(np.nan), **timing)
+    stats = summarize(samples)
+    check = compare_close(ops.c, ops.reference, ops.scale, tolerance(ops.n), "cuBLAS", "|A||B|")
+    return {**stats, "gflop_per_s": float(gflop_per_s(flops(ops.n), stats["time_ms"])), "tolerance": tolerance(ops.n),
+            **check}
+
+
+CUBLAS = "cuBLAS SGEMM"
+
+# Column names as a printed table heads them (the tidy names stay in the data).
+SHORT_NAMES = {"source": "from", "time_ms": "ms", "gflop_per_s": "GFLOP/s", "speedup_over_previous": "x previous",
+               "fraction_of_cublas": "of cuBLAS", "fraction_of_peak": "of peak", "registers_per_thread": "regs",
+               "results_per_thread": "results/thread", "shared_bytes": "shared B",
+               "fma_per_shared_float": "FMA per shared float", "fma_per_global_float": "FMA per global float",
+               "blocks_per_sm": "blocks/SM", "warps_per_sm": "warps/SM", "limited_by": "limited by"}
+
+
+def sweep(kernels: Sequence[MatmulKernel], sizes: Sequence[int], *, seed: int, timing: Optional[dict[str, Any]] = None,
+          limits: Optional[dict[str, int]] = None, desc: str = "matmul") -> pd.DataFrame:
+    """Every configuration at every n, and cuBLAS at every n in the same run: one tidy row each.
+
+    A configuration that breaks a launch limit is refused before it is compiled (status
+    'skipped', the limit named); ``fraction_of_cublas`` is cuBLAS's time over the kernel's at the
+    same n, for correct rows only."""
+    timing = timing or {}
+    limits = limits or present_limits()
+    compiled: dict[str, Any] = {}
+    # label -> (status, reason) for configurations that never run: refused by a limit, or not compiling
+    excluded = {k.label: ("skipped", f"LaunchRefused: {refusal(k, limits)}") for k in kernels if refusal(k, limits)}
+    cache: dict[int, Operands] = {}
+
+    def ops_for(n: int) -> Operands:
+        if n not in cache:
+            cache.clear()
+            require_cupy().get_default_memory_pool().free_all_blocks()
+            cache[n] = operands(n, seed)
+        return cache[n]
+
+    by_label = {k.label: k for k in kernels}
+    points = [{"n": n, "kernel": label} for n in sizes for label in [CUBLAS, *by_label]]
+
+    def one(p: dict[str, Any]) -> dict[str, Any]:
+        k = by_label.get(p["kernel"])
+        described = k.row() if k else {"family": "cublas"}
+        try:
+            if k is None:
+                return {**described, **measure_cublas(ops_for(p["n"]), timing)}
+            if k.label in excluded:
+                status, reason = excluded[k.label]
+                return {**described, "status": status, "reason": reason}
+            if k.label not in compiled:
+                compiled[k.label] = k.compile()
+            return {**described, **measure(k, compiled[k.label], ops_for(p["n"]), timing)}
+        except refusal_types() as exc:  # refused here, with its configuration still described
+            return {**described, "status": "skipped", "reason": f"{type(exc).__name__}: {exc}"}
+        except KernelCompileError as exc:  # a kernel edited into not compiling: its rows fail, the rest run
+            excluded[k.label] = ("failed", f"does not compile: {str(exc).splitlines()[0]}")
+            return {**described, "status": "failed", "reason": excluded[k.label][1]}
+
+    frame = run_sweep(points, one, desc=desc)
+    return with_cublas(frame)
+
+
+def with_cublas(frame: pd.DataFrame) -> pd.DataFrame:
+    """Add ``cublas_time_ms`` (cuBLAS at the same n, same run) and ``fraction_of_cublas`` (NaN
+    for rows that are not correct: a wrong or skipped kernel is never a fraction of anything)."""
+    cublas = frame[frame["kernel"].eq(CUBLAS) & frame["status"].eq("ok")].set_index("n")["time_ms"]
+    out = frame.copy()
+    out["cublas_time_ms"] = out["n"].map(cublas)
+    out["fraction_of_cublas"] = (out["cublas_time_ms"] / out["time_ms"]).where(out["status"].eq("ok"))
+    return out
+
+
+def best(frame: pd.DataFrame, n: Optional[int] = None, exclude_cublas: bool = True) -> Optional[pd.Series]:
+    """The fastest correct row (at ``n`` if given); None if none ran correctly."""
+    ok = frame[frame["status"].eq("ok")]
+    if exclude_cublas:
+        ok = ok[~ok["kernel"].eq(CUBLAS)]
+    if n is not None:
+        ok = ok[ok["n"].eq(n)]
+    return None if ok.empty else ok.sort_values("time_ms").iloc[0]
+
+
+def relabel(kernel: MatmulKernel, label: str) -> MatmulKernel:
+    """The same configuration under another name (the ladder's and the size sweep's own)."""
+    return dataclasses.replace(kernel, label=label)
+
+
+def kernel_from_row(row: pd.Series | dict[str, Any]) -> MatmulKernel:
+    """The register-blocked configuration a recorded tuning row names (bm, bn, bk, tm, tn)."""
+    r = dict(row)
+    return register_blocked(int(r["bm"]), int(r["bn"]), int(r["bk"]), int(r["tm"]), int(r["tn"]),
+                            bool(r.get("double_buffer", True)))
+
+
+def tuning_grid(tiles: Sequence[int], depths: Sequence[int], thread_tiles: Sequence[int]) -> list[MatmulKernel]:
+    """Register-blocked configurations over BM, BN in ``tiles``, BK in ``depths``, TM, TN in
+    ``thread_tiles``: the autotuning sweep (shape-rule breakers are kept, to be shown refused)."""
+    return [register_blocked(bm, bn, bk, tm, tn) for bm in tiles for bn in tiles for bk in depths
+            for tm in thread_tiles for tn in thread_tiles]
+
+
+# ------------------------------------------------------------------------------- occupancy
+
+
+def resident_blocks(threads: int, registers: int, shared_bytes: int, sm: dict[str, int]) -> dict[str, Any]:
+    """Blocks of a kernel that fit on one SM, and which resource limits them.
+
+    ``sm`` holds the per-SM limits (threads, registers, shared_bytes, blocks). Registers are
+    allocated per warp in units of 256, as the occupancy calculator does."""
+    warps = -(-threads // 32)
+    regs_per_warp = -(-registers * 32 // 256) * 256
+    limits = {"threads": sm["threads"] // (warps * 32), "blocks": sm["blocks"]}
+    if registers:
+        limits["registers"] = sm["registers"] // (regs_per_warp * warps)
+    if shared_bytes:
+        limits["shared memory"] = sm["shared_bytes"] // shared_bytes
+    blocks = min(limits.values())
+    return {"blocks_per_sm": blocks, "warps_per_sm": blocks * warps,
+            "limited_by": ", ".join(k for k, v in limits.items() if v == blocks)}
+
+
+def present_sm() -> dict[str, int]:
+    attrs = attributes()
+    return {"threads": attrs["MaxThreadsPerMultiProcessor"], "registers": attrs["MaxRegistersPerMultiprocessor"],
+            "shared_bytes": attrs["MaxSharedMemoryPerMultiprocessor"], "blocks": attrs["MaxBlocksPerMultiprocessor"]}
+
+
+# ------------------------------------------------------------------------------- the footprint figure
+
+
+def plot_footprint(block: int, foot: int, ax=None, title: str = ""):
+    """Who computes which element of one block's FOOT x FOOT patch of C: a colour per thread,
+    each thread's R x R results spaced ``block`` apart, as lab 002's matmultKernel01 places them."""
+    ax = ax or plt.subplots(figsize=(4, 4))[1]
+    r = foot // block
+    colors = sns.color_palette("husl", block * block)
+    for row in range(foot):
+        for col in range(foot):
+            ty, tx = row % block, col % block
+            ax.add_patch(plt.Rectangle((col, foot - 1 - row), 1, 1, color=colors[ty * block + tx], ec="white", lw=0.5))
+            if foot <= 16:
+                ax.text(col + 0.5, foot - 0.5 - row, f"{ty},{tx}", ha="center", va="center", fontsize=6)
+    for k in range(1, r):
+        ax.axhline(k * block, color="black", lw=1.2)
+        ax.axvline(k * block, color="black", lw=1.2)
+    ax.set(xlim=(0, foot), ylim=(0, foot), xticks=[], yticks=[], aspect="equal",
+           title=title or f"{block}x{block} threads, {foot}x{foot} footprint: {r * r} results per thread")
+    ax.grid(False)
+    return ax

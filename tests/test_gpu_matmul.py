@@ -1,0 +1,81 @@
+"""GPU tests of chapter 05's kernels: every kernel at small odd n against cuBLAS, refusals, TF32."""
+
+import numpy as np
+import pytest
+
+from cudalab.core.paths import KERNELS_DIR
+from cudalab.labs import matmul as mm
+
+pytestmark = pytest.mark.gpu
+
+ODD_SIZES = [1, 17, 33, 100, 257]
+KERNELS = [mm.naive(2), mm.naive(32), mm.naive(32, register=True), mm.shared_tile(16), mm.shared_tile(32),
+           mm.shared_tile(32, unroll=16), mm.footprint(16, 32), mm.footprint(16, 48), mm.footprint(32, 64),
+           mm.footprint(16, 32, aligned_copy=True), mm.footprint(16, 32, ktile=64),
+           mm.register_blocked(), mm.register_blocked(double_buffer=False), mm.register_blocked(64, 64, 16, 4, 4),
+           mm.register_blocked(64, 128, 8, 4, 8),   # a non-square block tile
+           mm.register_blocked(128, 64, 16, 8, 4)]  # and its transpose, with a non-square thread tile
+
+
+@pytest.fixture(scope="module")
+def cp():
+    import cupy
+
+    return cupy
+
+
+def test_cublas_computes_in_full_fp32(cp):
+    frame = mm.cublas_precision()
+    assert bool(frame["full_fp32"].iloc[0]) and frame["got"].iloc[0] == frame["expected"].iloc[0]
+
+
+@pytest.mark.parametrize("kernel", KERNELS, ids=lambda k: k.label)
+def test_every_kernel_matches_cublas_at_small_odd_n(cp, kernel):
+    frame = mm.sweep([kernel], ODD_SIZES + [128], seed=3, timing={"min_repeats": 1, "max_repeats": 1, "min_total_s": 0})
+    rows = frame[frame["kernel"].eq(kernel.label)]
+    assert rows["status"].tolist() == ["ok"] * (len(ODD_SIZES) + 1), rows[["n", "status", "reason"]].to_string()
+    assert (rows["max_rel_error"] <= rows["tolerance"]).all()
+
+
+def test_the_check_catches_a_kernel_that_skips_the_last_k(cp, tmp_path):
+    src = (KERNELS_DIR / "mm_00_naive.cu").read_text().replace("for (int k = 0; k < n; k++)\n        sum",
+                                                                   "for (int k = 0; k < n - 1; k++)\n        sum")
+    broken = tmp_path / "mm_00_naive.cu"
+    broken.write_text(src)
+    wrong = mm.MatmulKernel("skips k = n-1", "naive", str(broken), "mm_naive_register", (16, 16), (16, 16))
+    frame = mm.sweep([wrong], [100], seed=1, timing={"min_repeats": 1, "max_repeats": 1, "min_total_s": 0})
+    row = frame[frame["kernel"].eq("skips k = n-1")].iloc[0]
+    assert row["status"] == "wrong" and np.isnan(row["fraction_of_cublas"])
+    assert mm.best(frame) is None  # a wrong kernel is never a best
+
+
+def test_refused_shapes_are_rows_with_reasons_and_the_rest_runs(cp):
+    kernels = [mm.footprint(16, 96), mm.footprint(32, 48), mm.naive(48), mm.footprint(16, 32)]
+    frame = mm.sweep(kernels, [64], seed=1, timing={"min_repeats": 1, "max_repeats": 1, "min_total_s": 0})
+    status = frame.set_index("kernel")["status"]
+    assert [status[k.label] for k in kernels] == ["skipped", "skipped", "skipped", "ok"]
+    assert status[mm.CUBLAS] == "ok"
+    assert frame.set_index("kernel").loc[kernels[0].label, "reason"].startswith("LaunchRefused: 73,728 bytes")
+
+
+def test_a_kernel_over_the_register_file_is_refused_at_launch(cp):
+    from cudalab.core.errors import LaunchRefused
+    from cudalab.core.launch import check_launch
+
+    kern = mm.register_blocked(256, 256, 8, 8, 8)  # 1024 threads x ~128 registers > 65536 per block
+    compiled = kern.compile()
+    if compiled.max_threads_per_block >= 1024:
+        pytest.skip(f"the compiler fitted it in {compiled.num_regs} registers per thread")
+    with pytest.raises(LaunchRefused, match="exceeds what this kernel can launch"):
+        check_launch(compiled, kern.grid(512), kern.block)
+
+
+def test_occupancy_estimate_matches_the_driver(cp):
+    kern = mm.register_blocked()
+    compiled = kern.compile()
+    ours = mm.resident_blocks(kern.threads, compiled.num_regs, compiled.shared_size_bytes, mm.present_sm())
+    try:
+        driver = cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(compiled.kernel.ptr, kern.threads, 0)
+    except AttributeError as exc:
+        pytest.skip(f"this CuPy does not expose the occupancy API: {exc}")
+    assert ours["blocks_per_sm"] == driver

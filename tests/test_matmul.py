@@ -1,0 +1,102 @@
+"""Chapter 05's matmul machinery without a GPU: configurations, launch limits, reuse, occupancy, checks."""
+
+import math
+
+import numpy as np
+import pytest
+
+from cudalab.core.check import compare_close
+from cudalab.labs import matmul as mm
+
+LIMITS = {"threads": 1024, "shared_bytes": 48 * 1024, "registers": 65536}
+
+
+def test_lab002_footprint_shapes():
+    k = mm.footprint(16, 32)
+    assert (k.threads, k.results_per_thread, k.grid(100)) == (256, 4, (4, 4))
+    assert k.shared_bytes == 2 * 32 * 32 * 4 and mm.refusal(k, LIMITS) == ""
+    assert mm.footprint(16, 48).results_per_thread == 9
+
+
+@pytest.mark.parametrize("kernel,reason", [
+    (mm.footprint(32, 48), "footprint 48 is not a multiple of the block edge 32"),
+    (mm.footprint(16, 96), "73,728 bytes of shared memory per block exceeds the limit of 49,152"),
+    (mm.naive(48), "block 48x48 = 2304 threads exceeds the limit of 1024 threads per block"),
+    (mm.register_blocked(128, 128, 8, 8, 6), "not a multiple of the thread tile 8x6"),
+    (mm.register_blocked(64, 64, 8, 8, 16), "do not tile as whole warps of 4 x 8 lanes"),
+    (mm.register_blocked(128, 128, 6, 8, 8), "TM, TN and BK must be multiples of 4"),
+    (mm.register_blocked(256, 256, 16, 8, 8), "bytes of shared memory per block exceeds"),
+])
+def test_a_shape_the_gpu_cannot_hold_is_refused_with_the_limit_named(kernel, reason):
+    assert reason in mm.refusal(kernel, LIMITS)
+
+
+def test_limits_come_from_the_device_given():
+    k = mm.footprint(16, 64)  # 32 KiB of shared memory, 256 threads
+    assert mm.refusal(k, LIMITS) == ""
+    assert "exceeds the limit of 16,384" in mm.refusal(k, {**LIMITS, "shared_bytes": 16 * 1024})
+    assert "exceeds the limit of 128 threads" in mm.refusal(k, {**LIMITS, "threads": 128})
+
+
+def test_register_blocked_geometry_and_defines():
+    k = mm.register_blocked(128, 64, 16, 8, 4, double_buffer=False)
+    assert k.block == (256, 1) and k.patch == (128, 64) and k.grid(129) == (3, 2)
+    assert "-DBM=128" in k.options() and "-DDOUBLE_BUFFER=0" in k.options()
+    assert k.shared_bytes == 16 * (128 + 4 + 64) * 4
+    row = {"bm": 128.0, "bn": 64.0, "bk": 16.0, "tm": 8.0, "tn": 4.0, "double_buffer": False}
+    again = mm.kernel_from_row(row)  # a CSV round trip gives floats; the defines stay integers
+    assert again.options() == k.options()
+    assert mm.relabel(k, "x").options() == k.options() and mm.relabel(k, "x").label == "x"
+
+
+def test_reuse_grows_with_the_footprint():
+    tile, fp, reg = (mm.intensity(k) for k in (mm.shared_tile(16), mm.footprint(16, 32), mm.register_blocked()))
+    assert tile["fma_per_shared_float"] == 0.5 and fp["fma_per_shared_float"] == 1.0
+    assert reg["fma_per_shared_float"] == 4.0  # 8 x 8 results for 8 + 8 floats per k
+    assert (tile["fma_per_global_float"], fp["fma_per_global_float"], reg["fma_per_global_float"]) == (8, 16, 64)
+    assert mm.intensity(mm.naive(32))["fma_per_global_float"] == 0.5
+
+
+def test_resident_blocks_names_the_limiting_resource():
+    sm = {"threads": 2048, "registers": 65536, "shared_bytes": 228 * 1024, "blocks": 32}
+    occ = mm.resident_blocks(256, 127, 16640, sm)  # 127 registers round up to 128 per thread per warp
+    assert occ == {"blocks_per_sm": 2, "warps_per_sm": 16, "limited_by": "registers"}
+    assert mm.resident_blocks(1024, 32, 8192, sm)["limited_by"] == "threads, registers"
+    assert mm.resident_blocks(4, 28, 0, sm)["limited_by"] == "blocks"  # no shared memory: never its limit
+    assert mm.resident_blocks(64, 16, 100 * 1024, sm)["blocks_per_sm"] == 2
+
+
+def test_tolerance_scales_with_sqrt_n():
+    assert mm.tolerance(4096) == pytest.approx(2 * mm.tolerance(1024))
+    assert mm.tolerance(1) == pytest.approx(8 * 2.0**-24)
+
+
+def test_a_dropped_product_term_fails_the_check_and_rounding_passes():
+    rng = np.random.default_rng(0)
+    n = 257
+    a = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+    b = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    scale = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
+    fp32 = (a @ b).astype(np.float64)  # a float32 product with its own summation order
+    assert compare_close(fp32, exact, scale, mm.tolerance(n))["status"] == "ok"
+    dropped = fp32 - np.outer(a[:, -1], b[-1, :])  # the last k never added: the classic edge bug
+    check = compare_close(dropped, exact, scale, mm.tolerance(n), "cuBLAS", "|A||B|")
+    assert check["status"] == "wrong" and check["mismatches"] > n * n // 2
+    assert "x |A||B|" in check["reason"]
+    nan = fp32.copy()
+    nan[3, 4] = np.nan  # an entry the kernel never wrote
+    assert compare_close(nan, exact, scale, mm.tolerance(n))["mismatches"] == 1
+
+
+def test_tuning_grid_is_the_cross_product():
+    grid = mm.tuning_grid([64, 128], [8, 16], [4, 8])
+    assert len(grid) == 2 * 2 * 2 * 2 * 2 and len({k.label for k in grid}) == len(grid)
+
+
+def test_fp32_peak_of_a_spec():
+    from cudalab.labs.capabilities import fp32_peak_GFLOPs
+
+    assert fp32_peak_GFLOPs({"cuda_cores_per_multiprocessor": 128, "multiprocessors": 132, "gpu_clock_MHz": 1980}) == \
+        pytest.approx(66908.16)
+    assert math.isnan(fp32_peak_GFLOPs({"multiprocessors": 8}))
