@@ -100,3 +100,10 @@ def test_fp32_peak_of_a_spec():
     assert fp32_peak_GFLOPs({"cuda_cores_per_multiprocessor": 128, "multiprocessors": 132, "gpu_clock_MHz": 1980}) == \
         pytest.approx(66908.16)
     assert math.isnan(fp32_peak_GFLOPs({"multiprocessors": 8}))
+
+
+def test_a_footprint_beyond_the_register_file_is_refused_before_compiling():
+    assert "needs at least 288 registers per thread, over the 255" in mm.refusal(mm.register_blocked(128, 128, 8, 16, 16), LIMITS)
+    why = mm.refusal(mm.register_blocked(256, 256, 8, 8, 8), LIMITS)  # 1024 threads: 64 registers each
+    assert "needs at least 80 registers per thread, over the 64 it can have (1024 threads share 65,536" in why
+    assert mm.refusal(mm.register_blocked(128, 256, 8, 8, 16), LIMITS) == ""  # 152 of 255: the H100's best

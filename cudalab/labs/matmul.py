@@ -43,6 +43,7 @@ from cudalab.core.timing import summarize, time_gpu
 FLOAT32 = 4
 TOLERANCE_FACTOR = 8.0
 STATIC_SHARED_LIMIT = 48 * 1024  # statically sized __shared__ arrays cannot exceed 48 KiB
+MAX_REGISTERS_PER_THREAD = 255   # the most registers a thread can address
 
 
 def flops(n: int) -> int:
@@ -171,6 +172,16 @@ def refusal(kernel: MatmulKernel, limits: dict[str, int]) -> str:
     if kernel.shared_bytes > limits["shared_bytes"]:
         return (f"{kernel.shared_bytes:,} bytes of shared memory per block exceeds the limit of "
                 f"{limits['shared_bytes']:,} for statically sized shared memory")
+    if kernel.family == "register_blocked":
+        d = dict(kernel.defines)
+        need = d["TM"] * d["TN"] + d["TM"] + d["TN"]  # accumulators + one k's operands, before any address
+        per_block = limits.get("registers", 65536)
+        cap = min(MAX_REGISTERS_PER_THREAD, per_block // kernel.threads)
+        why = ("a thread addresses at most 255" if cap == MAX_REGISTERS_PER_THREAD
+               else f"{kernel.threads} threads share {per_block:,} per block")
+        if need > cap:
+            return (f"a {d['TM']}x{d['TN']} footprint needs at least {need} registers per thread, over the {cap} "
+                    f"it can have ({why}): it would spill to local memory")
     return ""
 
 
