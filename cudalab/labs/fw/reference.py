@@ -10,51 +10,27 @@ results on the GPU where n is too large for the CPU.
 from __future__ import annotations
 
 import ctypes
-import hashlib
-import os
-import shlex
-import shutil
-import subprocess
 from functools import cache
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from cudalab.core.errors import ToolUnavailable
 from cudalab.core.gpu import require_cupy
-from cudalab.core.paths import cache_dir
 from cudalab.labs.fw.graphs import NO_EDGE, UNREACHABLE
+from cudalab.toolchain import cc
 
 SOURCE = Path(__file__).parent / "c" / "floyd_warshall.c"
-CFLAGS = ("-O2", "-fPIC", "-shared")
-
-
-def compiler() -> str:
-    cc = os.environ.get("CC", "cc")
-    if shutil.which(cc) is None:
-        raise ToolUnavailable(f"no C compiler {cc!r} on PATH (set CC) for the CPU reference")
-    return cc
 
 
 def build_description() -> str:
     """How the CPU reference was compiled, for the report."""
-    return f"{compiler()} {' '.join(CFLAGS)} {SOURCE.name}"
+    return cc.build_description(SOURCE)
 
 
 @cache
 def _library() -> ctypes.CDLL:
-    cc = compiler()
-    digest = hashlib.sha256(SOURCE.read_bytes() + " ".join((cc, *CFLAGS)).encode()).hexdigest()[:16]
-    lib = cache_dir() / f"floyd_warshall-{digest}.so"
-    if not lib.exists():
-        tmp = lib.with_suffix(f".{os.getpid()}.tmp")
-        cmd = [cc, *CFLAGS, "-o", str(tmp), str(SOURCE)]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise ToolUnavailable(f"building the CPU reference failed: {shlex.join(cmd)}\n{proc.stderr}")
-        tmp.replace(lib)
-    dll = ctypes.CDLL(str(lib))
+    dll = cc.shared_library(SOURCE)
     dll.st_apsp.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_size_t]
     dll.st_apsp.restype = None
     return dll

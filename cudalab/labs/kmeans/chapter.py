@@ -1,0 +1,175 @@
+"""Chapter 06's measurements and their analysis: the sweeps it records, and the tables and figure
+it derives from them (the derivations run in replay too, without a GPU)."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from cudalab.core.sweep import progress
+from cudalab.labs.kmeans import reference
+from cudalab.labs.kmeans.gpu import VARIANTS
+STEPS = {"host_update": "a", "device_update": "b", "shared_buffers": "c", "fused": "ours", "cupy": "peer"}
+SHORT_NAMES = {"time_ms": "ms / iteration", "points_per_s": "points/s", "x_read_floor": "x read floor",
+               "x_flop_floor": "x flop floor", "speedup_over_cupy": "x CuPy", "total_s": "total s",
+               "ms_per_iteration": "ms / iteration", "speedup_over_previous": "x previous",
+               "speedup_over_baseline": "x baseline", "membership_mismatches": "mismatches", "near_ties": "near ties",
+               "worst_centre_error": "worst centre error"}
+FLOAT32 = 4
+
+
+def _skipped(exc: BaseException) -> dict[str, Any]:
+    return {"status": "skipped", "reason": f"{type(exc).__name__}: {exc}"}
+
+
+def correctness(n: int, d: int, k: int, seed: int, iterations: int) -> pd.DataFrame:
+    """Every variant in lockstep with the float64 reference (``gpu.check_against_float64``)."""
+    from cudalab.core.launch import refusal_types
+    from cudalab.labs.kmeans import gpu
+
+    problem = gpu.Problem(reference.blobs(n, d, k, seed), k)
+    frames = []
+    for variant in progress(VARIANTS, desc="correctness"):
+        try:
+            frames.append(gpu.check_against_float64(problem, variant, iterations))
+        except refusal_types() as exc:
+            frames.append(pd.DataFrame([{"variant": variant, "iteration": 0, "n": n, "d": d, "k": k, **_skipped(exc)}]))
+    return pd.concat(frames, ignore_index=True)
+
+
+def configurations(sizes: Iterable[int], dims: Iterable[int], clusters: Iterable[int], base_d: int,
+                   base_k: int) -> list[tuple[int, int, int]]:
+    """(n, d, k) of the three one-at-a-time sweeps, each configuration once: N at (base_d,
+    base_k), then D and K at the largest N."""
+    sizes = list(sizes)
+    top = max(sizes)
+    configs = [(n, base_d, base_k) for n in sizes] + [(top, d, base_k) for d in dims] + [(top, base_d, k) for k in clusters]
+    return list(dict.fromkeys(configs))
+
+
+def sweep(sizes: Iterable[int], dims: Iterable[int], clusters: Iterable[int], base_d: int, base_k: int,
+          iterations: int, seed: int) -> pd.DataFrame:
+    """Stage times of every variant at every configuration: one row per (n, d, k, variant,
+    iteration, stage); a variant a configuration refuses is one row with its reason."""
+    from cudalab.core.gpu import require_cupy
+    from cudalab.core.launch import refusal_types
+    from cudalab.labs.kmeans import gpu
+
+    cp = require_cupy()
+    rows: list[pd.DataFrame] = []
+    points = [(cfg, v) for cfg in configurations(sizes, dims, clusters, base_d, base_k) for v in VARIANTS]
+    problem, current = None, None
+    for (n, d, k), variant in progress(points, desc="k-means sweep"):
+        base = {"n": n, "d": d, "k": k, "variant": variant}
+        try:
+            if current != (n, d, k):
+                problem, current = None, (n, d, k)
+                cp.get_default_memory_pool().free_all_blocks()
+                problem = gpu.Problem(gpu.blobs_on_device(n, d, k, seed), k)
+            times = gpu.time_iterations(problem, variant, iterations)
+            rows.append(times.assign(**base, status="ok", reason=""))
+        except refusal_types() as exc:
+            rows.append(pd.DataFrame([{**base, "iteration": 0, "stage": "", "time_ms": np.nan, **_skipped(exc)}]))
+    cols = ["n", "d", "k", "variant", "iteration", "stage", "time_ms", "status", "reason"]
+    return pd.concat(rows, ignore_index=True)[cols]
+
+
+def floors_basis() -> pd.DataFrame:
+    """The two rates the floors use, measured or read in this run: the DRAM throughput a
+    device-to-device copy reaches (bytes read + written per second), and the FP32 peak."""
+    from cudalab.labs import bandwidth, capabilities
+
+    copy = bandwidth.copy_ceiling(1 << 29).iloc[0]
+    return pd.DataFrame([{"quantity": "dram_GBps", "value": float(copy["bandwidth_GBps"]),
+                          "how": "device-to-device copy of 512 MiB, bytes read + written, median"},
+                         {"quantity": "fp32_peak_GFLOPs", "value": capabilities.fp32_peak_GFLOPs(capabilities.present_spec()),
+                          "how": "2 x FP32 lanes x SMs x max clock"}])
+
+
+def per_iteration(stages: pd.DataFrame, basis: pd.Series, wrong: Iterable[str] = ()) -> pd.DataFrame:
+    """One row per (n, d, k, variant): the median time per iteration (sum of its stages), points
+    per second, its two floors and its multiple of each, and its speedup over CuPy at the same
+    configuration. A variant in ``wrong`` (failed the correctness check) or skipped gets no
+    multiple and no speedup."""
+    keys = ["n", "d", "k", "variant"]
+    ran = stages[stages["status"].eq("ok")]
+    totals = ran.groupby(keys + ["iteration"])["time_ms"].sum().groupby(keys).median().rename("time_ms").reset_index()
+    skipped = stages[~stages["status"].eq("ok")][keys + ["status", "reason"]].drop_duplicates(keys)
+    out = pd.concat([totals.assign(status="ok", reason=""), skipped], ignore_index=True)
+    out.loc[out["variant"].isin(list(wrong)) & out["status"].eq("ok"), ["status", "reason"]] = \
+        ["wrong", "failed the float64 check"]
+    good = out["status"].eq("ok")
+    out["points_per_s"] = (out["n"] / (out["time_ms"] * 1e-3)).where(good)
+    out["read_floor_ms"] = out["n"] * out["d"] * FLOAT32 / (basis["dram_GBps"] * 1e9) * 1e3
+    out["flop_floor_ms"] = 2.0 * out["n"] * out["k"] * out["d"] / (basis["fp32_peak_GFLOPs"] * 1e9) * 1e3
+    out["floor_ms"] = out[["read_floor_ms", "flop_floor_ms"]].max(axis=1)
+    out["x_read_floor"] = (out["time_ms"] / out["read_floor_ms"]).where(good)
+    out["x_flop_floor"] = (out["time_ms"] / out["flop_floor_ms"]).where(good)
+    cupy = out[out["variant"].eq("cupy") & good].set_index(["n", "d", "k"])["time_ms"]
+    at = pd.MultiIndex.from_frame(out[["n", "d", "k"]])
+    out["speedup_over_cupy"] = (cupy.reindex(at).to_numpy() / out["time_ms"]).where(good)
+    order = {v: i for i, v in enumerate(VARIANTS)}
+    return out.sort_values(["n", "d", "k"], kind="stable").sort_values(
+        ["n", "d", "k", "variant"], key=lambda s: s.map(order) if s.name == "variant" else s).reset_index(drop=True)
+
+
+def plot_stage_split(stages: pd.DataFrame, floors: pd.Series, ax=None, title: str = ""):
+    """Stacked bars, one per variant: the median time of each stage of one configuration, with
+    the read and flop floors as lines."""
+    ax = ax or plt.subplots(figsize=(8.5, 3.8))[1]
+    ran = stages[stages["status"].eq("ok")]
+    med = ran.groupby(["variant", "stage"])["time_ms"].median().unstack(fill_value=0.0)
+    med = med.reindex([v for v in VARIANTS if v in med.index])
+    left = np.zeros(len(med))
+    labels = [VARIANTS[v] for v in med.index]
+    for i, stage in enumerate(sorted(med.columns, key=lambda s: ("assign" not in s, "delta" not in s, s))):
+        ax.barh(labels, med[stage], left=left, label=stage, color=f"C{i}")
+        left += med[stage].to_numpy()
+    ax.axvline(floors["read_floor_ms"], color="black", linestyle="--", label=f"read the points once ({floors['read_floor_ms']:.3f} ms)")
+    ax.axvline(floors["flop_floor_ms"], color="0.4", linestyle=":", label=f"2NKD flops at FP32 peak ({floors['flop_floor_ms']:.3f} ms)")
+    ax.set_xscale("log")
+    ax.invert_yaxis()
+    ax.set(xlabel="ms per iteration (log scale; stages stacked)", title=title)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    return ax
+
+
+def full_runs(n: int, d: int, k: int, seed: int) -> pd.DataFrame:
+    """Every variant run to convergence from the same initial centres: iterations, wall time,
+    and the summed time of each stage."""
+    from cudalab.core.launch import refusal_types
+    from cudalab.labs.kmeans import gpu
+
+    problem = gpu.Problem(gpu.blobs_on_device(n, d, k, seed), k)
+    rows = []
+    for variant in progress(VARIANTS, desc="whole runs"):
+        base = {"variant": variant, "n": n, "d": d, "k": k}
+        try:
+            run = gpu.run_to_convergence(problem, variant)
+        except refusal_types() as exc:
+            rows.append({**base, **_skipped(exc)})
+            continue
+        rows.append({**base, "iterations": run["iterations"], "total_ms": run["total_ms"],
+                     **{f"{stage}_ms": ms for stage, ms in run["stages_ms"].items()}, "status": "ok", "reason": ""})
+    return pd.DataFrame(rows)
+
+
+def chain(runs: pd.DataFrame, wrong: Iterable[str] = ()) -> pd.DataFrame:
+    """The ladder's whole runs as lab 004 reports them: total seconds, each step's gain over the
+    step before and over the baseline (the CuPy peer beside them, outside the chain)."""
+    out = runs.copy()
+    out.loc[out["variant"].isin(list(wrong)) & out["status"].eq("ok"), "status"] = "wrong"
+    out["step"] = out["variant"].map(STEPS)
+    out["label"] = out["variant"].map(VARIANTS)
+    out["total_s"] = out["total_ms"] / 1e3
+    out["ms_per_iteration"] = out["total_ms"] / out["iterations"]
+    ladder = out["variant"].isin(["host_update", "device_update", "shared_buffers", "fused"]) & out["status"].eq("ok")
+    times = out["total_s"].where(ladder)
+    out["speedup_over_previous"] = (times.shift(1) / times).where(ladder & ladder.shift(1, fill_value=False))
+    baseline = out.loc[out["variant"].eq("host_update") & out["status"].eq("ok"), "total_s"]
+    out["speedup_over_baseline"] = (baseline.iloc[0] / out["total_s"]).where(out["status"].eq("ok")) if len(baseline) else np.nan
+    return out[["step", "variant", "label", "iterations", "total_s", "ms_per_iteration", "speedup_over_previous",
+                "speedup_over_baseline", "status"]]

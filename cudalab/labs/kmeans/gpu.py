@@ -1,0 +1,345 @@
+"""K-means iterations on the GPU, stage by stage: lab 004's ladder, our fused pass, and CuPy.
+
+A ``Runner`` holds one variant's device state for one problem and runs one iteration as a list
+of stages (assign, delta, update, transfer, ...), each timed: device stages with CUDA events,
+host stages (the classic host update, copies the host waits for) with a wall clock after the
+stream is idle. An iteration's time is the sum of its stages.
+
+Variants, in lab 004's order:
+    host_update     a: find_nearest_cluster + compute_delta (the lab's fix) on the GPU; the
+                    membership goes to the host, which updates the centres (classic C loop)
+                    and sends them back
+    device_update   b: update_clusters_sum (global atomics) + update_clusters_average on the GPU
+    shared_buffers  c: per-block shared-memory cluster buffers, merged once per block
+    fused           ours: one pass (assign, count, partial sums), centres in constant memory
+    cupy            the peer a CuPy user would write: a matrix multiply for the distances,
+                    argmin, and a scatter-add for the sums
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+import numpy as np
+import pandas as pd
+
+from cudalab.core.errors import LaunchRefused
+from cudalab.core.gpu import attributes, require_cupy
+from cudalab.core.kernels import load_kernel, load_module
+from cudalab.core.launch import launch, require_memory
+from cudalab.labs.kmeans import reference
+
+VARIANTS = {
+    "host_update": "a: centres updated on the host",
+    "device_update": "b: update on the device",
+    "shared_buffers": "c: shared-memory cluster buffers",
+    "fused": "ours: fused pass, constant centres",
+    "cupy": "CuPy, vectorized",
+}
+LADDER = ("host_update", "device_update", "shared_buffers", "fused")
+THREADS = 128          # the classic code's threads per block
+FUSED_THREADS = 256
+FUSED_BLOCKS_PER_SM = 4
+SHARED_LIMIT = 48 * 1024
+CONSTANT_LIMIT = 64 * 1024
+FUSED_MAX_D = 128      # a point's coordinates live in registers
+
+
+def refusal(variant: str, d: int, k: int) -> str:
+    """Why ``variant`` cannot run with D coordinates and K clusters here, or ""."""
+    assign = 4 * (k * d + THREADS)
+    if variant in ("host_update", "device_update", "shared_buffers") and assign > SHARED_LIMIT:
+        return (f"the classic assignment stages all K x D = {k * d:,} centre coordinates in shared memory: "
+                f"{assign:,} bytes exceeds the {SHARED_LIMIT:,} a block may have")
+    buffers = 4 * (k * (d + 1) + k + 1)
+    if variant in ("shared_buffers", "fused") and buffers > SHARED_LIMIT:
+        return f"per-block cluster buffers of {buffers:,} bytes exceed the {SHARED_LIMIT:,} a block may have"
+    if variant == "fused":
+        if 4 * (k * d + k) > CONSTANT_LIMIT:
+            return (f"the centres and their norms, {4 * (k * d + k):,} bytes, exceed the {CONSTANT_LIMIT:,} "
+                    f"bytes of constant memory")
+        if d > FUSED_MAX_D:
+            return f"D = {d} coordinates per point in registers exceeds the {FUSED_MAX_D} this kernel allows"
+    return ""
+
+
+@dataclass
+class Stage:
+    name: str                 # assign, delta, update, transfer, ...
+    run: Callable[[], Any]
+    on_device: bool = True    # timed with events; else with a wall clock after a sync
+
+
+class Problem:
+    """One data set on the device: the objects transposed ([D][N], as the classic CUDA code
+    stores them, so a warp's loads coalesce), and row-major for CuPy's matrix multiply.
+    ``points`` is a host array (copied to the device) or a device array (copied to the host
+    only if a host stage or a check asks for it)."""
+
+    def __init__(self, points, k: int):
+        cp = require_cupy()
+        on_device = not isinstance(points, np.ndarray)
+        n, d = points.shape
+        reference.check_k(k, n)
+        require_memory((2 if on_device else 3) * 4 * n * d + (64 << 20), f"{n:,} objects of {d} coordinates")
+        self._host = None if on_device else np.ascontiguousarray(points, dtype=np.float32)
+        self.rows = cp.ascontiguousarray(points, dtype=cp.float32) if on_device else cp.asarray(self._host)
+        self.xt = cp.ascontiguousarray(self.rows.T)
+        self.n, self.d, self.k = n, d, k
+        self.initial = cp.asnumpy(self.rows[:k])
+
+    @property
+    def points(self) -> np.ndarray:
+        """The objects on the host, (N, D) float32."""
+        if self._host is None:
+            self._host = self.rows.get()
+        return self._host
+
+
+def blobs_on_device(n: int, d: int, k: int, seed: int, spread: float = 10.0, sigma: float = 1.0):
+    """``reference.blobs`` drawn on the device (seconds faster for millions of points): ``k``
+    centres uniform in [-spread, spread]^d, each point Gaussian (``sigma``) around one at random."""
+    cp = require_cupy()
+    require_memory(3 * 4 * n * d, f"{n:,} blob points of {d} coordinates")
+    rng = cp.random.default_rng(seed)
+    centres = (rng.random((k, d), dtype=cp.float32) * 2 - 1) * spread
+    labels = rng.integers(0, k, n)
+    points = rng.standard_normal((n, d), dtype=cp.float32) * cp.float32(sigma)
+    points += centres[labels]
+    return points
+
+
+class Runner:
+    """One variant's state for one problem; ``step()`` runs an iteration and returns the number
+    of objects that changed cluster, ``last_times`` how long each stage took (ms)."""
+
+    def __init__(self, problem: Problem, variant: str):
+        if variant not in VARIANTS:
+            raise ValueError(f"unknown variant {variant!r}; variants: {', '.join(VARIANTS)}")
+        why = refusal(variant, problem.d, problem.k)
+        if why:
+            raise LaunchRefused(why)
+        cp = require_cupy()
+        self.p, self.variant = problem, variant
+        self.stream = cp.cuda.Stream(non_blocking=True)
+        n, d, k = problem.n, problem.d, problem.k
+        self.blocks = -(-n // THREADS)
+        with self.stream:
+            self.centres = cp.asarray(problem.initial)
+            self.membership = cp.full(n, -1, dtype=cp.int32)
+            self.sums = cp.zeros((k, d), dtype=cp.float32)
+            self.sizes = cp.zeros(k, dtype=cp.int32)
+            self.intermediates = cp.zeros(self.blocks, dtype=cp.int32)
+            self.delta = cp.zeros(1, dtype=cp.int32)
+            self.changed_out = cp.zeros(1, dtype=cp.int32)
+        self.host_centres = problem.initial.copy()
+        if variant == "host_update":
+            problem.points  # the host's copy of the objects, fetched once, outside any timed stage
+        self.host_membership = np.empty(n, dtype=np.int32)
+        self.changed = 0
+        self.last_times: dict[str, float] = {}
+        self._build()
+
+    # ---- the stages of each variant
+
+    def _build(self) -> None:
+        cp = require_cupy()
+        p = self.p
+        n, d, k = np.int32(p.n), np.int32(p.d), np.int32(p.k)
+        if self.variant in ("host_update", "device_update", "shared_buffers"):
+            assign = load_kernel("km_00_assign.cu", "find_nearest_cluster")
+            delta = load_kernel("km_00_assign.cu", "compute_delta")
+            reduce_threads = min(1024, 1 << max(0, (self.blocks - 1).bit_length()))
+            assign_stage = Stage("assign", lambda: launch(assign, (self.blocks,), (THREADS,),
+                                                          (p.xt, self.centres, self.membership, self.intermediates,
+                                                           n, d, k), shared_mem=4 * (p.k * p.d + THREADS),
+                                                          stream=self.stream))
+            delta_stage = Stage("delta", lambda: launch(delta, (1,), (reduce_threads,),
+                                                        (self.intermediates, np.int32(self.blocks), self.delta),
+                                                        shared_mem=4 * reduce_threads, stream=self.stream))
+            count = Stage("transfer", self._fetch_count, on_device=False)
+            if self.variant == "host_update":
+                self.stages = [assign_stage, delta_stage, count,
+                               Stage("transfer", self._membership_to_host, on_device=False),
+                               Stage("update", lambda: reference.host_update(p.points, self.host_membership,
+                                                                             self.host_centres), on_device=False),
+                               Stage("transfer", self._centres_to_device, on_device=False)]
+                return
+            average = load_kernel("km_01_device_update.cu", "update_clusters_average")
+            if self.variant == "device_update":
+                summed = load_kernel("km_01_device_update.cu", "update_clusters_sum")
+                sum_launch = lambda: launch(summed, (self.blocks,), (THREADS,),
+                                            (p.xt, self.membership, self.sums, self.sizes, n, d), stream=self.stream)
+            else:
+                summed = load_kernel("km_02_shared_buffers.cu", "update_clusters_sum_shared")
+                sum_launch = lambda: launch(summed, (self.blocks,), (THREADS,),
+                                            (p.xt, self.membership, self.sums, self.sizes, n, d, k),
+                                            shared_mem=4 * (p.k * (p.d + 1) + p.k), stream=self.stream)
+
+            def update():
+                with self.stream:
+                    self.sums.fill(0)
+                    self.sizes.fill(0)
+                sum_launch()
+                launch(average, (-(-p.k * p.d // THREADS),), (THREADS,), (self.centres, self.sums, self.sizes, k, d),
+                       stream=self.stream)
+
+            self.stages = [assign_stage, delta_stage, Stage("update", update), count]
+        elif self.variant == "fused":
+            module = load_module("km_03_fused.cu", (f"-DK={p.k}", f"-DD={p.d}"))
+            fused, finalize = module.get_function("kmeans_fused"), module.get_function("kmeans_finalize")
+            self.constants = module.get_global("c_centres")
+            self.next = cp.zeros(p.k * p.d + p.k, dtype=cp.float32)
+            grid = attributes()["MultiProcessorCount"] * FUSED_BLOCKS_PER_SM
+            self._write_constants(p.initial)
+
+            def finish():
+                launch(finalize, (1,), (FUSED_THREADS,),
+                       (self.centres, self.sums, self.sizes, self.next, self.delta, self.changed_out), stream=self.stream)
+                self.constants.copy_from_device_async(self.next.data, self.next.nbytes, self.stream)
+
+            self.stages = [Stage("assign+delta+update (fused)",
+                                 lambda: launch(fused, (grid,), (FUSED_THREADS,),
+                                                (p.xt, self.membership, self.sums, self.sizes, self.delta, n),
+                                                stream=self.stream)),
+                           Stage("update", finish),
+                           Stage("transfer", lambda: self._fetch_count(self.changed_out), on_device=False)]
+        else:  # cupy
+            state: dict[str, Any] = {}
+
+            def distances():
+                with self.stream:
+                    norms = (self.centres * self.centres).sum(axis=1)
+                    state["new"] = cp.argmin(norms[None, :] - 2 * (p.rows @ self.centres.T), axis=1).astype(cp.int32)
+
+            def delta_count():
+                with self.stream:
+                    self.delta[0] = (state["new"] != self.membership).sum()
+                    self.membership = state["new"]
+
+            def update():
+                import cupyx
+
+                with self.stream:
+                    counts = cp.bincount(self.membership, minlength=p.k)
+                    sums = cp.zeros((p.k, p.d), dtype=cp.float32)
+                    cupyx.scatter_add(sums, self.membership, p.rows)
+                    self.centres = cp.where(counts[:, None] > 0, sums / cp.maximum(counts, 1)[:, None].astype(cp.float32),
+                                            self.centres)
+
+            self.stages = [Stage("assign", distances), Stage("delta", delta_count), Stage("update", update),
+                           Stage("transfer", self._fetch_count, on_device=False)]
+
+    def _write_constants(self, centres: np.ndarray) -> None:
+        c = np.asarray(centres, dtype=np.float32)
+        host = np.concatenate([(-2.0 * c).ravel(), (c * c).sum(axis=1, dtype=np.float32)]).astype(np.float32)
+        self.next.set(host, stream=self.stream)
+        self.constants.copy_from_device_async(self.next.data, self.next.nbytes, self.stream)
+
+    def _fetch_count(self, source=None) -> None:
+        self.changed = int((source if source is not None else self.delta).get(stream=self.stream)[0])
+
+    def _membership_to_host(self) -> None:
+        self.membership.get(stream=self.stream, out=self.host_membership)
+
+    def _centres_to_device(self) -> None:
+        self.centres.set(self.host_centres, stream=self.stream)
+        self.stream.synchronize()
+
+    # ---- running
+
+    def step(self) -> int:
+        """One iteration; returns how many objects changed cluster."""
+        cp = require_cupy()
+        times: dict[str, float] = defaultdict(float)
+        pending = []
+        for stage in self.stages:
+            if stage.on_device:
+                start, end = cp.cuda.Event(), cp.cuda.Event()
+                start.record(self.stream)
+                stage.run()
+                end.record(self.stream)
+                pending.append((stage.name, start, end))
+            else:
+                self.stream.synchronize()
+                t0 = time.perf_counter()
+                stage.run()
+                times[stage.name] += (time.perf_counter() - t0) * 1e3
+        self.stream.synchronize()
+        for name, start, end in pending:
+            times[name] += cp.cuda.get_elapsed_time(start, end)
+        self.last_times = dict(times)
+        return self.changed
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]:
+        """(centres, membership) on the host."""
+        self.stream.synchronize()
+        return self.centres.get(), self.membership.get()
+
+
+def run_to_convergence(problem: Problem, variant: str, threshold: float = reference.THRESHOLD,
+                       max_loop: int = reference.MAX_LOOP) -> dict[str, Any]:
+    """The whole k-means, as the classic code loops: iterate while the changed fraction exceeds
+    ``threshold``, at most ``max_loop`` more times. Returns the iteration count, the wall time of
+    the loop and the summed time of each stage (ms)."""
+    runner = Runner(problem, variant)
+    totals: dict[str, float] = defaultdict(float)
+    loop = 0
+    t0 = time.perf_counter()
+    while True:
+        changed = runner.step()
+        for name, ms in runner.last_times.items():
+            totals[name] += ms
+        if not (np.float32(changed) / np.float32(problem.n) > np.float32(threshold) and loop < max_loop):
+            break
+        loop += 1
+    wall_ms = (time.perf_counter() - t0) * 1e3
+    centres, membership = runner.result()
+    return {"iterations": loop + 1, "total_ms": wall_ms, "stages_ms": dict(totals), "centres": centres,
+            "membership": membership}
+
+
+def time_iterations(problem: Problem, variant: str, iterations: int, warmup: int = 2) -> pd.DataFrame:
+    """Per-iteration stage times of ``variant`` from the initial centres: ``warmup`` untimed
+    iterations (compilation, caches), then ``iterations`` timed ones. One row per iteration and
+    stage (``time_ms``)."""
+    runner = Runner(problem, variant)
+    for _ in range(warmup):
+        runner.step()
+    rows = []
+    for it in range(iterations):
+        runner.step()
+        rows += [{"iteration": it, "stage": name, "time_ms": ms} for name, ms in runner.last_times.items()]
+    return pd.DataFrame(rows)
+
+
+def check_against_float64(problem: Problem, variant: str, iterations: int,
+                          tie_rtol: float = reference.TIE_RTOL, centre_rtol: float = 1e-4) -> pd.DataFrame:
+    """Lockstep check of ``variant`` against the float64 reference, iteration by iteration from
+    the same initial centres: each iteration's memberships against float64's nearest centres
+    for the centres the variant started from (a disagreement counts as wrong unless that point's
+    two nearest centres are within ``tie_rtol``: a near tie), and the variant's new centres
+    against the float64 means of its own memberships (relative to the data's spread)."""
+    runner = Runner(problem, variant)
+    scale = float(np.abs(problem.points).max()) or 1.0
+    start = problem.initial.astype(np.float64)
+    rows = []
+    for it in range(iterations):
+        runner.step()
+        centres, membership = runner.result()
+        expected, gap = reference.assign64(problem.points, start)
+        differ = membership != expected
+        ties = differ & (gap <= tie_rtol)
+        wrong = int((differ & ~ties).sum())
+        means = reference.means64(problem.points, membership, start)
+        err = float(np.abs(centres - means).max() / scale)
+        ok = wrong == 0 and err <= centre_rtol
+        rows.append({"variant": variant, "iteration": it, "n": problem.n, "d": problem.d, "k": problem.k,
+                     "membership_mismatches": wrong, "near_ties": int(ties.sum()), "centre_rel_error": err,
+                     "status": "ok" if ok else "wrong",
+                     "reason": "" if ok else f"{wrong} memberships differ beyond near ties; centre error {err:.2g}"})
+        start = centres.astype(np.float64)
+    return pd.DataFrame(rows)

@@ -1,0 +1,185 @@
+"""K-means without a GPU: the classic file formats, the classic sequential code, the float64 reference."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from cudalab.core.errors import CaseFormatError
+from cudalab.core.paths import ROOT
+from cudalab.labs.kmeans import files, reference
+
+
+def classic_in_python(points: np.ndarray, k: int, threshold: float = 0.001, max_loop: int = 500):
+    """Liao's seq_kmeans written again, in float32 NumPy scalars: an independent check of the C."""
+    pts = points.astype(np.float32)
+    n, d = pts.shape
+    centres = pts[:k].copy()
+    membership = np.full(n, -1)
+    loop = 0
+    while True:
+        delta = np.float32(0)
+        sums = np.zeros((k, d), dtype=np.float32)
+        sizes = np.zeros(k, dtype=np.int64)
+        for i in range(n):
+            dist = np.zeros(k, dtype=np.float32)
+            for c in range(k):
+                acc = np.float32(0)
+                for j in range(d):
+                    diff = np.float32(pts[i, j] - centres[c, j])
+                    acc = np.float32(acc + np.float32(diff * diff))
+                dist[c] = acc
+            index = int(np.argmin(dist))  # the first of equal minima: ties to the lowest index
+            if membership[i] != index:
+                delta = np.float32(delta + np.float32(1))
+            membership[i] = index
+            sizes[index] += 1
+            for j in range(d):
+                sums[index, j] = np.float32(sums[index, j] + pts[i, j])
+        for c in range(k):
+            if sizes[c] > 0:
+                centres[c] = (sums[c] / np.float32(sizes[c])).astype(np.float32)
+        delta = np.float32(delta / np.float32(n))
+        if not (delta > np.float32(threshold) and loop < max_loop):
+            break
+        loop += 1
+    return centres, membership, loop + 1
+
+
+@pytest.mark.parametrize("n,d,k,seed", [(60, 3, 4, 1), (97, 2, 5, 2), (40, 1, 3, 3), (30, 4, 1, 4)])
+def test_the_c_code_is_the_classic_algorithm(n, d, k, seed):
+    points = reference.blobs(n, d, k, seed, spread=3.0)
+    got = reference.classic(points, k)
+    centres, membership, iterations = classic_in_python(points, k)
+    assert got.iterations == iterations
+    assert (got.membership == membership).all()
+    assert np.array_equal(got.centres, centres)
+
+
+def test_an_empty_cluster_keeps_its_centre():
+    points = np.array([[0.0], [0.0], [10.0], [10.1]], dtype=np.float32)  # centres 0 and 0: the second never wins
+    got = reference.classic(points, 2)
+    assert (got.membership == [0, 0, 0, 0]).all() or got.centres[1, 0] == 0.0
+    assert got.centres[1, 0] == 0.0  # cluster 1 started at the second object and stayed empty (ties go to 0)
+
+
+def test_float64_reference_assigns_and_measures_ties():
+    points = np.array([[0.0, 0.0], [1.0, 0.0], [5.0, 5.0]])
+    centres = np.array([[0.0, 0.0], [2.0, 0.0]])
+    membership, gap = reference.assign64(points, centres)
+    assert membership.tolist() == [0, 0, 1]  # (1, 0) is equidistant: the lowest index
+    assert gap[1] == 0.0 and gap[0] == 1.0
+    means = reference.means64(points, np.array([0, 0, 0]), centres)
+    assert np.allclose(means[0], [2.0, 5.0 / 3.0]) and (means[1] == centres[1]).all()
+
+
+def test_binary_and_text_round_trip(tmp_path):
+    points = reference.blobs(50, 3, 4, 7)
+    files.write_binary(tmp_path / "p.bin", points)
+    assert np.array_equal(files.read(tmp_path / "p.bin", binary=True), points)
+    files.write_text(tmp_path / "p.txt", points)
+    assert np.allclose(files.read(tmp_path / "p.txt", binary=False), points, atol=5e-7)
+    centres, membership = points[:4], np.arange(50) % 4
+    c_path, m_path = files.write_outputs(tmp_path / "p.txt", centres, membership)
+    assert c_path.name == "p.txt.cluster_centres" and m_path.name == "p.txt.membership"
+    assert c_path.read_text().splitlines()[0].startswith("0 ") and m_path.read_text().splitlines()[3] == "3 3"
+    assert np.allclose(files.read_centres(c_path), centres, atol=5e-7)
+    assert (files.read_membership(m_path) == membership).all()
+
+
+def _binary(tmp_path, header, values, name="bad.bin"):
+    path = tmp_path / name
+    path.write_bytes(np.array(header, dtype="<i4").tobytes() + np.asarray(values, dtype="<f4").tobytes())
+    return path
+
+
+@pytest.mark.parametrize("header,values,message", [
+    ((3, 2), [1, 2, 3, 4, 5], r"should be 32 bytes; it is 28: truncated: the data ends inside object 2"),
+    ((2, 2), [1, 2, 3, 4, 5], r"4 bytes follow the last object \(from byte offset 24\)"),
+    ((0, 2), [], r"N = 0 objects; N must be at least 1"),
+    ((2, -1), [], r"D = -1 coordinates"),
+    ((2, 2), [1, np.nan, 3, 4], r"object 0, coordinate 1 \(byte offset 12\): value nan is not a finite number"),
+    ((2, 2), [1, 2, np.inf, 4], r"object 1, coordinate 0"),
+    ((1 << 30, 1 << 10), [], r"more than this reader accepts"),
+])
+def test_malformed_binary_files_are_refused_with_the_offset(tmp_path, header, values, message):
+    with pytest.raises(CaseFormatError, match=message) as err:
+        files.read(_binary(tmp_path, header, values), binary=True)
+    assert "bad.bin" in str(err.value)
+
+
+def test_a_binary_file_shorter_than_its_header(tmp_path):
+    (tmp_path / "tiny.bin").write_bytes(b"\x01\x00")
+    with pytest.raises(CaseFormatError, match="2 bytes; a binary input starts with two int32"):
+        files.read(tmp_path / "tiny.bin", binary=True)
+
+
+@pytest.mark.parametrize("text,message", [
+    ("0 1.0 2.0\n1 3.0\n", r"bad.txt:2: 1 values where the first object has 2"),
+    ("0 1.0 x\n", r"bad.txt:1: 'x' is not a number"),
+    ("0 1.0 nan\n", r"object 0, coordinate 1: value nan is not a finite number"),
+    ("0 1e39 1\n", r"beyond float32's range"),
+    ("\n\n", r"no objects"),
+    ("7\n", r"bad.txt:1: an object is an id followed by its coordinates"),
+])
+def test_malformed_text_files_are_refused_with_the_line(tmp_path, text, message):
+    (tmp_path / "bad.txt").write_text(text)
+    with pytest.raises(CaseFormatError, match=message):
+        files.read(tmp_path / "bad.txt", binary=False)
+
+
+@pytest.mark.parametrize("k,message", [(0, "K = 0 clusters; K must be at least 1"),
+                                       (-3, "K must be at least 1"), (5, "K = 5 clusters but only 4 objects")])
+def test_k_outside_1_to_n_is_refused(k, message):
+    with pytest.raises(CaseFormatError, match=message):
+        reference.classic(np.zeros((4, 2), dtype=np.float32), k)
+
+
+def test_random_and_bit_flipped_binary_files_get_a_clean_answer(tmp_path):
+    rng = np.random.default_rng(0)
+    good = _binary(tmp_path, (20, 3), rng.uniform(-1, 1, 60), "good.bin").read_bytes()
+    for trial in range(200):
+        data = bytearray(good)
+        if trial % 3 == 0:
+            data = data[: rng.integers(0, len(data))]
+        else:
+            for _ in range(rng.integers(1, 4)):
+                pos = rng.integers(0, len(data))
+                data[pos] ^= 1 << int(rng.integers(0, 8))
+        path = tmp_path / f"fuzz{trial}.bin"
+        path.write_bytes(bytes(data))
+        try:
+            points = files.read(path, binary=True)
+        except CaseFormatError:
+            continue
+        assert np.isfinite(points).all() and points.shape == (20, 3)
+
+
+def run_face(*args):
+    return subprocess.run([sys.executable, "-m", "cudalab.kmeans", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_the_command_reproduces_the_classic_code_on_the_cpu(tmp_path):
+    points = reference.blobs(500, 4, 6, 11)
+    files.write_binary(tmp_path / "blobs.bin", points)
+    proc = run_face("-i", str(tmp_path / "blobs.bin"), "-n", "6", "-b", "--cpu")
+    assert proc.returncode == 0, proc.stderr
+    expected = reference.classic(points, 6)
+    assert f"iterations: {expected.iterations}" in proc.stdout
+    assert (files.read_membership(tmp_path / "blobs.bin.membership") == expected.membership).all()
+    printed = (tmp_path / "blobs.bin.cluster_centres").read_text().splitlines()[0].split()[1:]
+    assert printed == [f"{v:f}" for v in expected.centres[0]]
+
+
+def test_the_command_refuses_bad_requests_without_a_traceback(tmp_path):
+    files.write_binary(tmp_path / "p.bin", reference.blobs(10, 2, 2, 1))
+    for args, message in [(("-n", "11", "-b"), "K = 11 clusters but only 10 objects"),
+                          (("-n", "0", "-b"), "K must be at least 1"),
+                          (("-n", "2"), "is not a number (a binary file? read it with -b)"),
+                          (("-n", "2", "-b", "-t", "2"), "threshold is a fraction")]:
+        proc = run_face("-i", str(tmp_path / "p.bin"), *args, "--cpu")
+        assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    proc = run_face("-i", str(tmp_path / "p.bin.membership"), "-n", "2", "-o", str(tmp_path / "p.bin"), "--cpu")
+    assert proc.returncode == 2 and "no such file" in proc.stderr or "is the input" in proc.stderr
