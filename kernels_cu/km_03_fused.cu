@@ -15,6 +15,13 @@
 //      counts these near ties).
 //   4. A persistent grid (a few blocks per SM striding over the objects), so the shared sums are
 //      merged into the global ones a few hundred times per iteration, not once per 128 objects.
+//   5. COPIES copies of the shared sums (-DCOPIES=4 by default), lane l adding into copy l % COPIES:
+//      lanes of a warp that picked the same cluster collide on one shared address and serialize,
+//      and with K = 32 random clusters over 32 lanes a few always do; four copies cut that by about
+//      four. Copies are offset by one word so that the same cluster in two copies uses two banks.
+//   6. Centres and points per thread are tuning knobs: -DCENTRES_IN_SHARED=1 reads the centres
+//      from shared memory (16-byte broadcast loads) instead of constant memory, and
+//      -DPOINTS=2 gives each thread two objects, so each centre value read serves two of them.
 // K and D are compile-time constants (-DK=, -DD=): the loops unroll and every centre coordinate
 // is a constant-bank operand. Objects are transposed, objects[d * n + i].
 // kmeans_finalize then averages, hands the change count over, and writes the next iteration's
@@ -26,58 +33,109 @@
 #ifndef D
 #define D 32
 #endif
+#ifndef COPIES
+#define COPIES 4
+#endif
 #define PADDED (D + 1)                       // shared sums padded: clusters fall in different banks
-#define SCALED(c, j) c_centres[(c) * D + (j)]  // -2 x centre c, coordinate j
-#define NORM(c) c_centres[K * D + (c)]          // |centre c|^2
+#define COPY_STRIDE (K * PADDED + 1)         // one copy of the sums, offset by a word from the next
+#ifndef CENTRES_IN_SHARED
+#define CENTRES_IN_SHARED 0
+#endif
+#ifndef POINTS
+#define POINTS 1
+#endif
+#ifndef CENTRE_UNROLL
+#define CENTRE_UNROLL K  // centres unrolled at a time; less keeps the compiler from hoisting them all
+#endif
+#define PRAGMA(text) _Pragma(#text)
+#define UNROLL_BY(factor) PRAGMA(unroll factor)
+#if CENTRES_IN_SHARED
+#define TABLE s_table
+#else
+#define TABLE c_centres
+#endif
+#define SCALED(c, j) TABLE[(c) * D + (j)]  // -2 x centre c, coordinate j
+#define NORM(c) TABLE[K * D + (c)]          // |centre c|^2
 
 __constant__ float c_centres[K * D + K];
 
 // Launch: grid (a few blocks per SM), block threads (a multiple of 32).
 extern "C" __global__ void kmeans_fused(const float* __restrict__ objects, int* __restrict__ membership,
                                         float* __restrict__ sums, int* __restrict__ sizes, int* __restrict__ changed,
-                                        int n)
+                                        const float* __restrict__ table, int n)
 {
-    __shared__ float s_sums[K * PADDED];
-    __shared__ int s_sizes[K];
+    __shared__ float s_sums[COPIES * COPY_STRIDE];
+    __shared__ int s_sizes[COPIES * K];
     __shared__ int s_changed;
-    for (int i = threadIdx.x; i < K * PADDED; i += blockDim.x) s_sums[i] = 0.0f;
-    for (int i = threadIdx.x; i < K; i += blockDim.x) s_sizes[i] = 0;
+#if CENTRES_IN_SHARED
+    __shared__ __align__(16) float s_table[K * D + K];
+    for (int i = threadIdx.x; i < K * D + K; i += blockDim.x) s_table[i] = table[i];
+#endif
+    for (int i = threadIdx.x; i < COPIES * COPY_STRIDE; i += blockDim.x) s_sums[i] = 0.0f;
+    for (int i = threadIdx.x; i < COPIES * K; i += blockDim.x) s_sizes[i] = 0;
     if (threadIdx.x == 0) s_changed = 0;
     __syncthreads();
 
+    int copy = (threadIdx.x % 32) % COPIES;
+    float* my_sums = s_sums + copy * COPY_STRIDE;
+    int* my_sizes = s_sizes + copy * K;
     int moved = 0;
-    for (int obj = blockIdx.x * blockDim.x + threadIdx.x; obj < n; obj += gridDim.x * blockDim.x) {
-        float x[D];
+    int stride = gridDim.x * blockDim.x;
+    for (int first = blockIdx.x * blockDim.x + threadIdx.x; first < n; first += POINTS * stride) {
+        float x[POINTS][D];
 #pragma unroll
-        for (int j = 0; j < D; j++) x[j] = objects[(size_t)j * n + obj];
-        int index = 0;
-        float best = 0.0f;
+        for (int p = 0; p < POINTS; p++) {
+            int obj = min(first + p * stride, n - 1);  // past the end: a duplicate, computed, not counted
 #pragma unroll
-        for (int c = 0; c < K; c++) {
-            float score = NORM(c);
-#pragma unroll
-            for (int j = 0; j < D; j++) score = fmaf(x[j], SCALED(c, j), score);
-            if (c == 0 || score < best) {
-                best = score;
-                index = c;
-            }
+            for (int j = 0; j < D; j++) x[p][j] = objects[(size_t)j * n + obj];
         }
-        moved += membership[obj] != index;
-        membership[obj] = index;
-        atomicAdd(&s_sizes[index], 1);
+        int index[POINTS] = {};
+        float best[POINTS];
+        UNROLL_BY(CENTRE_UNROLL)
+        for (int c = 0; c < K; c++) {
+            float score[POINTS];
 #pragma unroll
-        for (int j = 0; j < D; j++) atomicAdd(&s_sums[index * PADDED + j], x[j]);
+            for (int p = 0; p < POINTS; p++) score[p] = NORM(c);
+#pragma unroll
+            for (int j = 0; j < D; j++) {
+                float w = SCALED(c, j);
+#pragma unroll
+                for (int p = 0; p < POINTS; p++) score[p] = fmaf(x[p][j], w, score[p]);
+            }
+#pragma unroll
+            for (int p = 0; p < POINTS; p++)
+                if (c == 0 || score[p] < best[p]) {
+                    best[p] = score[p];
+                    index[p] = c;
+                }
+        }
+#pragma unroll
+        for (int p = 0; p < POINTS; p++) {
+            int obj = first + p * stride;
+            if (obj >= n) break;
+            moved += membership[obj] != index[p];
+            membership[obj] = index[p];
+            atomicAdd(&my_sizes[index[p]], 1);
+#pragma unroll
+            for (int j = 0; j < D; j++) atomicAdd(&my_sums[index[p] * PADDED + j], x[p][j]);
+        }
     }
     for (int offset = 16; offset > 0; offset /= 2) moved += __shfl_down_sync(0xffffffffu, moved, offset);
     if (threadIdx.x % 32 == 0 && moved) atomicAdd(&s_changed, moved);
     __syncthreads();
 
     for (int i = threadIdx.x; i < K * D; i += blockDim.x) {
-        float v = s_sums[(i / D) * PADDED + i % D];
+        float v = 0.0f;
+#pragma unroll
+        for (int c = 0; c < COPIES; c++) v += s_sums[c * COPY_STRIDE + (i / D) * PADDED + i % D];
         if (v != 0.0f) atomicAdd(&sums[i], v);
     }
-    for (int i = threadIdx.x; i < K; i += blockDim.x)
-        if (s_sizes[i]) atomicAdd(&sizes[i], s_sizes[i]);
+    for (int i = threadIdx.x; i < K; i += blockDim.x) {
+        int size = 0;
+#pragma unroll
+        for (int c = 0; c < COPIES; c++) size += s_sizes[c * K + i];
+        if (size) atomicAdd(&sizes[i], size);
+    }
     if (threadIdx.x == 0 && s_changed) atomicAdd(changed, s_changed);
 }
 

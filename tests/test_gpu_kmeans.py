@@ -56,7 +56,7 @@ def test_stage_times_are_recorded_for_each_iteration(gpu):
 def test_shapes_beyond_the_kernels_limits_are_refused(gpu):
     from cudalab.core.errors import LaunchRefused
 
-    assert "constant memory" in gpu.refusal("fused", 200, 100) or "shared" in gpu.refusal("fused", 200, 100)
+    assert "exceed" in gpu.refusal("fused", 200, 100) and gpu.refusal("fused", 32, 32) == ""
     with pytest.raises(LaunchRefused, match="shared memory"):
         gpu.Runner(gpu.Problem(reference.blobs(20000, 128, 4, seed=1), 200), "host_update")
 

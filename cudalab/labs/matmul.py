@@ -36,6 +36,7 @@ from cudalab.core.errors import KernelCompileError, MeasurementError
 from cudalab.core.gpu import attributes, require_cupy
 from cudalab.core.kernels import load_kernel
 from cudalab.core.launch import check_launch, launch, refusal_types, require_memory
+from cudalab.core.occupancy import present_sm, resident_blocks  # noqa: F401  (the chapter shows occupancy)
 from cudalab.core.rates import gflop_per_s
 from cudalab.core.sweep import run_sweep
 from cudalab.core.timing import summarize, time_gpu
@@ -368,32 +369,6 @@ def tuning_grid(tiles: Sequence[int], depths: Sequence[int], thread_tiles: Seque
     ``thread_tiles``: the autotuning sweep (shape-rule breakers are kept, to be shown refused)."""
     return [register_blocked(bm, bn, bk, tm, tn) for bm in tiles for bn in tiles for bk in depths
             for tm in thread_tiles for tn in thread_tiles]
-
-
-# ------------------------------------------------------------------------------- occupancy
-
-
-def resident_blocks(threads: int, registers: int, shared_bytes: int, sm: dict[str, int]) -> dict[str, Any]:
-    """Blocks of a kernel that fit on one SM, and which resource limits them.
-
-    ``sm`` holds the per-SM limits (threads, registers, shared_bytes, blocks). Registers are
-    allocated per warp in units of 256, as the occupancy calculator does."""
-    warps = -(-threads // 32)
-    regs_per_warp = -(-registers * 32 // 256) * 256
-    limits = {"threads": sm["threads"] // (warps * 32), "blocks": sm["blocks"]}
-    if registers:
-        limits["registers"] = sm["registers"] // (regs_per_warp * warps)
-    if shared_bytes:
-        limits["shared memory"] = sm["shared_bytes"] // shared_bytes
-    blocks = min(limits.values())
-    return {"blocks_per_sm": blocks, "warps_per_sm": blocks * warps,
-            "limited_by": ", ".join(k for k, v in limits.items() if v == blocks)}
-
-
-def present_sm() -> dict[str, int]:
-    attrs = attributes()
-    return {"threads": attrs["MaxThreadsPerMultiProcessor"], "registers": attrs["MaxRegistersPerMultiprocessor"],
-            "shared_bytes": attrs["MaxSharedMemoryPerMultiprocessor"], "blocks": attrs["MaxBlocksPerMultiprocessor"]}
 
 
 # ------------------------------------------------------------------------------- the footprint figure

@@ -30,6 +30,7 @@ from cudalab.core.errors import LaunchRefused
 from cudalab.core.gpu import attributes, require_cupy
 from cudalab.core.kernels import load_kernel, load_module
 from cudalab.core.launch import launch, require_memory
+from cudalab.core.occupancy import present_sm, resident_blocks
 from cudalab.labs.kmeans import reference
 
 VARIANTS = {
@@ -42,10 +43,18 @@ VARIANTS = {
 LADDER = ("host_update", "device_update", "shared_buffers", "fused")
 THREADS = 128          # the classic code's threads per block
 FUSED_THREADS = 256
-FUSED_BLOCKS_PER_SM = 4
+# The fused kernel's knobs (see km_03_fused.cu): objects per thread, centres in shared memory
+# rather than constant memory, and how many centres are unrolled at a time.
+FUSED_OPTIONS = {"POINTS": 1, "CENTRES_IN_SHARED": 0, "CENTRE_UNROLL": 128}
+FUSED_COPIES = (4, 2, 1)  # copies of the fused kernel's shared sums, the most that fit
 SHARED_LIMIT = 48 * 1024
 CONSTANT_LIMIT = 64 * 1024
 FUSED_MAX_D = 128      # a point's coordinates live in registers
+
+
+def fused_copies(d: int, k: int) -> int:
+    """How many copies of its shared sums the fused kernel keeps for D and K (0: not even one fits)."""
+    return next((c for c in FUSED_COPIES if 4 * (c * (k * (d + 1) + 1) + c * k + 1) <= SHARED_LIMIT), 0)
 
 
 def refusal(variant: str, d: int, k: int) -> str:
@@ -55,7 +64,9 @@ def refusal(variant: str, d: int, k: int) -> str:
         return (f"the classic assignment stages all K x D = {k * d:,} centre coordinates in shared memory: "
                 f"{assign:,} bytes exceeds the {SHARED_LIMIT:,} a block may have")
     buffers = 4 * (k * (d + 1) + k + 1)
-    if variant in ("shared_buffers", "fused") and buffers > SHARED_LIMIT:
+    if variant == "shared_buffers" and buffers > SHARED_LIMIT:
+        return f"per-block cluster buffers of {buffers:,} bytes exceed the {SHARED_LIMIT:,} a block may have"
+    if variant == "fused" and not fused_copies(d, k):
         return f"per-block cluster buffers of {buffers:,} bytes exceed the {SHARED_LIMIT:,} a block may have"
     if variant == "fused":
         if 4 * (k * d + k) > CONSTANT_LIMIT:
@@ -189,11 +200,15 @@ class Runner:
 
             self.stages = [assign_stage, delta_stage, Stage("update", update), count]
         elif self.variant == "fused":
-            module = load_module("km_03_fused.cu", (f"-DK={p.k}", f"-DD={p.d}"))
+            knobs = {**FUSED_OPTIONS, "COPIES": fused_copies(p.d, p.k),
+                     "CENTRE_UNROLL": min(FUSED_OPTIONS["CENTRE_UNROLL"], p.k)}
+            module = load_module("km_03_fused.cu", (f"-DK={p.k}", f"-DD={p.d}", *(f"-D{k}={v}" for k, v in knobs.items())))
             fused, finalize = module.get_function("kmeans_fused"), module.get_function("kmeans_finalize")
             self.constants = module.get_global("c_centres")
             self.next = cp.zeros(p.k * p.d + p.k, dtype=cp.float32)
-            grid = attributes()["MultiProcessorCount"] * FUSED_BLOCKS_PER_SM
+            # a persistent grid: exactly the blocks that fit at once, so there is no tail wave
+            fit = resident_blocks(FUSED_THREADS, fused.num_regs, fused.shared_size_bytes + 1024, present_sm())
+            grid = attributes()["MultiProcessorCount"] * max(1, fit["blocks_per_sm"])
             self._write_constants(p.initial)
 
             def finish():
@@ -203,7 +218,8 @@ class Runner:
 
             self.stages = [Stage("assign+delta+update (fused)",
                                  lambda: launch(fused, (grid,), (FUSED_THREADS,),
-                                                (p.xt, self.membership, self.sums, self.sizes, self.delta, n),
+                                                (p.xt, self.membership, self.sums, self.sizes, self.delta,
+                                                 self.next, n),
                                                 stream=self.stream)),
                            Stage("update", finish),
                            Stage("transfer", lambda: self._fetch_count(self.changed_out), on_device=False)]
@@ -221,12 +237,10 @@ class Runner:
                     self.membership = state["new"]
 
             def update():
-                import cupyx
-
                 with self.stream:
                     counts = cp.bincount(self.membership, minlength=p.k)
                     sums = cp.zeros((p.k, p.d), dtype=cp.float32)
-                    cupyx.scatter_add(sums, self.membership, p.rows)
+                    cp.add.at(sums, self.membership, p.rows)
                     self.centres = cp.where(counts[:, None] > 0, sums / cp.maximum(counts, 1)[:, None].astype(cp.float32),
                                             self.centres)
 
