@@ -19,9 +19,15 @@
 //      lanes of a warp that picked the same cluster collide on one shared address and serialize,
 //      and with K = 32 random clusters over 32 lanes a few always do; four copies cut that by about
 //      four. Copies are offset by one word so that the same cluster in two copies uses two banks.
-//   6. Centres and points per thread are tuning knobs: -DCENTRES_IN_SHARED=1 reads the centres
-//      from shared memory (16-byte broadcast loads) instead of constant memory, and
-//      -DPOINTS=2 gives each thread two objects, so each centre value read serves two of them.
+//   6. -DSUMS_BY_WARP=1: shared float atomics are compare-and-swap loops (ATOMS.CAST.SPIN in the
+//      SASS), and lanes that picked the same cluster retry against each other. Instead the block
+//      stages its tile of objects in shared memory, and each warp adds whole objects into its own
+//      copy of the sums, one object per step, lane j adding coordinate j: plain loads and stores,
+//      32 different addresses in 32 different banks, no atomics. Dynamic shared memory holds the
+//      tile, D x (threads + 1) floats, and one K x (D + 1) copy of the sums per warp.
+//   7. Two knobs that did not pay on the H100 in our probe runs, kept for other GPUs: with
+//      -DCENTRES_IN_SHARED=1 the centres come from shared memory (broadcast loads) instead of
+//      constant memory; -DPOINTS=2 gives each thread two objects per step (lane-atomics path).
 // K and D are compile-time constants (-DK=, -DD=): the loops unroll and every centre coordinate
 // is a constant-bank operand. Objects are transposed, objects[d * n + i].
 // kmeans_finalize then averages, hands the change count over, and writes the next iteration's
@@ -44,6 +50,9 @@
 #ifndef POINTS
 #define POINTS 1
 #endif
+#ifndef SUMS_BY_WARP
+#define SUMS_BY_WARP 0
+#endif
 #ifndef CENTRE_UNROLL
 #define CENTRE_UNROLL K  // centres unrolled at a time; less keeps the compiler from hoisting them all
 #endif
@@ -60,6 +69,74 @@
 __constant__ float c_centres[K * D + K];
 
 // Launch: grid (a few blocks per SM), block threads (a multiple of 32).
+#if SUMS_BY_WARP
+// The SUMS_BY_WARP pass (see 6 above): one object per thread per tile, the loop uniform across the
+// block so that it can synchronize. Launch: block threads (a multiple of 32, at most 1024),
+// dynamic shared memory D * (threads + 1) + (threads / 32) * K * (D + 1) floats.
+extern "C" __global__ void kmeans_fused(const float* __restrict__ objects, int* __restrict__ membership,
+                                        float* __restrict__ sums, int* __restrict__ sizes, int* __restrict__ changed,
+                                        const float* __restrict__ table, int n)
+{
+    extern __shared__ float s_x[];                  // [D][blockDim.x + 1]: the tile, transposed
+    float* s_sums = s_x + D * (blockDim.x + 1);     // [warps][K][D + 1]: each warp's own sums
+    __shared__ int s_sizes[K];
+    __shared__ int s_idx[1024];
+    __shared__ int s_changed;
+    int tile = blockDim.x, pitch = blockDim.x + 1;
+    int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+    for (int i = threadIdx.x; i < warps * K * PADDED; i += blockDim.x) s_sums[i] = 0.0f;
+    for (int i = threadIdx.x; i < K; i += blockDim.x) s_sizes[i] = 0;
+    if (threadIdx.x == 0) s_changed = 0;
+    __syncthreads();
+
+    float* my_sums = s_sums + warp * K * PADDED;
+    int moved = 0;
+    for (int base = blockIdx.x * tile; base < n; base += gridDim.x * tile) {
+        int obj = base + threadIdx.x;
+        int index = -1;
+        if (obj < n) {
+            float x[D];
+#pragma unroll
+            for (int j = 0; j < D; j++) x[j] = objects[(size_t)j * n + obj];
+            float best = 0.0f;
+#pragma unroll
+            for (int c = 0; c < K; c++) {
+                float score = NORM(c);
+#pragma unroll
+                for (int j = 0; j < D; j++) score = fmaf(x[j], SCALED(c, j), score);
+                if (c == 0 || score < best) {
+                    best = score;
+                    index = c;
+                }
+            }
+            moved += membership[obj] != index;
+            membership[obj] = index;
+            atomicAdd(&s_sizes[index], 1);
+#pragma unroll
+            for (int j = 0; j < D; j++) s_x[j * pitch + threadIdx.x] = x[j];
+        }
+        s_idx[threadIdx.x] = index;
+        __syncthreads();
+        for (int p = warp; p < tile; p += warps) {
+            int c = s_idx[p];
+            if (c < 0) continue;
+            for (int j = lane; j < D; j += 32) my_sums[c * PADDED + j] += s_x[j * pitch + p];
+        }
+        __syncthreads();
+    }
+    for (int offset = 16; offset > 0; offset /= 2) moved += __shfl_down_sync(0xffffffffu, moved, offset);
+    if (lane == 0 && moved) atomicAdd(&s_changed, moved);
+    __syncthreads();
+    for (int i = threadIdx.x; i < K * D; i += blockDim.x) {
+        float v = 0.0f;
+        for (int w = 0; w < warps; w++) v += s_sums[w * K * PADDED + (i / D) * PADDED + i % D];
+        if (v != 0.0f) atomicAdd(&sums[i], v);
+    }
+    for (int i = threadIdx.x; i < K; i += blockDim.x)
+        if (s_sizes[i]) atomicAdd(&sizes[i], s_sizes[i]);
+    if (threadIdx.x == 0 && s_changed) atomicAdd(changed, s_changed);
+}
+#else
 extern "C" __global__ void kmeans_fused(const float* __restrict__ objects, int* __restrict__ membership,
                                         float* __restrict__ sums, int* __restrict__ sizes, int* __restrict__ changed,
                                         const float* __restrict__ table, int n)
@@ -138,6 +215,7 @@ extern "C" __global__ void kmeans_fused(const float* __restrict__ objects, int* 
     }
     if (threadIdx.x == 0 && s_changed) atomicAdd(changed, s_changed);
 }
+#endif
 
 // New centres (an empty cluster keeps its centre), the next constants into `next` ([K * D]
 // scaled centres, then [K] norms), the change count into *changed_out, accumulators zeroed.

@@ -77,3 +77,12 @@ def test_the_command_runs_on_the_gpu_and_writes_the_classic_outputs(gpu, tmp_pat
     classic = reference.classic(files.read(tmp_path / "blobs.txt", binary=False), 5)
     got = files.read_membership(tmp_path / "blobs.txt.membership")
     assert (got == classic.membership).mean() > 0.999
+
+
+@pytest.mark.parametrize("knobs", [{"SUMS_BY_WARP": 0}, {"SUMS_BY_WARP": 0, "POINTS": 2, "CENTRE_UNROLL": 4},
+                                   {"SUMS_BY_WARP": 0, "CENTRES_IN_SHARED": 1, "CENTRE_UNROLL": 4}],
+                         ids=["lane-atomics", "two-points", "shared-centres"])
+def test_the_fused_kernels_other_paths_are_correct_too(gpu, knobs, monkeypatch):
+    monkeypatch.setattr(gpu, "FUSED_OPTIONS", {**gpu.FUSED_OPTIONS, **knobs})
+    problem = gpu.Problem(reference.blobs(3001, 8, 6, seed=3), 6)
+    assert gpu.check_against_float64(problem, "fused", iterations=3)["status"].eq("ok").all()

@@ -80,6 +80,9 @@ VARIANTS += [("mm_02_footprint.cu", o) for o in ("-DBLOCK=16 -DFOOT=32 -DALIGNED
 VARIANTS += [("mm_03_register_blocked.cu", o) for o in (
     "-DDOUBLE_BUFFER=0", "-DBM=128 -DBN=256", "-DBM=128 -DBN=256 -DTN=16", "-DBM=256 -DBN=128 -DTM=16",
     "-DBM=64 -DBN=128 -DTM=4 -DBK=16", "-DBM=128 -DBN=64 -DTN=4 -DBK=16")]
+# Chapter 06's fused k-means pass in the shapes its grids use, on both of its paths.
+VARIANTS += [("km_03_fused.cu", o) for o in ("-DSUMS_BY_WARP=1", "-DSUMS_BY_WARP=1 -DK=32 -DD=64", "-DK=128 -DD=32 -DCOPIES=2",
+                                            "-DK=8 -DD=2 -DSUMS_BY_WARP=1", "-DPOINTS=2 -DCENTRE_UNROLL=4")]
 
 
 @needs_nvcc

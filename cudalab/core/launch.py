@@ -50,7 +50,7 @@ def allow_shared_memory(kernel, shared_bytes: int) -> None:
 
     CUDA caps dynamic shared memory at 48 KiB per block unless the kernel asks for more; asking
     for more than the GPU has is left to ``check_launch`` to refuse with a clear reason."""
-    if shared_bytes <= DEFAULT_SHARED_LIMIT:
+    if shared_bytes + kernel.shared_size_bytes <= DEFAULT_SHARED_LIMIT:
         return
     limit = attributes().get("MaxSharedMemoryPerBlockOptin", DEFAULT_SHARED_LIMIT)
     want = min(shared_bytes, limit - kernel.shared_size_bytes)

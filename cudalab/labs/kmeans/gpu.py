@@ -29,7 +29,7 @@ import pandas as pd
 from cudalab.core.errors import LaunchRefused
 from cudalab.core.gpu import attributes, require_cupy
 from cudalab.core.kernels import load_kernel, load_module
-from cudalab.core.launch import launch, require_memory
+from cudalab.core.launch import allow_shared_memory, launch, require_memory
 from cudalab.core.occupancy import present_sm, resident_blocks
 from cudalab.labs.kmeans import reference
 
@@ -45,16 +45,38 @@ THREADS = 128          # the classic code's threads per block
 FUSED_THREADS = 256
 # The fused kernel's knobs (see km_03_fused.cu): objects per thread, centres in shared memory
 # rather than constant memory, and how many centres are unrolled at a time.
-FUSED_OPTIONS = {"POINTS": 1, "CENTRES_IN_SHARED": 0, "CENTRE_UNROLL": 128}
+FUSED_OPTIONS = {"POINTS": 1, "CENTRES_IN_SHARED": 0, "CENTRE_UNROLL": 128, "SUMS_BY_WARP": 1}
 FUSED_COPIES = (4, 2, 1)  # copies of the fused kernel's shared sums, the most that fit
+WARP_SUMS_BUDGET = 40 * 1024  # bytes of per-warp sums a block may keep (SUMS_BY_WARP)
 SHARED_LIMIT = 48 * 1024
 CONSTANT_LIMIT = 64 * 1024
 FUSED_MAX_D = 128      # a point's coordinates live in registers
 
 
-def fused_copies(d: int, k: int) -> int:
-    """How many copies of its shared sums the fused kernel keeps for D and K (0: not even one fits)."""
-    return next((c for c in FUSED_COPIES if 4 * (c * (k * (d + 1) + 1) + c * k + 1) <= SHARED_LIMIT), 0)
+def shared_optin() -> int:
+    """Shared memory a block may opt in to on the present GPU (48 KiB where none is present)."""
+    from cudalab.core.gpu import gpu_available
+
+    return attributes().get("MaxSharedMemoryPerBlockOptin", SHARED_LIMIT) if gpu_available() else SHARED_LIMIT
+
+
+def fused_shape(d: int, k: int, optin: Optional[int] = None) -> dict[str, int]:
+    """The fused kernel's plan for D and K: threads per block, and where its sums go.
+
+    SUMS_BY_WARP (a staged tile and one copy of the sums per warp, in dynamic shared memory) where
+    the warps' copies stay within ``WARP_SUMS_BUDGET`` bytes at 256 or 128 threads per block, so
+    that a few blocks still share an SM; else lane atomics into COPIES static copies of the sums
+    (0 copies: not even one fits). Measured on the H100: staged sums win where a warp's lanes often
+    pick the same cluster (small K) and lose where the copies crowd the SM (K = 128)."""
+    optin = shared_optin() if optin is None else optin
+    if FUSED_OPTIONS.get("SUMS_BY_WARP", 1):
+        for threads in (FUSED_THREADS, FUSED_THREADS // 2):
+            sums = 4 * (threads // 32) * k * (d + 1)
+            dynamic = 4 * d * (threads + 1) + sums
+            if sums <= WARP_SUMS_BUDGET and dynamic + 4 * (k + 1024 + 1) <= optin:
+                return {"SUMS_BY_WARP": 1, "COPIES": 1, "threads": threads, "dynamic_bytes": dynamic}
+    copies = next((c for c in FUSED_COPIES if 4 * (c * (k * (d + 1) + 1) + c * k + 1) <= SHARED_LIMIT), 0)
+    return {"SUMS_BY_WARP": 0, "COPIES": copies, "threads": FUSED_THREADS, "dynamic_bytes": 0}
 
 
 def refusal(variant: str, d: int, k: int) -> str:
@@ -66,7 +88,7 @@ def refusal(variant: str, d: int, k: int) -> str:
     buffers = 4 * (k * (d + 1) + k + 1)
     if variant == "shared_buffers" and buffers > SHARED_LIMIT:
         return f"per-block cluster buffers of {buffers:,} bytes exceed the {SHARED_LIMIT:,} a block may have"
-    if variant == "fused" and not fused_copies(d, k):
+    if variant == "fused" and not fused_shape(d, k)["COPIES"]:
         return f"per-block cluster buffers of {buffers:,} bytes exceed the {SHARED_LIMIT:,} a block may have"
     if variant == "fused":
         if 4 * (k * d + k) > CONSTANT_LIMIT:
@@ -200,14 +222,16 @@ class Runner:
 
             self.stages = [assign_stage, delta_stage, Stage("update", update), count]
         elif self.variant == "fused":
-            knobs = {**FUSED_OPTIONS, "COPIES": fused_copies(p.d, p.k),
-                     "CENTRE_UNROLL": min(FUSED_OPTIONS["CENTRE_UNROLL"], p.k)}
+            plan = fused_shape(p.d, p.k)
+            tile_bytes, threads = plan.pop("dynamic_bytes"), plan.pop("threads")
+            knobs = {**FUSED_OPTIONS, **plan, "CENTRE_UNROLL": min(FUSED_OPTIONS["CENTRE_UNROLL"], p.k)}
             module = load_module("km_03_fused.cu", (f"-DK={p.k}", f"-DD={p.d}", *(f"-D{k}={v}" for k, v in knobs.items())))
             fused, finalize = module.get_function("kmeans_fused"), module.get_function("kmeans_finalize")
             self.constants = module.get_global("c_centres")
             self.next = cp.zeros(p.k * p.d + p.k, dtype=cp.float32)
             # a persistent grid: exactly the blocks that fit at once, so there is no tail wave
-            fit = resident_blocks(FUSED_THREADS, fused.num_regs, fused.shared_size_bytes + 1024, present_sm())
+            allow_shared_memory(fused, tile_bytes)
+            fit = resident_blocks(threads, fused.num_regs, fused.shared_size_bytes + tile_bytes + 1024, present_sm())
             grid = attributes()["MultiProcessorCount"] * max(1, fit["blocks_per_sm"])
             self._write_constants(p.initial)
 
@@ -217,9 +241,9 @@ class Runner:
                 self.constants.copy_from_device_async(self.next.data, self.next.nbytes, self.stream)
 
             self.stages = [Stage("assign+delta+update (fused)",
-                                 lambda: launch(fused, (grid,), (FUSED_THREADS,),
+                                 lambda: launch(fused, (grid,), (threads,),
                                                 (p.xt, self.membership, self.sums, self.sizes, self.delta,
-                                                 self.next, n),
+                                                 self.next, n), shared_mem=tile_bytes,
                                                 stream=self.stream)),
                            Stage("update", finish),
                            Stage("transfer", lambda: self._fetch_count(self.changed_out), on_device=False)]
