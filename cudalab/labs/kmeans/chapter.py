@@ -133,7 +133,7 @@ def plot_stage_split(stages: pd.DataFrame, floors: pd.Series, ax=None, title: st
     ax.set_xscale("log")
     ax.invert_yaxis()
     ax.set(xlabel="ms per iteration (log scale; stages stacked)", title=title)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
     return ax
 
 
