@@ -68,7 +68,7 @@ def test_one_build_at_a_time(tmp_path):
     assert not (tmp_path / outdir.LOCK).exists()
 
 
-@pytest.mark.parametrize("after,finished", [("cudalab: profile", 0), ("[2/5] 01_block_size ...", 1),
+@pytest.mark.parametrize("after,finished", [("cudalab: profile", 0), ("] 01_block_size ...", 1),
                                             ("01_block_size: ok", 2)])
 def test_sigterm_keeps_the_finished_chapters_and_marks_the_report_incomplete(tmp_path, after, finished):
     out = tmp_path / "r"
@@ -162,6 +162,7 @@ def test_a_replay_shows_the_chapters_its_recording_holds_and_says_which_it_leave
     assert proc.returncode == 0, proc.stderr[-800:]
     assert "holds 1 of" in proc.stderr and "left out: 01_block_size" in proc.stderr
     assert sorted(p.name for p in (tmp_path / "r" / "notebooks").iterdir()) == ["00_gpu_capabilities.ipynb"]
+    assert "left out: 01_block_size" in (tmp_path / "r" / "report.html").read_text()  # on the first page too
     named = build("--results", str(tmp_path / "results"), "--out", str(tmp_path / "r2"), "--only", "01")
     assert named.returncode == 1 and "no recorded results for chapter 01_block_size" in named.stderr + (
         tmp_path / "r2" / "report.html").read_text()

@@ -225,7 +225,7 @@ def run(profile: str = "auto", *, only: Optional[list[str]] = None, out: Optiona
         lab_gpu = prof.device.name if prof.device else "none (no lab GPU in this profile)"
         book = stitch(outcomes, cover_cell(title=title, profile=prof.name, lab_gpu=lab_gpu, mode=mode,
                                            built_utc=built, command=command, outcomes=outcomes,
-                                           recording=recording_name, incomplete=incomplete))
+                                           recording=recording_name, incomplete=incomplete, notes=tuple(notes)))
         book.cells.append(references_cell(prof, [(o.id, o.title) for o in outcomes]))
         html_path = render_html(book, out / "report.html", title)
         log(f"report: {html_path}")

@@ -52,9 +52,11 @@ def _data_source(mode: str, outcomes: list[ChapterOutcome], recording: str = "")
 
 
 def cover_cell(*, title: str, profile: str, lab_gpu: str, mode: str, built_utc: str, command: str,
-               outcomes: list[ChapterOutcome], recording: str = "", incomplete: str = "") -> nbformat.NotebookNode:
+               outcomes: list[ChapterOutcome], recording: str = "", incomplete: str = "",
+               notes: tuple[str, ...] = ()) -> nbformat.NotebookNode:
     """The first page: measured or replayed (and from which recording), on which GPU, the contents;
-    ``incomplete`` (why this report lacks chapters) is shown above everything else."""
+    ``incomplete`` (why this report lacks chapters) is shown above everything else, and the build's
+    ``notes`` (a request that could not take effect, chapters a recording lacks) under the contents."""
     rows = []
     for o in outcomes:
         status = "ok" if o.ok else "<b style='color:#c00'>FAILED</b>"
@@ -79,6 +81,7 @@ def cover_cell(*, title: str, profile: str, lab_gpu: str, mode: str, built_utc: 
 <table><tr><th>chapter</th><th>status</th><th>run time</th></tr>
 {''.join(rows)}
 </table>
+{"".join(f"<p><b>Note.</b> {html.escape(n)}.</p>" for n in notes)}
 <p>Code is folded under <i>Show code</i> in every chapter; each chapter's tidy tables and provenance
 (<code>data/&lt;chapter&gt;/</code>) and executed notebook (<code>notebooks/</code>) sit beside this file.</p>
 </div>"""
