@@ -92,8 +92,19 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+_log_open = True
+
+
 def _log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
+    """A progress line on stderr. If the reader has gone (``build_report.py ... | head``), the
+    build goes on silently and finishes its report, rather than dying half-way."""
+    global _log_open
+    if not _log_open:
+        return
+    try:
+        print(msg, file=sys.stderr, flush=True)
+    except (BrokenPipeError, OSError):
+        _log_open = False
 
 
 def main(argv: Optional[list[str]] = None) -> int:

@@ -166,3 +166,11 @@ def test_a_replay_shows_the_chapters_its_recording_holds_and_says_which_it_leave
     named = build("--results", str(tmp_path / "results"), "--out", str(tmp_path / "r2"), "--only", "01")
     assert named.returncode == 1 and "no recorded results for chapter 01_block_size" in named.stderr + (
         tmp_path / "r2" / "report.html").read_text()
+
+
+def test_a_reader_that_stops_reading_does_not_cost_the_report(tmp_path):
+    out = tmp_path / "r"
+    cmd = f"{sys.executable} {ROOT / 'build_report.py'} --replay --no-pdf --only 00 01 --out {out} 2>&1 | head -1"
+    proc = subprocess.run(cmd, shell=True, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.stdout.startswith("cudalab: profile")
+    assert (out / "report.html").is_file() and "01 Block size" in (out / "report.html").read_text()
