@@ -1,5 +1,6 @@
 """The whole pipeline without a GPU: build_report.py replays recorded results into one report."""
 
+import html as html_lib
 import json
 import os
 import re
@@ -76,6 +77,9 @@ def test_replay_report_holds_both_chapters_figures_and_no_errors(replay_report):
     first_page = html[html.index("<body"): html.index('id="chapter-00_gpu_capabilities"')]
     assert "Replayed" in first_page and re.search(r"recorded by this pipeline on\s*<b>NVIDIA", first_page)
     assert "Measured on</th><td>NVIDIA" in first_page, "the first page names the GPU that measured it"
+    headline = json.loads((out / "data" / "01_block_size" / "summary.json").read_text())[0]["text"]
+    assert "What this run found" in first_page and html_lib.escape(headline) in first_page, \
+        "the first page sums up the run from the chapters' recorded headlines"
     assert re.search(r"results/nvidia-[a-z0-9-]+/gtx680", proc.stderr), "the build says which recording it replays"
     assert "WARNING" not in proc.stderr, "no third-party warnings in a normal build"
     chapters = catalog.discover()

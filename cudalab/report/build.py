@@ -20,7 +20,7 @@ from typing import Any, Callable, Optional
 from cudalab.chapter import catalog, recorded
 from cudalab.chapter.handle import resolve_profile_name
 from cudalab.chapter.profiles import load_profile
-from cudalab.chapter.recorded import PROVENANCE
+from cudalab.chapter.recorded import PROVENANCE, SUMMARY
 from cudalab.core import gpu
 from cudalab.core.errors import CudalabError
 from cudalab.core.files import atomic_write_text
@@ -125,6 +125,16 @@ class _stop_on_sigterm:
             signal.signal(signal.SIGTERM, self.previous)
 
 
+def _findings(out: Path, outcomes: list[ChapterOutcome]) -> dict[str, list[str]]:
+    """Each finished chapter's headline sentences, from the summary.json it wrote in this build."""
+    found = {}
+    for o in outcomes:
+        path = out / "data" / o.id / SUMMARY
+        if o.ok and path.is_file():
+            found[o.id] = [h.get("text", "") for h in json.loads(path.read_text()) if h.get("text")]
+    return found
+
+
 def run(profile: str = "auto", *, only: Optional[list[str]] = None, out: Optional[Path] = None, quick: bool = False,
         record: bool = False, replay: bool = False, results: Path = RESULTS_DIR, from_gpu: Optional[str] = None,
         pdf: bool = True, cell_timeout: int = 1800, command: str = "python build_report.py",
@@ -225,7 +235,8 @@ def run(profile: str = "auto", *, only: Optional[list[str]] = None, out: Optiona
         lab_gpu = prof.device.name if prof.device else "none (no lab GPU in this profile)"
         book = stitch(outcomes, cover_cell(title=title, profile=prof.name, lab_gpu=lab_gpu, mode=mode,
                                            built_utc=built, command=command, outcomes=outcomes,
-                                           recording=recording_name, incomplete=incomplete, notes=tuple(notes)))
+                                           recording=recording_name, incomplete=incomplete, notes=tuple(notes),
+                                           findings=_findings(out, outcomes)))
         book.cells.append(references_cell(prof, [(o.id, o.title) for o in outcomes]))
         html_path = render_html(book, out / "report.html", title)
         log(f"report: {html_path}")

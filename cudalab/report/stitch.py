@@ -51,12 +51,27 @@ def _data_source(mode: str, outcomes: list[ChapterOutcome], recording: str = "")
             f"and read back from <code>{html.escape(recording or 'results/')}</code>.</div>")
 
 
+FINDINGS_PER_CHAPTER = 2
+
+
+def _findings(outcomes: list[ChapterOutcome], findings: dict[str, list[str]]) -> str:
+    """'What this run found': a row per chapter with its first recorded headlines."""
+    rows = [f"<tr><td><a href='#{_anchor(o.id)}'>{html.escape(o.title.split(':')[0])}</a></td><td><ul>"
+            + "".join(f"<li>{html.escape(t)}</li>" for t in findings[o.id][:FINDINGS_PER_CHAPTER]) + "</ul></td></tr>"
+            for o in outcomes if o.ok and findings.get(o.id)]
+    if not rows:
+        return ""
+    return ("<h2>What this run found</h2><table class='cudalab-findings'><tr><th>chapter</th><th>headline results "
+            "(each chapter's summary.json)</th></tr>" + "".join(rows) + "</table>")
+
+
 def cover_cell(*, title: str, profile: str, lab_gpu: str, mode: str, built_utc: str, command: str,
                outcomes: list[ChapterOutcome], recording: str = "", incomplete: str = "",
-               notes: tuple[str, ...] = ()) -> nbformat.NotebookNode:
+               notes: tuple[str, ...] = (), findings: Optional[dict[str, list[str]]] = None) -> nbformat.NotebookNode:
     """The first page: measured or replayed (and from which recording), on which GPU, the contents;
     ``incomplete`` (why this report lacks chapters) is shown above everything else, and the build's
-    ``notes`` (a request that could not take effect, chapters a recording lacks) under the contents."""
+    ``notes`` (a request that could not take effect, chapters a recording lacks) under the contents,
+    then ``findings``: each chapter's first headlines (its ``summary.json``), the run in brief."""
     rows = []
     for o in outcomes:
         status = "ok" if o.ok else "<b style='color:#c00'>FAILED</b>"
@@ -82,6 +97,7 @@ def cover_cell(*, title: str, profile: str, lab_gpu: str, mode: str, built_utc: 
 {''.join(rows)}
 </table>
 {"".join(f"<p><b>Note.</b> {html.escape(n)}.</p>" for n in notes)}
+{_findings(outcomes, findings or {})}
 <p>Code is folded under <i>Show code</i> in every chapter; each chapter's tidy tables and provenance
 (<code>data/&lt;chapter&gt;/</code>) and executed notebook (<code>notebooks/</code>) sit beside this file.</p>
 </div>"""
