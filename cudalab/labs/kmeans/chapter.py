@@ -11,7 +11,7 @@ import pandas as pd
 
 from cudalab.core.sweep import progress
 from cudalab.labs.kmeans import reference
-from cudalab.labs.kmeans.gpu import VARIANTS
+from cudalab.labs.kmeans.gpu import LADDER, VARIANTS
 STEPS = {"host_update": "a", "device_update": "b", "shared_buffers": "c", "fused": "ours", "cupy": "peer"}
 SHORT_NAMES = {"time_ms": "ms / iteration", "points_per_s": "points/s", "x_read_floor": "x read floor",
                "x_flop_floor": "x flop floor", "speedup_over_cupy": "x CuPy", "total_s": "total s",
@@ -166,7 +166,7 @@ def chain(runs: pd.DataFrame, wrong: Iterable[str] = ()) -> pd.DataFrame:
     out["label"] = out["variant"].map(VARIANTS)
     out["total_s"] = out["total_ms"] / 1e3
     out["ms_per_iteration"] = out["total_ms"] / out["iterations"]
-    ladder = out["variant"].isin(["host_update", "device_update", "shared_buffers", "fused"]) & out["status"].eq("ok")
+    ladder = out["variant"].isin(LADDER) & out["status"].eq("ok")
     times = out["total_s"].where(ladder)
     out["speedup_over_previous"] = (times.shift(1) / times).where(ladder & ladder.shift(1, fill_value=False))
     baseline = out.loc[out["variant"].eq("host_update") & out["status"].eq("ok"), "total_s"]
