@@ -41,6 +41,7 @@ VARIANTS = {
     "cupy": "CuPy, vectorized",
 }
 LADDER = ("host_update", "device_update", "shared_buffers", "fused")
+CLASSIC = LADDER[:3]   # the variants built on the classic code's assignment kernel
 THREADS = 128          # the classic code's threads per block
 FUSED_THREADS = 256
 # The fused kernel's knobs (see km_03_fused.cu): objects per thread, centres in shared memory
@@ -82,20 +83,17 @@ def fused_shape(d: int, k: int, optin: Optional[int] = None) -> dict[str, int]:
 def refusal(variant: str, d: int, k: int) -> str:
     """Why ``variant`` cannot run with D coordinates and K clusters here, or ""."""
     assign = 4 * (k * d + THREADS)
-    if variant in ("host_update", "device_update", "shared_buffers") and assign > SHARED_LIMIT:
+    if variant in CLASSIC and assign > SHARED_LIMIT:
         return (f"the classic assignment stages all K x D = {k * d:,} centre coordinates in shared memory: "
                 f"{assign:,} bytes exceeds the {SHARED_LIMIT:,} a block may have")
     buffers = 4 * (k * (d + 1) + k + 1)
-    if variant == "shared_buffers" and buffers > SHARED_LIMIT:
+    if (variant == "shared_buffers" and buffers > SHARED_LIMIT) or (variant == "fused" and not fused_shape(d, k)["COPIES"]):
         return f"per-block cluster buffers of {buffers:,} bytes exceed the {SHARED_LIMIT:,} a block may have"
-    if variant == "fused" and not fused_shape(d, k)["COPIES"]:
-        return f"per-block cluster buffers of {buffers:,} bytes exceed the {SHARED_LIMIT:,} a block may have"
-    if variant == "fused":
-        if 4 * (k * d + k) > CONSTANT_LIMIT:
-            return (f"the centres and their norms, {4 * (k * d + k):,} bytes, exceed the {CONSTANT_LIMIT:,} "
-                    f"bytes of constant memory")
-        if d > FUSED_MAX_D:
-            return f"D = {d} coordinates per point in registers exceeds the {FUSED_MAX_D} this kernel allows"
+    if variant == "fused" and 4 * (k * d + k) > CONSTANT_LIMIT:
+        return (f"the centres and their norms, {4 * (k * d + k):,} bytes, exceed the {CONSTANT_LIMIT:,} "
+                f"bytes of constant memory")
+    if variant == "fused" and d > FUSED_MAX_D:
+        return f"D = {d} coordinates per point in registers exceeds the {FUSED_MAX_D} this kernel allows"
     return ""
 
 
@@ -179,97 +177,110 @@ class Runner:
     # ---- the stages of each variant
 
     def _build(self) -> None:
-        cp = require_cupy()
+        """The iteration's stages for this variant."""
+        build = self._classic_stages if self.variant in CLASSIC else \
+            self._fused_stages if self.variant == "fused" else self._cupy_stages
+        self.stages: list[Stage] = build()
+
+    def _classic_stages(self) -> list[Stage]:
+        """Lab 004 a-c: the classic assignment and compute_delta, then the centre update on the
+        host (a), on the device (b), or on the device through shared buffers (c)."""
         p = self.p
         n, d, k = np.int32(p.n), np.int32(p.d), np.int32(p.k)
-        if self.variant in ("host_update", "device_update", "shared_buffers"):
-            assign = load_kernel("km_00_assign.cu", "find_nearest_cluster")
-            delta = load_kernel("km_00_assign.cu", "compute_delta")
-            reduce_threads = min(1024, 1 << max(0, (self.blocks - 1).bit_length()))
-            assign_stage = Stage("assign", lambda: launch(assign, (self.blocks,), (THREADS,),
-                                                          (p.xt, self.centres, self.membership, self.intermediates,
-                                                           n, d, k), shared_mem=4 * (p.k * p.d + THREADS),
-                                                          stream=self.stream))
-            delta_stage = Stage("delta", lambda: launch(delta, (1,), (reduce_threads,),
-                                                        (self.intermediates, np.int32(self.blocks), self.delta),
-                                                        shared_mem=4 * reduce_threads, stream=self.stream))
-            count = Stage("transfer", self._fetch_count, on_device=False)
-            if self.variant == "host_update":
-                self.stages = [assign_stage, delta_stage, count,
-                               Stage("transfer", self._membership_to_host, on_device=False),
-                               Stage("update", lambda: reference.host_update(p.points, self.host_membership,
-                                                                             self.host_centres), on_device=False),
-                               Stage("transfer", self._centres_to_device, on_device=False)]
-                return
-            average = load_kernel("km_01_device_update.cu", "update_clusters_average")
-            if self.variant == "device_update":
-                summed = load_kernel("km_01_device_update.cu", "update_clusters_sum")
-                sum_launch = lambda: launch(summed, (self.blocks,), (THREADS,),
-                                            (p.xt, self.membership, self.sums, self.sizes, n, d), stream=self.stream)
-            else:
-                summed = load_kernel("km_02_shared_buffers.cu", "update_clusters_sum_shared")
-                sum_launch = lambda: launch(summed, (self.blocks,), (THREADS,),
-                                            (p.xt, self.membership, self.sums, self.sizes, n, d, k),
-                                            shared_mem=4 * (p.k * (p.d + 1) + p.k), stream=self.stream)
+        assign = load_kernel("km_00_assign.cu", "find_nearest_cluster")
+        delta = load_kernel("km_00_assign.cu", "compute_delta")
+        reduce_threads = min(1024, 1 << max(0, (self.blocks - 1).bit_length()))
+        assign_stage = Stage("assign", lambda: launch(assign, (self.blocks,), (THREADS,),
+                                                      (p.xt, self.centres, self.membership, self.intermediates,
+                                                       n, d, k), shared_mem=4 * (p.k * p.d + THREADS),
+                                                      stream=self.stream))
+        delta_stage = Stage("delta", lambda: launch(delta, (1,), (reduce_threads,),
+                                                    (self.intermediates, np.int32(self.blocks), self.delta),
+                                                    shared_mem=4 * reduce_threads, stream=self.stream))
+        count = Stage("transfer", self._fetch_count, on_device=False)
+        if self.variant == "host_update":
+            return [assign_stage, delta_stage, count,
+                    Stage("transfer", self._membership_to_host, on_device=False),
+                    Stage("update", lambda: reference.host_update(p.points, self.host_membership,
+                                                                  self.host_centres), on_device=False),
+                    Stage("transfer", self._centres_to_device, on_device=False)]
+        average = load_kernel("km_01_device_update.cu", "update_clusters_average")
+        if self.variant == "device_update":
+            summed = load_kernel("km_01_device_update.cu", "update_clusters_sum")
+            sum_launch = lambda: launch(summed, (self.blocks,), (THREADS,),
+                                        (p.xt, self.membership, self.sums, self.sizes, n, d), stream=self.stream)
+        else:
+            summed = load_kernel("km_02_shared_buffers.cu", "update_clusters_sum_shared")
+            sum_launch = lambda: launch(summed, (self.blocks,), (THREADS,),
+                                        (p.xt, self.membership, self.sums, self.sizes, n, d, k),
+                                        shared_mem=4 * (p.k * (p.d + 1) + p.k), stream=self.stream)
 
-            def update():
-                with self.stream:
-                    self.sums.fill(0)
-                    self.sizes.fill(0)
-                sum_launch()
-                launch(average, (-(-p.k * p.d // THREADS),), (THREADS,), (self.centres, self.sums, self.sizes, k, d),
-                       stream=self.stream)
+        def update():
+            with self.stream:
+                self.sums.fill(0)
+                self.sizes.fill(0)
+            sum_launch()
+            launch(average, (-(-p.k * p.d // THREADS),), (THREADS,), (self.centres, self.sums, self.sizes, k, d),
+                   stream=self.stream)
 
-            self.stages = [assign_stage, delta_stage, Stage("update", update), count]
-        elif self.variant == "fused":
-            plan = fused_shape(p.d, p.k)
-            tile_bytes, threads = plan.pop("dynamic_bytes"), plan.pop("threads")
-            knobs = {**FUSED_OPTIONS, **plan, "CENTRE_UNROLL": min(FUSED_OPTIONS["CENTRE_UNROLL"], p.k)}
-            module = load_module("km_03_fused.cu", (f"-DK={p.k}", f"-DD={p.d}", *(f"-D{k}={v}" for k, v in knobs.items())))
-            fused, finalize = module.get_function("kmeans_fused"), module.get_function("kmeans_finalize")
-            self.constants = module.get_global("c_centres")
-            self.next = cp.zeros(p.k * p.d + p.k, dtype=cp.float32)
-            # a persistent grid: exactly the blocks that fit at once, so there is no tail wave
-            allow_shared_memory(fused, tile_bytes)
-            fit = resident_blocks(threads, fused.num_regs, fused.shared_size_bytes + tile_bytes + 1024, present_sm())
-            grid = attributes()["MultiProcessorCount"] * max(1, fit["blocks_per_sm"])
-            self._write_constants(p.initial)
+        return [assign_stage, delta_stage, Stage("update", update), count]
 
-            def finish():
-                launch(finalize, (1,), (FUSED_THREADS,),
-                       (self.centres, self.sums, self.sizes, self.next, self.delta, self.changed_out), stream=self.stream)
-                self.constants.copy_from_device_async(self.next.data, self.next.nbytes, self.stream)
+    def _fused_stages(self) -> list[Stage]:
+        """Ours: the fused pass, then finalize (average, next constants, change count)."""
+        cp = require_cupy()
+        p = self.p
+        n = np.int32(p.n)
+        plan = fused_shape(p.d, p.k)
+        tile_bytes, threads = plan.pop("dynamic_bytes"), plan.pop("threads")
+        knobs = {**FUSED_OPTIONS, **plan, "CENTRE_UNROLL": min(FUSED_OPTIONS["CENTRE_UNROLL"], p.k)}
+        module = load_module("km_03_fused.cu", (f"-DK={p.k}", f"-DD={p.d}", *(f"-D{name}={value}" for name, value in knobs.items())))
+        fused, finalize = module.get_function("kmeans_fused"), module.get_function("kmeans_finalize")
+        self.constants = module.get_global("c_centres")
+        self.next = cp.zeros(p.k * p.d + p.k, dtype=cp.float32)
+        # a persistent grid: exactly the blocks that fit at once, so there is no tail wave
+        allow_shared_memory(fused, tile_bytes)
+        fit = resident_blocks(threads, fused.num_regs, fused.shared_size_bytes + tile_bytes + 1024, present_sm())
+        grid = attributes()["MultiProcessorCount"] * max(1, fit["blocks_per_sm"])
+        self._write_constants(p.initial)
 
-            self.stages = [Stage("assign+delta+update (fused)",
-                                 lambda: launch(fused, (grid,), (threads,),
-                                                (p.xt, self.membership, self.sums, self.sizes, self.delta,
-                                                 self.next, n), shared_mem=tile_bytes,
-                                                stream=self.stream)),
-                           Stage("update", finish),
-                           Stage("transfer", lambda: self._fetch_count(self.changed_out), on_device=False)]
-        else:  # cupy
-            state: dict[str, Any] = {}
+        def finish():
+            launch(finalize, (1,), (FUSED_THREADS,),
+                   (self.centres, self.sums, self.sizes, self.next, self.delta, self.changed_out), stream=self.stream)
+            self.constants.copy_from_device_async(self.next.data, self.next.nbytes, self.stream)
 
-            def distances():
-                with self.stream:
-                    norms = (self.centres * self.centres).sum(axis=1)
-                    state["new"] = cp.argmin(norms[None, :] - 2 * (p.rows @ self.centres.T), axis=1).astype(cp.int32)
+        return [Stage("assign+delta+update (fused)",
+                      lambda: launch(fused, (grid,), (threads,),
+                                     (p.xt, self.membership, self.sums, self.sizes, self.delta, self.next, n),
+                                     shared_mem=tile_bytes, stream=self.stream)),
+                Stage("update", finish),
+                Stage("transfer", lambda: self._fetch_count(self.changed_out), on_device=False)]
 
-            def delta_count():
-                with self.stream:
-                    self.delta[0] = (state["new"] != self.membership).sum()
-                    self.membership = state["new"]
+    def _cupy_stages(self) -> list[Stage]:
+        """The peer: distances by a matrix multiply, argmin, a scatter-add update."""
+        cp = require_cupy()
+        p = self.p
+        state: dict[str, Any] = {}
 
-            def update():
-                with self.stream:
-                    counts = cp.bincount(self.membership, minlength=p.k)
-                    sums = cp.zeros((p.k, p.d), dtype=cp.float32)
-                    cp.add.at(sums, self.membership, p.rows)
-                    self.centres = cp.where(counts[:, None] > 0, sums / cp.maximum(counts, 1)[:, None].astype(cp.float32),
-                                            self.centres)
+        def distances():
+            with self.stream:
+                norms = (self.centres * self.centres).sum(axis=1)
+                state["new"] = cp.argmin(norms[None, :] - 2 * (p.rows @ self.centres.T), axis=1).astype(cp.int32)
 
-            self.stages = [Stage("assign", distances), Stage("delta", delta_count), Stage("update", update),
-                           Stage("transfer", self._fetch_count, on_device=False)]
+        def delta_count():
+            with self.stream:
+                self.delta[0] = (state["new"] != self.membership).sum()
+                self.membership = state["new"]
+
+        def update():
+            with self.stream:
+                counts = cp.bincount(self.membership, minlength=p.k)
+                sums = cp.zeros((p.k, p.d), dtype=cp.float32)
+                cp.add.at(sums, self.membership, p.rows)
+                self.centres = cp.where(counts[:, None] > 0, sums / cp.maximum(counts, 1)[:, None].astype(cp.float32),
+                                        self.centres)
+
+        return [Stage("assign", distances), Stage("delta", delta_count), Stage("update", update),
+                Stage("transfer", self._fetch_count, on_device=False)]
 
     def _write_constants(self, centres: np.ndarray) -> None:
         c = np.asarray(centres, dtype=np.float32)
