@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from cudalab.labs.kmeans import reference
+from cudalab.labs.kmeans.gpu import VARIANTS
 
 pytestmark = pytest.mark.gpu
 
@@ -18,7 +19,7 @@ def gpu():
     return gpu
 
 
-@pytest.mark.parametrize("variant", ["host_update", "device_update", "shared_buffers", "fused", "cupy"])
+@pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("n,d,k", CASES, ids=[f"n{n}-d{d}-k{k}" for n, d, k in CASES])
 def test_every_variant_matches_float64_at_every_iteration(gpu, variant, n, d, k):
     problem = gpu.Problem(reference.blobs(n, d, max(k, 2), seed=n + d), k)
@@ -26,7 +27,7 @@ def test_every_variant_matches_float64_at_every_iteration(gpu, variant, n, d, k)
     assert check["status"].eq("ok").all(), check.to_string()
 
 
-@pytest.mark.parametrize("variant", ["host_update", "device_update", "shared_buffers", "fused", "cupy"])
+@pytest.mark.parametrize("variant", VARIANTS)
 def test_an_empty_cluster_keeps_its_centre(gpu, variant):
     points = np.array([[0.0, 0.0], [0.0, 0.0], [10.0, 0.0], [10.5, 0.0], [9.5, 0.0]], dtype=np.float32)
     runner = gpu.Runner(gpu.Problem(points, 3), variant)  # centres 0 and 1 coincide: 1 never wins a tie
@@ -36,7 +37,7 @@ def test_an_empty_cluster_keeps_its_centre(gpu, variant):
     assert (centres[1] == [0.0, 0.0]).all()
 
 
-@pytest.mark.parametrize("variant", ["device_update", "shared_buffers", "fused"])
+@pytest.mark.parametrize("variant", ["device_update", "shared_buffers", "fused", "tiled"])
 def test_a_whole_run_agrees_with_the_classic_code(gpu, variant):
     points = reference.blobs(20000, 8, 12, seed=5)
     classic = reference.classic(points, 12)
@@ -73,7 +74,7 @@ def test_the_command_runs_on_the_gpu_and_writes_the_classic_outputs(gpu, tmp_pat
     proc = subprocess.run([sys.executable, "-m", "cudalab.kmeans", "-i", str(tmp_path / "blobs.txt"), "-n", "5"],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert "fused on" in proc.stdout and "iterations:" in proc.stdout
+    assert "tiled on" in proc.stdout and "iterations:" in proc.stdout
     classic = reference.classic(files.read(tmp_path / "blobs.txt", binary=False), 5)
     got = files.read_membership(tmp_path / "blobs.txt.membership")
     assert (got == classic.membership).mean() > 0.999
@@ -86,3 +87,17 @@ def test_the_fused_kernels_other_paths_are_correct_too(gpu, knobs, monkeypatch):
     monkeypatch.setattr(gpu, "FUSED_OPTIONS", {**gpu.FUSED_OPTIONS, **knobs})
     problem = gpu.Problem(reference.blobs(3001, 8, 6, seed=3), 6)
     assert gpu.check_against_float64(problem, "fused", iterations=3)["status"].eq("ok").all()
+
+
+# K across the tiled kernel's blockings: one lane per group with odd TQ (scalar centre loads),
+# 16 lanes of 7 centres (a padded K), 32 lanes of 10 (the smallest tile); D past a warp's lanes.
+TILED_CASES = [(2003, 4, 7), (5003, 16, 100), (2001, 3, 300), (4099, 33, 32)]
+
+
+@pytest.mark.parametrize("n,d,k", TILED_CASES, ids=[f"n{n}-d{d}-k{k}" for n, d, k in TILED_CASES])
+def test_the_tiled_kernel_matches_float64_across_its_blockings(gpu, n, d, k):
+    plan = gpu.tiled_shape(d, k)
+    assert plan["G"] * plan["TQ"] >= k
+    problem = gpu.Problem(reference.blobs(n, d, k, seed=k), k)
+    check = gpu.check_against_float64(problem, "tiled", iterations=3)
+    assert check["status"].eq("ok").all(), check.to_string()

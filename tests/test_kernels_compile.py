@@ -83,6 +83,10 @@ VARIANTS += [("mm_03_register_blocked.cu", o) for o in (
 # Chapter 06's fused k-means pass in the shapes its grids use, on both of its paths.
 VARIANTS += [("km_03_fused.cu", o) for o in ("-DSUMS_BY_WARP=1", "-DSUMS_BY_WARP=1 -DK=32 -DD=64", "-DK=128 -DD=32 -DCOPIES=2",
                                             "-DK=8 -DD=2 -DSUMS_BY_WARP=1", "-DPOINTS=2 -DCENTRE_UNROLL=4")]
+# The tiled pass in the blockings gpu.tiled_shape picks for those grids (and an odd K, which loads
+# its centres one by one).
+VARIANTS += [("km_04_tiled.cu", o) for o in ("", "-DK=8 -DD=2 -DG=1 -DTHREADS=64", "-DK=128 -DD=32 -DG=16",
+                                            "-DK=32 -DD=64", "-DK=7 -DD=5 -DTQ=7 -DG=1 -DTHREADS=64")]
 
 
 @needs_nvcc

@@ -12,7 +12,8 @@ import pandas as pd
 from cudalab.core.sweep import progress
 from cudalab.labs.kmeans import reference
 from cudalab.labs.kmeans.gpu import LADDER, VARIANTS
-STEPS = {"host_update": "a", "device_update": "b", "shared_buffers": "c", "fused": "ours", "cupy": "peer"}
+STEPS = {"host_update": "a", "device_update": "b", "shared_buffers": "c", "fused": "ours 1", "tiled": "ours 2",
+         "cupy": "peer"}
 SHORT_NAMES = {"time_ms": "ms / iteration", "points_per_s": "points/s", "x_read_floor": "x read floor",
                "x_flop_floor": "x flop floor", "speedup_over_cupy": "x CuPy", "total_s": "total s",
                "ms_per_iteration": "ms / iteration", "speedup_over_previous": "x previous",

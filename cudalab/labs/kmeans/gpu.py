@@ -12,6 +12,8 @@ Variants, in lab 004's order:
     device_update   b: update_clusters_sum (global atomics) + update_clusters_average on the GPU
     shared_buffers  c: per-block shared-memory cluster buffers, merged once per block
     fused           ours: one pass (assign, count, partial sums), centres in constant memory
+    tiled           ours: the same pass with the distances blocked in registers like a matrix
+                    multiply (TP objects x TQ centres per thread), centres in shared memory
     cupy            the peer a CuPy user would write: a matrix multiply for the distances,
                     argmin, and a scatter-add for the sums
 """
@@ -38,9 +40,10 @@ VARIANTS = {
     "device_update": "b: update on the device",
     "shared_buffers": "c: shared-memory cluster buffers",
     "fused": "ours: fused pass, constant centres",
+    "tiled": "ours: fused pass, register-tiled",
     "cupy": "CuPy, vectorized",
 }
-LADDER = ("host_update", "device_update", "shared_buffers", "fused")
+LADDER = ("host_update", "device_update", "shared_buffers", "fused", "tiled")
 CLASSIC = LADDER[:3]   # the variants built on the classic code's assignment kernel
 THREADS = 128          # the classic code's threads per block
 FUSED_THREADS = 256
@@ -52,6 +55,11 @@ WARP_SUMS_BUDGET = 40 * 1024  # bytes of per-warp sums a block may keep (SUMS_BY
 SHARED_LIMIT = 48 * 1024
 CONSTANT_LIMIT = 64 * 1024
 FUSED_MAX_D = 128      # a point's coordinates live in registers
+TILED_TP = 4           # objects per thread in the tiled kernel
+TILED_TQ = 8           # centres per thread while fewer than 32 lanes share an object group
+TILED_MAX_TQ = 16      # centres per thread, at most (TP x TQ scores live in registers)
+TILED_THREADS = 128    # at most; each warp keeps its own K x D sums, so fewer warps leave more blocks per SM
+ONE_PASS = "assign+delta+update (one pass)"   # the stage name of the fused and tiled kernels
 
 
 def shared_optin() -> int:
@@ -80,6 +88,23 @@ def fused_shape(d: int, k: int, optin: Optional[int] = None) -> dict[str, int]:
     return {"SUMS_BY_WARP": 0, "COPIES": copies, "threads": FUSED_THREADS, "dynamic_bytes": 0}
 
 
+def tiled_shape(d: int, k: int) -> dict[str, int]:
+    """The tiled kernel's blocking for D and K (see km_04_tiled.cu): G lanes share a group of
+    TP = 4 objects, each taking TQ of the K centres (at most 8 while G < 32); THREADS = 64 G up
+    to 128, so a tile holds 256 objects while G <= 2 and fewer beyond. ``dynamic_bytes``: its
+    shared memory (two tile buffers). Measured on the H100 at N = 4M, D = K = 32: G = 4 x TQ = 8
+    over 128 threads beat G = 2 x TQ = 16 (64, 128 or 256 threads) by 5-10%."""
+    groups = -(-k // TILED_TQ)
+    g = min(32, 1 << (groups - 1).bit_length())
+    tq = -(-k // g)
+    threads = min(TILED_THREADS, 64 * g)
+    tile = threads // g * TILED_TP
+    kp = g * tq
+    round4 = lambda floats: -(-floats // 4) * 4
+    floats = 2 * d * (tile + 4) + round4(d * kp) + round4(kp) + tile + threads // 32 * k * d
+    return {"TP": TILED_TP, "TQ": tq, "G": g, "THREADS": threads, "dynamic_bytes": 4 * floats}
+
+
 def refusal(variant: str, d: int, k: int) -> str:
     """Why ``variant`` cannot run with D coordinates and K clusters here, or ""."""
     assign = 4 * (k * d + THREADS)
@@ -94,6 +119,15 @@ def refusal(variant: str, d: int, k: int) -> str:
                 f"bytes of constant memory")
     if variant == "fused" and d > FUSED_MAX_D:
         return f"D = {d} coordinates per point in registers exceeds the {FUSED_MAX_D} this kernel allows"
+    if variant == "tiled":
+        plan = tiled_shape(d, k)
+        if plan["TQ"] > TILED_MAX_TQ:
+            return (f"K = {k} centres over 32 lanes is {plan['TQ']} per thread, more than the {TILED_MAX_TQ} "
+                    f"scores per object this kernel keeps in registers")
+        room = shared_optin() - 4 * (k + 1)
+        if plan["dynamic_bytes"] > room:
+            return (f"the tile, the centres and each warp's sums take {plan['dynamic_bytes']:,} bytes of shared "
+                    f"memory; a block may have {room:,}")
     return ""
 
 
@@ -165,7 +199,6 @@ class Runner:
             self.sizes = cp.zeros(k, dtype=cp.int32)
             self.intermediates = cp.zeros(self.blocks, dtype=cp.int32)
             self.delta = cp.zeros(1, dtype=cp.int32)
-            self.changed_out = cp.zeros(1, dtype=cp.int32)
         self.host_centres = problem.initial.copy()
         if variant == "host_update":
             problem.points  # the host's copy of the objects, fetched once, outside any timed stage
@@ -179,7 +212,8 @@ class Runner:
     def _build(self) -> None:
         """The iteration's stages for this variant."""
         build = self._classic_stages if self.variant in CLASSIC else \
-            self._fused_stages if self.variant == "fused" else self._cupy_stages
+            self._fused_stages if self.variant == "fused" else \
+            self._tiled_stages if self.variant == "tiled" else self._cupy_stages
         self.stages: list[Stage] = build()
 
     def _classic_stages(self) -> list[Stage]:
@@ -243,17 +277,43 @@ class Runner:
         grid = attributes()["MultiProcessorCount"] * max(1, fit["blocks_per_sm"])
         self._write_constants(p.initial)
 
+        count = self._count_in_host_memory()
+
         def finish():
             launch(finalize, (1,), (FUSED_THREADS,),
-                   (self.centres, self.sums, self.sizes, self.next, self.delta, self.changed_out), stream=self.stream)
+                   (self.centres, self.sums, self.sizes, self.next, self.delta, count), stream=self.stream)
             self.constants.copy_from_device_async(self.next.data, self.next.nbytes, self.stream)
 
-        return [Stage("assign+delta+update (fused)",
-                      lambda: launch(fused, (grid,), (threads,),
-                                     (p.xt, self.membership, self.sums, self.sizes, self.delta, self.next, n),
-                                     shared_mem=tile_bytes, stream=self.stream)),
+        return [Stage(ONE_PASS, lambda: launch(fused, (grid,), (threads,),
+                                               (p.xt, self.membership, self.sums, self.sizes, self.delta, self.next, n),
+                                               shared_mem=tile_bytes, stream=self.stream)),
                 Stage("update", finish),
-                Stage("transfer", lambda: self._fetch_count(self.changed_out), on_device=False)]
+                Stage("transfer", self._read_count, on_device=False)]
+
+    def _tiled_stages(self) -> list[Stage]:
+        """Ours, tiled: the register-tiled pass reading the centres' table from global memory
+        (no constant copy), then the same finalize as the fused pass."""
+        cp = require_cupy()
+        p = self.p
+        n = np.int32(p.n)
+        plan = tiled_shape(p.d, p.k)
+        shared = plan.pop("dynamic_bytes")
+        sizes = (f"-DK={p.k}", f"-DD={p.d}")
+        tiled = load_kernel("km_04_tiled.cu", "kmeans_tiled", (*sizes, *(f"-D{name}={value}" for name, value in plan.items())))
+        finalize = load_kernel("km_03_fused.cu", "kmeans_finalize", (*sizes, "-DSUMS_BY_WARP=1"))  # no static sums
+        count = self._count_in_host_memory()
+        self.next = cp.zeros(p.k * p.d + p.k, dtype=cp.float32)
+        self._write_table(p.initial)
+        allow_shared_memory(tiled, shared)
+        fit = resident_blocks(plan["THREADS"], tiled.num_regs, tiled.shared_size_bytes + shared + 1024, present_sm())
+        grid = attributes()["MultiProcessorCount"] * max(1, fit["blocks_per_sm"])
+        return [Stage(ONE_PASS, lambda: launch(tiled, (grid,), (plan["THREADS"],),
+                                               (p.xt, self.membership, self.sums, self.sizes, self.delta, self.next, n),
+                                               shared_mem=shared, stream=self.stream)),
+                Stage("update", lambda: launch(finalize, (1,), (FUSED_THREADS,),
+                                               (self.centres, self.sums, self.sizes, self.next, self.delta, count),
+                                               stream=self.stream)),
+                Stage("transfer", self._read_count, on_device=False)]
 
     def _cupy_stages(self) -> list[Stage]:
         """The peer: distances by a matrix multiply, argmin, a scatter-add update."""
@@ -282,14 +342,32 @@ class Runner:
         return [Stage("assign", distances), Stage("delta", delta_count), Stage("update", update),
                 Stage("transfer", self._fetch_count, on_device=False)]
 
-    def _write_constants(self, centres: np.ndarray) -> None:
+    def _write_table(self, centres: np.ndarray) -> None:
+        """The one-pass kernels' table of the centres: -2 x centre, then |centre|^2."""
         c = np.asarray(centres, dtype=np.float32)
         host = np.concatenate([(-2.0 * c).ravel(), (c * c).sum(axis=1, dtype=np.float32)]).astype(np.float32)
         self.next.set(host, stream=self.stream)
+
+    def _write_constants(self, centres: np.ndarray) -> None:
+        self._write_table(centres)
         self.constants.copy_from_device_async(self.next.data, self.next.nbytes, self.stream)
 
-    def _fetch_count(self, source=None) -> None:
-        self.changed = int((source if source is not None else self.delta).get(stream=self.stream)[0])
+    def _count_in_host_memory(self) -> np.uintp:
+        """Where the one-pass kernels' finalize writes the change count: pinned host memory,
+        which the GPU writes directly (unified addressing maps it), so that the host reads the
+        count after the iteration without a copy of its own (a 4-byte copy costs ~20 us of
+        the ~0.4 ms iteration)."""
+        cp = require_cupy()
+        self._count_memory = cp.cuda.alloc_pinned_memory(4)
+        self._count = np.frombuffer(self._count_memory, dtype=np.int32, count=1)
+        self._count[0] = 0
+        return np.uintp(self._count_memory.ptr)
+
+    def _read_count(self) -> None:
+        self.changed = int(self._count[0])
+
+    def _fetch_count(self) -> None:
+        self.changed = int(self.delta.get(stream=self.stream)[0])
 
     def _membership_to_host(self) -> None:
         self.membership.get(stream=self.stream, out=self.host_membership)
