@@ -50,6 +50,9 @@
 #ifndef POINTS
 #define POINTS 1
 #endif
+#ifndef FINALIZE_ONLY
+#define FINALIZE_ONLY 0
+#endif
 #ifndef SUMS_BY_WARP
 #define SUMS_BY_WARP 0
 #endif
@@ -66,6 +69,7 @@
 #define SCALED(c, j) TABLE[(c) * D + (j)]  // -2 x centre c, coordinate j
 #define NORM(c) TABLE[K * D + (c)]          // |centre c|^2
 
+#if !FINALIZE_ONLY  // -DFINALIZE_ONLY=1: only kmeans_finalize (the tiled pass of km_04_tiled.cu uses it)
 __constant__ float c_centres[K * D + K];
 
 // Launch: grid (a few blocks per SM), block threads (a multiple of 32).
@@ -216,6 +220,7 @@ extern "C" __global__ void kmeans_fused(const float* __restrict__ objects, int* 
     if (threadIdx.x == 0 && s_changed) atomicAdd(changed, s_changed);
 }
 #endif
+#endif  // !FINALIZE_ONLY
 
 // New centres (an empty cluster keeps its centre), the next constants into `next` ([K * D]
 // scaled centres, then [K] norms), the change count into *changed_out, accumulators zeroed.

@@ -49,7 +49,7 @@ THREADS = 128          # the classic code's threads per block
 FUSED_THREADS = 256
 # The fused kernel's knobs (see km_03_fused.cu): objects per thread, centres in shared memory
 # rather than constant memory, and how many centres are unrolled at a time.
-FUSED_OPTIONS = {"POINTS": 1, "CENTRES_IN_SHARED": 0, "CENTRE_UNROLL": 128, "SUMS_BY_WARP": 1}
+FUSED_OPTIONS = {"POINTS": 1, "CENTRES_IN_SHARED": 0, "CENTRE_UNROLL": 32, "SUMS_BY_WARP": 1}
 FUSED_COPIES = (4, 2, 1)  # copies of the fused kernel's shared sums, the most that fit
 WARP_SUMS_BUDGET = 40 * 1024  # bytes of per-warp sums a block may keep (SUMS_BY_WARP)
 SHARED_LIMIT = 48 * 1024
@@ -300,7 +300,7 @@ class Runner:
         shared = plan.pop("dynamic_bytes")
         sizes = (f"-DK={p.k}", f"-DD={p.d}")
         tiled = load_kernel("km_04_tiled.cu", "kmeans_tiled", (*sizes, *(f"-D{name}={value}" for name, value in plan.items())))
-        finalize = load_kernel("km_03_fused.cu", "kmeans_finalize", (*sizes, "-DSUMS_BY_WARP=1"))  # no static sums
+        finalize = load_kernel("km_03_fused.cu", "kmeans_finalize", (*sizes, "-DFINALIZE_ONLY=1"))
         count = self._count_in_host_memory()
         self.next = cp.zeros(p.k * p.d + p.k, dtype=cp.float32)
         self._write_table(p.initial)
