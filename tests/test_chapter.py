@@ -50,3 +50,31 @@ def test_headlines_are_recorded_with_unit_table_and_rows(tmp_path):
     assert [e["key"] for e in saved] == ["x", "nan"], "a key is recorded once, its last value kept"
     assert saved[0] == {"key": "x", "value": 3.0, "unit": "GB/s", "text": "x is 3 GB/s", "table": "", "rows": {}}
     assert saved[1]["value"] is None, "NaN is recorded as null, not as an invalid JSON NaN"
+
+
+def test_plots_order_numbers_inside_labels_by_value():
+    from cudalab.core import plots
+
+    assert plots.natural_order(["kslices 16", "kslices 4", "kslices 32", "row 128", "kslices 4"]) == \
+        ["kslices 4", "kslices 16", "kslices 32", "row 128"]
+
+
+def test_plots_colour_a_source_by_whether_it_was_published_not_by_its_position():
+    from cudalab.core import plots
+
+    h100, gtx = "NVIDIA H100 (recorded, N=5000)", "GeForce GTX 680 (published, lab 000)"
+    assert plots.palette([h100, gtx], sources=True) == plots.palette([gtx, h100], sources=True)
+    assert plots.palette([h100, gtx], sources=True)[h100] != plots.palette([h100, gtx], sources=True)[gtx]
+    # a kernel family keeps its colour whatever else is in the figure
+    assert plots.palette(["basic 16x16", "tile 32"])["tile 32"] == plots.palette(["tile 8", "row 64"])["tile 8"]
+
+
+def test_a_missing_lab_number_reads_not_published_and_never_nan():
+    import numpy as np
+    import pandas as pd
+    from cudalab.core import plots
+
+    frame = pd.DataFrame({"step": ["a", "b"], "time_s": [1.0, np.nan], "lab_time_s": [2.0, np.nan]})
+    html = plots.styled(frame, {"time_s": "{:.1f}", "lab_time_s": "{:.1f}"}).to_html()
+    assert "not published" in html and "–" in html and "nan" not in html.lower()
+    assert [plots.size(b) for b in (512, 49152, 256 * 2**20, 3 * 2**30)] == ["512 B", "48 KiB", "256 MiB", "3 GiB"]

@@ -70,12 +70,24 @@ def load_kernel(filename: str | Path, name: str, options: Iterable[str] = ()):
     return load_module(filename, options).get_function(name)
 
 
-def source_markdown(filename: str | Path):
-    """The kernel file's source, for the notebook to show what is being measured."""
-    from IPython.display import Markdown
+def source_markdown(filename: str | Path, *, folded: bool = True):
+    """The kernel file's source, for the notebook to show what is being measured.
+
+    Folded like the report's code (a ``<details>`` block whose summary names the file and its
+    length): a listing is reference material beside the story; a handout prints it open. The
+    highlighting is inline, so the listing reads the same in JupyterLab, the HTML and the PDF."""
+    from IPython.display import HTML
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+    from pygments.lexers import CudaLexer
 
     path = kernel_path(filename)
-    return Markdown(f"`kernels_cu/{path.name}`\n\n```cuda\n{path.read_text().rstrip()}\n```")
+    text = path.read_text().rstrip()
+    code = highlight(text, CudaLexer(), HtmlFormatter(noclasses=True, nobackground=True))
+    lines = text.count("\n") + 1
+    return HTML(f"<details class=\"cudalab-listing\"{'' if folded else ' open'}><summary>Listing: "
+                f"<code>kernels_cu/{path.name}</code> ({lines} lines)</summary>\n"
+                f"<div class=\"cudalab-listing-code\">{code}</div></details>")
 
 
 def kernel_resources(kernel) -> dict[str, int]:

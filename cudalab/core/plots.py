@@ -2,11 +2,57 @@
 
 from __future__ import annotations
 
-from typing import Optional
+import re
+from typing import Iterable, Optional
 
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
+
+COLOURS = sns.color_palette("colorblind", 10)
+# One colour per GPU and per kernel family throughout the report. What a source is comes from its
+# label: the lab's numbers are labelled "(published, ...)", everything else was measured by us.
+MEASURED, PUBLISHED = (0, 9), (1, 3, 5, 8)
+# Kernel families, by a word of their name (first match wins): the same family is the same colour
+# in every chapter's figures, a library reference (cuBLAS, CuPy, a copy) always grey.
+FAMILIES = (("cublas", 7), ("cupy", 7), ("copy", 7), ("published", 1), ("kslice", 5), ("segment", 2),
+            ("row", 4), ("tile", 3), ("coalesced", 1), ("register", 6), ("shared", 4), ("global", 8),
+            ("basic", 0), ("fused", 2), ("vecmax00", 0), ("vecmax01", 1), ("vecmax02", 2))
+
+
+def natural_key(value) -> tuple:
+    """Sort key that orders "kslices 4" before "kslices 16" (numbers by value, not as text)."""
+    return tuple((0, float(part), "") if re.fullmatch(r"\d+(\.\d+)?", part) else (1, 0.0, part.lower())
+                 for part in re.split(r"(\d+(?:\.\d+)?)", str(value)) if part)
+
+
+def natural_order(values: Iterable) -> list:
+    """The distinct values in their natural order (numbers inside labels compared as numbers)."""
+    return sorted(pd.unique(pd.Series(list(values))), key=natural_key)
+
+
+def palette(values: Iterable, *, sources: bool = False) -> dict:
+    """A colour for each value, the same in every figure of the report.
+
+    ``sources``: the values name where numbers come from (a GPU measured here, or a lab's
+    published numbers): measured ones are blue, published ones orange/red. Otherwise values are
+    kernels: coloured by family (``FAMILIES``), the rest from the colours left, in natural order."""
+    names = natural_order(values)
+    if sources:
+        measured = [v for v in names if "published" not in str(v)]
+        published = [v for v in names if "published" in str(v)]
+        return {**{v: COLOURS[MEASURED[i % len(MEASURED)]] for i, v in enumerate(measured)},
+                **{v: COLOURS[PUBLISHED[i % len(PUBLISHED)]] for i, v in enumerate(published)}}
+    chosen: dict = {}
+    for v in names:
+        family = next((c for word, c in FAMILIES if word in str(v).lower()), None)
+        if family is not None and COLOURS[family] not in chosen.values():
+            chosen[v] = COLOURS[family]
+    spare = [c for c in COLOURS if c not in chosen.values()] or list(COLOURS)
+    for v in names:
+        if v not in chosen:
+            chosen[v] = spare.pop(0) if spare else COLOURS[len(chosen) % len(COLOURS)]
+    return chosen
 
 
 def setup() -> None:
@@ -21,7 +67,10 @@ def lines(data: pd.DataFrame, x: str, y: str, hue: str, *, xlabel: str, ylabel: 
     """One line per ``hue`` value; ``errorbars`` names the (low, high) columns of the spread."""
     ax = ax or plt.subplots()[1]
     ok = data[data["status"].eq("ok")] if "status" in data else data
-    sns.lineplot(data=ok, x=x, y=y, hue=hue, style=style or hue, markers=True, dashes=False, ax=ax)
+    order = natural_order(ok[hue])
+    colours = palette(order, sources=hue == "source") if ok[hue].dtype == object else None
+    sns.lineplot(data=ok, x=x, y=y, hue=hue, style=style or hue, markers=True, dashes=False, ax=ax,
+                 hue_order=order if colours else None, palette=colours)
     if errorbars:
         lo, hi = errorbars
         for _, grp in ok.groupby(hue):
@@ -32,8 +81,20 @@ def lines(data: pd.DataFrame, x: str, y: str, hue: str, *, xlabel: str, ylabel: 
     if logy:
         ax.set_yscale("log")
     mark_failures(ax, data, x, y)
-    ax.legend(fontsize=8, loc="best")
+    place_legend(ax)
     return ax
+
+
+def place_legend(ax, *, fontsize: int = 8, title: Optional[str] = None) -> None:
+    """The legend beside the axes when it has many entries, so it never covers data."""
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return
+    if len(labels) > 4:
+        ax.legend(handles, labels, fontsize=fontsize, title=title, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                  frameon=False)
+    else:
+        ax.legend(handles, labels, fontsize=fontsize, title=title, loc="best")
 
 
 def mark_failures(ax, data: pd.DataFrame, x: str, y: str) -> None:
@@ -49,13 +110,51 @@ def mark_failures(ax, data: pd.DataFrame, x: str, y: str) -> None:
 def compare_bars(data: pd.DataFrame, x: str, y: str, source: str, *, xlabel: str, ylabel: str, title: str, ax=None):
     """Bars of the same quantity from different sources (published lab vs measured here)."""
     ax = ax or plt.subplots()[1]
-    sns.barplot(data=data, x=x, y=y, hue=source, ax=ax)
+    sns.barplot(data=data, x=x, y=y, hue=source, ax=ax, order=natural_order(data[x]),
+                hue_order=natural_order(data[source]), palette=palette(data[source], sources=True))
     for container in ax.containers:
         ax.bar_label(container, fmt="%.1f", padding=2, fontsize=8)
     ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
     ax.margins(y=0.12)
     sns.move_legend(ax, "upper left", bbox_to_anchor=(1.01, 1.0), ncol=1, title=None, fontsize=8, frameon=False)
     return ax
+
+
+NOT_PUBLISHED = "not published"
+
+
+def is_published_column(column) -> bool:
+    """A column holding a lab's numbers: named for the lab ("lab_time_s", "lab 002: ...") or a
+    published source ("GeForce GTX 680 (published, lab 000 ...)")."""
+    text = str(column).lower()
+    return "published" in text or text.startswith("lab")
+
+
+def styled(frame: pd.DataFrame, formats=None, *, caption: Optional[str] = None, index: bool = False):
+    """A table as the report shows it: ``formats`` (one format, or a dict by column) applied, a
+    missing lab number read as "not published" and any other gap as "–", never ``NaN``."""
+    st = frame.style
+    for column in frame.columns:
+        fmt = formats.get(column) if isinstance(formats, dict) else formats
+        st = st.format(fmt, subset=[column], na_rep=NOT_PUBLISHED if is_published_column(column) else "–")
+    if not index:
+        st = st.hide(axis="index")
+    return st.set_caption(caption) if caption else st
+
+
+def size(nbytes: float) -> str:
+    """A byte count in binary units: 512 B, 48 KiB, 256 MiB, 1.5 GiB."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(nbytes) >= scale:
+            return f"{nbytes / scale:.3g} {unit}"
+    return f"{nbytes:.0f} B"
+
+
+def bytes_axis(ax, axis: str = "x") -> None:
+    """Label a log2 byte axis in KiB/MiB/GiB rather than raw byte counts."""
+    from matplotlib.ticker import FuncFormatter
+
+    getattr(ax, f"{axis}axis").set_major_formatter(FuncFormatter(lambda v, _: size(v)))
 
 
 def duration(ms: float) -> str:
