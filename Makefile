@@ -6,17 +6,18 @@ PROFILE ?= gtx680
 # CuPy comes along where a GPU is present; replay and tests need none.
 EXTRAS := test$(shell command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && echo ,gpu)
 
-.PHONY: help venv report test test-gpu lab wheelhouse stamp gpu-check benchmarks clean
+.PHONY: help venv report test test-gpu lab wheelhouse stamp gpu-check benchmarks bench clean
 
 help:
 	@echo "make report     set up .venv and build the report (PROFILE=$(PROFILE)): build/report-$(PROFILE)/report.html"
 	@echo "make test       set up .venv and run the test suite (GPU tests skip without a GPU)"
 	@echo "                (PYTEST_ARGS=--kernel-resources adds the table of every kernel's registers and spills)"
-	@echo "make lab        open the notebooks in JupyterLab"
+	@echo "make lab        open the notebooks in JupyterLab (installed once; as root: --allow-root --no-browser)"
 	@echo "make wheelhouse download the wheels an offline GPU node needs (wheelhouse/) and stamp the source"
 	@echo "make stamp      write wheelhouse/source-stamp.json (commit + tree fingerprint) before the tree travels"
 	@echo "make gpu-check  on a GPU node: measured reports for h100 and gtx680, recorded for replay, + tests"
 	@echo "make benchmarks rewrite BENCHMARKS.md from the recorded summaries in results/"
+	@echo "make bench      time the cold, cached and replayed builds of PROFILE=h100 (BENCH_ARGS=--record keeps them)"
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -35,9 +36,18 @@ test: venv
 test-gpu: venv
 	$(PY) -m pytest -m gpu
 
-lab: venv
+# JupyterLab is installed once (re-installed only when pyproject.toml changes); as root (a
+# container) it needs --allow-root and has no browser to open. LAB_ARGS adds options, e.g.
+# LAB_ARGS="--ip=0.0.0.0 --port=8888" to reach it from outside a container.
+LAB_ARGS ?=
+ROOT_ARGS := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root --no-browser)
+
+$(VENV)/.lab-installed: $(VENV)/.installed pyproject.toml
 	$(PY) -m pip install --quiet -e '.[$(EXTRAS),lab]'
-	$(VENV)/bin/jupyter lab notebooks/
+	touch $@
+
+lab: $(VENV)/.lab-installed
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(ROOT_ARGS) $(LAB_ARGS)
 
 wheelhouse:
 	tools/build_wheelhouse.sh wheelhouse 3.12
@@ -49,6 +59,9 @@ stamp:
 
 gpu-check:
 	tools/gpu_check.sh --record
+
+bench: venv
+	$(PY) tools/bench_build.py --profile $(if $(filter command line,$(origin PROFILE)),$(PROFILE),h100) $(BENCH_ARGS)
 
 benchmarks: venv
 	$(PY) tools/write_benchmarks.py > BENCHMARKS.md

@@ -54,6 +54,15 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _formats(text: str) -> tuple[str, ...]:
+    """``--format``: a comma-separated subset of html,pdf; the HTML is always written (the PDF prints it)."""
+    chosen = tuple(f.strip().lower() for f in text.split(",") if f.strip())
+    unknown = [f for f in chosen if f not in ("html", "pdf")]
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(f"unknown format {', '.join(unknown) or repr(text)}: choose from html, pdf")
+    return tuple(dict.fromkeys(("html", *chosen)))
+
+
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="build_report.py", description=DESCRIPTION,
                                      epilog=EPILOG.format(profiles=", ".join(available_profiles())),
@@ -77,7 +86,10 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
                              "the GPU's name, e.g. h100); default: the newest recording of the profile")
     parser.add_argument("--results", type=Path, default=RESULTS_DIR, metavar="DIR",
                         help="where recorded results live (default: results/)")
-    parser.add_argument("--no-pdf", action="store_true", help="write the HTML report only")
+    parser.add_argument("--format", dest="formats", type=_formats, default=("html", "pdf"), metavar="html[,pdf]",
+                        help="what to write: html,pdf (default) or html; the PDF is the HTML printed by headless "
+                             "Chromium (Debian: apt-get install chromium); without it the HTML still comes out")
+    parser.add_argument("--no-pdf", action="store_true", help="the same as --format html")
     parser.add_argument("--cell-timeout", type=int, default=1800, metavar="SECONDS",
                         help="fail a notebook cell that runs longer than this (default: 1800)")
     parser.add_argument("--point-time-limit", type=_seconds, default=120.0, metavar="SECONDS",
@@ -114,7 +126,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     command = "python build_report.py " + shlex.join(argv if argv is not None else sys.argv[1:])
     try:
         summary = run(args.gpu, only=args.only, out=args.out, quick=args.quick, record=args.record,
-                      replay=args.replay, results=args.results, from_gpu=args.from_gpu, pdf=not args.no_pdf,
+                      replay=args.replay, results=args.results, from_gpu=args.from_gpu, pdf="pdf" in args.formats and not args.no_pdf,
                       cell_timeout=args.cell_timeout, command=command, log=_log, progress_bar=sys.stderr.isatty(),
                       force=args.force, fail_fast=args.fail_fast, point_time_limit=args.point_time_limit)
     except CudalabError as exc:

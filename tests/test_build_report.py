@@ -62,10 +62,21 @@ def test_replay_without_recording_names_what_exists(tmp_path):
     assert proc.returncode == 2 and "no recorded results for profile 'generic'" in proc.stderr
 
 
+def pdf_tools() -> bool:
+    """Chromium prints the PDF and poppler's pdftotext reads it back. CI installs both (.ci/run sets
+    CUDALAB_REQUIRE_PDF=1, so there a missing tool fails the test rather than skipping it)."""
+    from cudalab.report.stitch import find_browser
+
+    found = find_browser() is not None and shutil.which("pdftotext") is not None
+    if not found and os.environ.get("CUDALAB_REQUIRE_PDF") == "1":
+        raise AssertionError("CUDALAB_REQUIRE_PDF=1 but Chromium or pdftotext is missing")
+    return found
+
+
 @pytest.fixture(scope="module")
 def replay_report(tmp_path_factory):
     out = tmp_path_factory.mktemp("report")
-    proc = build("--gpu", "gtx680", "--replay", "--no-pdf", "--out", str(out))
+    proc = build("--gpu", "gtx680", "--replay", "--format", "html,pdf" if pdf_tools() else "html", "--out", str(out))
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out, proc
 
@@ -98,6 +109,36 @@ def test_replay_report_holds_both_chapters_figures_and_no_errors(replay_report):
     summary = json.loads((out / "build.json").read_text())
     assert summary["mode"] == "replay" and summary["ok"]
     assert set(summary["chapters"]) == {c.id for c in chapters}
+
+
+def _flat(text: str) -> str:
+    return re.sub(r"[\s\-\u00ad]+", "", text)
+
+
+def test_the_pdf_holds_every_chapter_and_every_table_header(replay_report):
+    """The PDF has the HTML's content: every chapter's title and the text of every table header
+    (a column cut at the right margin would lose its header), page numbers, no printed UI."""
+    if not pdf_tools():
+        pytest.skip("Chromium or pdftotext is not installed (Debian: apt-get install chromium poppler-utils)")
+    out, _ = replay_report
+    pdf = out / "report.pdf"
+    assert pdf.is_file(), "Chromium is installed, so --format html,pdf must write report.pdf"
+    text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    flat = _flat(text)
+    page = (out / "report.html").read_text()
+    for chapter in catalog.discover():
+        assert _flat(chapter.title.split(":")[0]) in flat, chapter.id
+    heads = {html_lib.unescape(re.sub(r"<[^>]+>", "", h)).strip() for h in re.findall(r"<th[^>]*>(.*?)</th>", page, re.S)}
+    heads = {h for h in heads if len(h) >= 3 and not h.replace(".", "").isdigit()}
+    assert len(heads) > 50, "the report's tables were found"
+    missing = sorted(h for h in heads if _flat(h) not in flat)
+    assert not missing, f"{len(missing)} of {len(heads)} table headers are not in the PDF, e.g. {missing[:5]}"
+    pages = int(re.search(r"Pages:\s+(\d+)", subprocess.run(["pdfinfo", str(pdf)], capture_output=True,
+                                                               text=True).stdout).group(1))
+    assert f"page 1 of {pages}" in text and f"page {pages} of {pages}" in text, "every page is numbered"
+    assert "open_chapter(" not in text and "lab.table(" not in text, "folded code is not printed"
+    cells = re.findall(r"<t[dh][^>]*>\s*(nan|NaN|None|<NA>|&lt;NA&gt;)\s*</t[dh]>", page)
+    assert not cells, f"{len(cells)} table cells show a missing value as {cells[0]!r}, not 'not published' or '–'"
 
 
 def test_replayed_tables_are_the_recorded_ones_with_provenance(replay_report):

@@ -53,4 +53,27 @@ def render(results: Path = RESULTS_DIR) -> str:
             out += [f"- {e['text']}" + (f" (table `{e['table']}`)" if e.get("table") else "") for e in entries] or \
                 ["- no headline summary recorded"]
             out.append("")
+    out += build_times(results)
     return "\n".join(out).rstrip() + "\n"
+
+
+def build_times(results: Path = RESULTS_DIR) -> list[str]:
+    """The section of the build times that ``tools/bench_build.py --record`` (``make bench``)
+    measured: cold, cached and replayed builds, each beside its goal."""
+    files = sorted((results / "build_times").glob("*.json")) if (results / "build_times").is_dir() else []
+    if not files:
+        return []
+    out = ["## Build times", "",
+           "Measured by `make bench` (`tools/bench_build.py --record`): the wall time of `build_report.py`, cold "
+           "(every chapter measured, fresh CuPy kernel cache), cached (the same build again: unchanged chapters "
+           "kept) and replayed (from `results/`, no GPU used).", "",
+           "| profile | machine | date (UTC) | commit | build | seconds | goal (s) | meets it |",
+           "|---|---|---|---|---|---:|---:|---|"]
+    for path in files:
+        r = json.loads(path.read_text())
+        m = r["machine"]
+        where = (f"{m['gpu_name']}" if m["gpu_name"] != "none" else "no GPU") + f", {m['cpu_count']} CPU cores"
+        for label, t in r["builds"].items():
+            out.append(f"| `{r['profile']}` | {where} | {r['date_utc']} | `{str(r['git_commit'])[:10]}` | {label} | "
+                       f"{t['seconds']:.0f} | {t['goal_s']:.0f} | {'yes' if t['meets_goal'] else 'no'} |")
+    return out + [""]

@@ -197,7 +197,7 @@ def run(profile: str = "auto", *, only: Optional[list[str]] = None, out: Optiona
                 if chapter.id in reuse:
                     old = reuse[chapter.id]
                     outcomes.append(ChapterOutcome(chapter.id, chapter.title, out / "notebooks" / chapter.path.name, True,
-                                                   "", old["seconds"], old["provenance"]))
+                                                   "", old["seconds"], old["provenance"], reused=True))
                     log(f"[{i}/{len(chapters)}] {chapter.id}: unchanged since the last build here, kept "
                         f"(--force runs it again)")
                     continue

@@ -31,6 +31,7 @@ class ChapterOutcome:
     error: str = ""
     seconds: float = 0.0
     provenance: dict[str, Any] = field(default_factory=dict)
+    reused: bool = False  # kept from the last build into the same folder: same inputs, not run again
 
 
 def _anchor(chapter_id: str) -> str:
@@ -74,7 +75,8 @@ def cover_cell(*, title: str, profile: str, lab_gpu: str, mode: str, built_utc: 
     then ``findings``: each chapter's first headlines (its ``summary.json``), the run in brief."""
     rows = []
     for o in outcomes:
-        status = "ok" if o.ok else "<b style='color:#c00'>FAILED</b>"
+        status = ("ok, from cache (unchanged since the last build)" if o.reused else "ok") if o.ok \
+            else "<b style='color:#c00'>FAILED</b>"
         rows.append(f"<tr><td><a href='#{_anchor(o.id)}'>{html.escape(o.title)}</a></td><td>{status}</td>"
                     f"<td>{o.seconds:.0f} s</td></tr>")
     first = next((o.provenance for o in outcomes if o.provenance), {})

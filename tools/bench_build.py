@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""How long the report takes to build: cold, cached and replayed (``make bench``).
+
+    python tools/bench_build.py [--profile h100] [--record] [--skip-cold]
+
+- **cold** (GPU only): every chapter measured, into a fresh output folder, with a fresh CuPy
+  kernel cache (``CUPY_CACHE_DIR``), so every kernel is compiled as on a new machine;
+- **cached**: the same command again into the same folder: chapters whose kernels, notebook,
+  parameters, package and GPU are unchanged are kept (the report says "from cache");
+- **replay**: a build from the recording in ``results/`` (``--replay``), into a fresh folder,
+  as CI and a laptop without a GPU build it.
+
+Each build is timed from the outside (wall clock of the ``build_report.py`` process). The
+goals of issue 13 are printed beside the times; ``--record`` keeps the figures, with the
+machine, date and commit derived by the code, in ``results/build_times/<machine>.json``, from
+which ``make benchmarks`` renders them into BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from cudalab.chapter.recorded import gpu_slug  # noqa: E402
+from cudalab.core import gpu  # noqa: E402
+from cudalab.core.paths import RESULTS_DIR, ROOT  # noqa: E402
+from cudalab.core.provenance import commit_state  # noqa: E402
+
+GOALS_S = {"cold": 300.0, "cached": 30.0, "replay": 90.0}
+BUILD_TIMES = "build_times"
+
+
+def _build(args: list[str], env: dict[str, str]) -> tuple[float, int, str]:
+    """Run build_report.py; (wall seconds, exit status, last lines of its log)."""
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, str(ROOT / "build_report.py"), *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True)
+    return time.perf_counter() - t0, proc.returncode, "\n".join(proc.stderr.strip().splitlines()[-4:])
+
+
+def machine() -> dict[str, object]:
+    """The machine the builds ran on, derived: the GPU's name where one is present, else the CPU count."""
+    name = gpu.gpu_name() if gpu.gpu_available() else None
+    return {"gpu_name": name or "none", "cpu_count": os.cpu_count(),
+            "slug": gpu_slug(name) if name else f"no-gpu-{os.cpu_count()}-cores"}
+
+
+def run(profile: str, skip_cold: bool, formats: str) -> dict[str, object]:
+    env = {**os.environ}
+    times: dict[str, dict[str, object]] = {}
+    work = Path(tempfile.mkdtemp(prefix="cudalab-bench-"))
+    try:
+        if gpu.gpu_available() and not skip_cold:
+            out = work / "measured"
+            env_cold = {**env, "CUPY_CACHE_DIR": str(work / "cupy-cache")}
+            for label in ("cold", "cached"):
+                print(f"{label}: building profile {profile} (measuring) ...", file=sys.stderr, flush=True)
+                seconds, rc, tail = _build(["--gpu", profile, "--format", formats, "--out", str(out)], env_cold)
+                times[label] = {"seconds": round(seconds, 1), "exit_status": rc, "log_tail": tail}
+        print(f"replay: building profile {profile} from results/ ...", file=sys.stderr, flush=True)
+        seconds, rc, tail = _build(["--gpu", profile, "--replay", "--format", formats, "--out", str(work / "replayed")], env)
+        times["replay"] = {"seconds": round(seconds, 1), "exit_status": rc, "log_tail": tail}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    for label, t in times.items():
+        t["goal_s"] = GOALS_S[label]
+        t["meets_goal"] = t["exit_status"] == 0 and t["seconds"] <= GOALS_S[label]
+    return {"profile": profile, "formats": formats, "machine": machine(),
+            "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **commit_state(), "builds": times}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--profile", default="h100", help="GPU profile to build (default: h100)")
+    parser.add_argument("--format", dest="formats", default="html,pdf",
+                        help="what each build writes (default: html,pdf, as `make report` does)")
+    parser.add_argument("--skip-cold", action="store_true", help="on a GPU, time only the replay build")
+    parser.add_argument("--record", action="store_true",
+                        help=f"keep the figures in results/{BUILD_TIMES}/<machine>-<profile>.json for BENCHMARKS.md")
+    args = parser.parse_args(argv)
+    result = run(args.profile, args.skip_cold, args.formats)
+    print(f"\nbuild times, profile {args.profile}, on {result['machine']['gpu_name']} "
+          f"({result['machine']['cpu_count']} CPU cores), {result['date_utc']}")
+    print(f"{'build':<8} {'seconds':>8} {'goal':>6}  result")
+    for label, t in result["builds"].items():
+        verdict = "meets the goal" if t["meets_goal"] else \
+            (f"FAILED (exit {t['exit_status']}): {t['log_tail']}" if t["exit_status"] else "misses the goal")
+        print(f"{label:<8} {t['seconds']:>8.1f} {t['goal_s']:>6.0f}  {verdict}")
+    if args.record:
+        dest = RESULTS_DIR / BUILD_TIMES / f"{result['machine']['slug']}-{args.profile}.json"
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(json.dumps(result, indent=2) + "\n")
+        print(f"recorded: {dest.relative_to(ROOT)}")
+    return 0 if all(t["exit_status"] == 0 for t in result["builds"].values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
