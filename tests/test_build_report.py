@@ -111,6 +111,23 @@ def test_replay_report_holds_both_chapters_figures_and_no_errors(replay_report):
     assert set(summary["chapters"]) == {c.id for c in chapters}
 
 
+def test_the_summary_page_has_a_row_per_chapter_from_its_scorecard(replay_report):
+    """The first page: each chapter's best configuration, speedup over the lab's baseline, fraction
+    of its ceiling and the lab's figure, rendered from the scorecard the notebook recorded."""
+    out, _ = replay_report
+    html = (out / "report.html").read_text()
+    summary = html[html.index("<h2>Summary</h2>"): html.index("<h2>Contents</h2>")]
+    for chapter in catalog.discover():
+        card = json.loads((out / "data" / chapter.id / "scorecard.json").read_text())
+        assert card["best"] and html_lib.escape(card["best"]) in summary, chapter.id
+        if card["speedup_x"] is not None:
+            assert f"{card['speedup_x']:,.1f}x" in summary, chapter.id
+        if card["fraction_of_ceiling"] is not None:
+            assert f"{card['fraction_of_ceiling']:.0%}" in summary, chapter.id
+    assert summary.count("<tr>") == len(catalog.discover()) + 1
+    assert "None" not in summary and "nan" not in summary
+
+
 def _flat(text: str) -> str:
     return re.sub(r"[\s\-\u00ad]+", "", text)
 

@@ -57,7 +57,7 @@ def test_every_quote_is_the_labs_own_words(lab, cited):
 
 def test_every_cited_lab_has_a_reference_entry():
     for profile in PROFILES.values():
-        labs = {t.lab for _, t in _published(profile)} | ({profile.device.lab} if profile.device else set())
+        labs = {t.lab for _, t in _published(profile)} | ({profile.device.lab} if profile.device and profile.device.lab else set())
         assert labs <= set(profile.references), f"{profile.name}: no references entry for {labs - set(profile.references)}"
 
 

@@ -157,3 +157,58 @@ def test_a_user_profile_without_a_name_is_named_after_its_file(tmp_path):
     assert prof.device.name == "GeForce GTX 680"
     path.write_text("name: mine\nextends: gtx680\n")
     assert load_profile(str(path)).name == "mine"
+
+
+# ---- h200, and a user's own profile given by path (issue 13, item 7)
+
+
+def test_h200_validates_against_the_notebooks_and_marks_its_device_as_not_a_labs():
+    h200 = load_profile("h200", gpu_max_threads=1024)  # the notebooks' parameters cells, an H200's block limit
+    assert h200.name == "h200" and profile_for_gpu("NVIDIA H200") == "h200"
+    dev = h200.device
+    assert dev.name == "NVIDIA H200" and dev.compute_capability == "9.0" and dev.multiprocessors == 132
+    assert dev.lab is None and dev.cite == {}, "no lab ran on an H200: nothing may be cited from one"
+    given = {k for k, v in dev.model_dump(exclude={"name", "source", "lab", "cite", "inferred"}).items() if v is not None}
+    assert given == set(dev.inferred) and "NVIDIA" in dev.source
+    # the numbers agree with NVIDIA's H200 datasheet: 67 TFLOP/s FP32, 4.8 TB/s, 141 GB
+    assert 66_000 < dev.fp32_peak_GFLOPs() < 68_000
+    assert 4.7e12 < 2 * dev.memory_clock_MHz * 1e6 * dev.memory_bus_width_bits / 8 < 4.9e12
+    assert 139 * 2**10 < dev.global_memory_MiB <= 141 * 2**10, "usable memory, within the 141 GB (GiB) HBM3e"
+    # the lab's published numbers come through h100 from gtx680; grids differ from h100's only in 00 and 06
+    h100 = load_profile("h100")
+    assert h200.chapter("01_block_size").published == h100.chapter("01_block_size").published
+    for chapter in ("01_block_size", "02_coalescing", "03_shared_memory", "04_blocking_factor", "05_matmul_footprint"):
+        assert h200.chapter_params(chapter) == h100.chapter_params(chapter), chapter
+    assert max(h200.chapter_params("06_kmeans_device_update")["sizes"]) > max(h100.chapter_params("06_kmeans_device_update")["sizes"])
+
+
+def test_a_users_profile_outside_params_extends_a_shipped_one_and_its_values_are_used(tmp_path):
+    base = write(tmp_path, "extends: h100\nchapters:\n  01_block_size:\n    params: {sizes: [256, 768]}\n", "lab_base.yaml")
+    mine = write(tmp_path, f"extends: {base}\nchapters:\n  06_kmeans_device_update:\n    params: {{sizes: [524288]}}\n",
+                 "my_gpu.yaml")
+    prof = load_profile(str(mine))  # validated against the real notebooks
+    assert prof.name == "my_gpu"
+    assert prof.chapter_params("06_kmeans_device_update")["sizes"] == [524288]
+    assert prof.chapter_params("06_kmeans_device_update")["dims"] == [32, 64], "the rest of h100's grid is inherited"
+    assert prof.chapter_params("01_block_size")["sizes"] == [256, 768], "extends by path, through another user file"
+    assert prof.chapter_params("01_block_size", quick=True)["sizes"] == [256, 500, 1000], "the parent's quick grid wins under --quick"
+    assert prof.chapter("01_block_size").published is not None and prof.match == []
+
+
+@pytest.mark.parametrize("chapters,names", [
+    ("  06_kmeans_device_update:\n    params: {size: [524288]}\n",
+     ["chapters.06_kmeans_device_update.params.size: unknown key", "the notebook accepts:", "sizes"]),
+    ("  06_kmeans_device_update:\n    quick: {iterations: three}\n",
+     ["chapters.06_kmeans_device_update.quick.iterations: expected int, got str 'three'"]),
+    ("  05_matmul_footprint:\n    params: {tune_tiles: [128, -64]}\n",
+     ["chapters.05_matmul_footprint.params.tune_tiles: -64 is not positive"]),
+])
+def test_a_malformed_users_profile_names_its_file_and_key(tmp_path, chapters, names):
+    from cudalab.core.errors import CudalabError
+
+    path = write(tmp_path, "extends: h100\nchapters:\n" + chapters, "my_gpu.yaml")
+    with pytest.raises(CudalabError) as err:
+        load_profile(str(path))  # against the real notebooks' parameters cells
+    assert str(err.value).startswith(f"{path}: invalid profile")
+    for name in names:
+        assert name in str(err.value)

@@ -19,7 +19,7 @@ import pandas as pd
 
 from cudalab.chapter import catalog, recorded
 from cudalab.chapter.profiles import Profile, load_profile, profile_for_gpu
-from cudalab.chapter.recorded import PROVENANCE, SUMMARY
+from cudalab.chapter.recorded import ANSWERS, PROVENANCE, SCORECARD, SUMMARY
 from cudalab.core import gpu, provenance, sweep, timing
 from cudalab.core.errors import CudalabError, NoGPU, NoRecordedResults
 from cudalab.core.files import atomic_write, atomic_write_text
@@ -70,6 +70,8 @@ class Chapter:
     def _start(self) -> None:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         atomic_write_text(self.out_dir / SUMMARY, "[]\n")  # this run's headlines, in both modes
+        for stale in (SCORECARD, ANSWERS):  # written afresh by this run's notebook, or absent
+            (self.out_dir / stale).unlink(missing_ok=True)
         if self.mode == "measure":
             info = {**provenance.measurement(), "profile": self.profile.name, "chapter": self.id,
                     "parameters": self.params,
@@ -138,6 +140,28 @@ class Chapter:
         entries.append({"key": key, "value": _plain(value), "unit": unit, "text": text, "table": table,
                         "rows": {k: _plain(v) for k, v in (rows or {}).items()}})
         atomic_write_text(path, json.dumps(entries, indent=2) + "\n")
+
+    def scorecard(self, *, best: str, baseline: str = "", speedup: Optional[float] = None, ceiling: str = "",
+                  fraction: Optional[float] = None, lab: str = "", lab_speedup: Optional[float] = None) -> None:
+        """This chapter's row of the report's summary page, in measure and replay alike.
+
+        ``best``: the best correct configuration and its figure, in words; ``speedup`` over
+        ``baseline`` (the lab's baseline kernel, measured in this run); ``fraction`` of
+        ``ceiling`` (a ceiling measured in the same run); ``lab``: the lab's own figure for the
+        same comparison, in words naming its source, and ``lab_speedup`` its value. A figure
+        the chapter has no measure for is left out, and the summary says so."""
+        entry = {"best": best, "baseline": baseline, "speedup_x": _plain(speedup), "ceiling": ceiling,
+                 "fraction_of_ceiling": _plain(fraction), "lab": lab, "lab_speedup_x": _plain(lab_speedup)}
+        atomic_write_text(self.out_dir / SCORECARD, json.dumps(entry, indent=2) + "\n")
+
+    def answer(self, number: int, text: str) -> None:
+        """The model answer to discussion question ``number`` (1-based, in the order of the
+        notebook's cell tagged ``questions``), written from this run's data: the instructor's
+        answer key (``build_report.py --answers``) prints it; the student handout never does."""
+        path = self.out_dir / ANSWERS
+        answers = json.loads(path.read_text()) if path.is_file() else {}
+        answers[str(int(number))] = text
+        atomic_write_text(path, json.dumps(answers, indent=2) + "\n")
 
     @property
     def summary(self) -> list[dict[str, Any]]:

@@ -20,6 +20,8 @@ from cudalab.core.paths import RESULTS_DIR
 RECORDINGS = "recordings.json"
 PROVENANCE = "provenance.json"
 SUMMARY = "summary.json"
+SCORECARD = "scorecard.json"  # the chapter's row of the report's summary page
+ANSWERS = "answers.json"  # model answers to the chapter's discussion questions, from this run's data
 
 
 def gpu_slug(gpu_name: str) -> str:

@@ -20,7 +20,7 @@ from typing import Any, Callable, Optional
 from cudalab.chapter import catalog, recorded
 from cudalab.chapter.handle import resolve_profile_name
 from cudalab.chapter.profiles import load_profile
-from cudalab.chapter.recorded import PROVENANCE, SUMMARY
+from cudalab.chapter.recorded import PROVENANCE, SCORECARD, SUMMARY
 from cudalab.core import gpu
 from cudalab.core.errors import CudalabError
 from cudalab.core.files import atomic_write_text
@@ -135,6 +135,16 @@ def _findings(out: Path, outcomes: list[ChapterOutcome]) -> dict[str, list[str]]
     return found
 
 
+def _scorecards(out: Path, outcomes: list[ChapterOutcome]) -> dict[str, dict[str, Any]]:
+    """Each finished chapter's scorecard (its row of the summary page), where it wrote one."""
+    found = {}
+    for o in outcomes:
+        path = out / "data" / o.id / SCORECARD
+        if o.ok and path.is_file():
+            found[o.id] = json.loads(path.read_text())
+    return found
+
+
 def run(profile: str = "auto", *, only: Optional[list[str]] = None, out: Optional[Path] = None, quick: bool = False,
         record: bool = False, replay: bool = False, results: Path = RESULTS_DIR, from_gpu: Optional[str] = None,
         pdf: bool = True, cell_timeout: int = 1800, command: str = "python build_report.py",
@@ -232,11 +242,12 @@ def run(profile: str = "auto", *, only: Optional[list[str]] = None, out: Optiona
                 f"not run: {', '.join(not_run)}; writing a report marked incomplete")
         built = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         title = f"cudalab lab report: {prof.name}" + (" (quick grid)" if quick else "")
-        lab_gpu = prof.device.name if prof.device else "none (no lab GPU in this profile)"
+        lab_gpu = ("none (no lab GPU in this profile)" if not prof.device else prof.device.name if prof.device.lab
+                   else f"{prof.device.name} (its specification: no lab ran on it)")
         book = stitch(outcomes, cover_cell(title=title, profile=prof.name, lab_gpu=lab_gpu, mode=mode,
                                            built_utc=built, command=command, outcomes=outcomes,
                                            recording=recording_name, incomplete=incomplete, notes=tuple(notes),
-                                           findings=_findings(out, outcomes)))
+                                           findings=_findings(out, outcomes), scorecards=_scorecards(out, outcomes)))
         book.cells.append(references_cell(prof, [(o.id, o.title) for o in outcomes]))
         html_path = render_html(book, out / "report.html", title)
         log(f"report: {html_path}")

@@ -66,9 +66,33 @@ def _findings(outcomes: list[ChapterOutcome], findings: dict[str, list[str]]) ->
             "(each chapter's summary.json)</th></tr>" + "".join(rows) + "</table>")
 
 
+def _summary(outcomes: list[ChapterOutcome], scorecards: dict[str, dict[str, Any]]) -> str:
+    """The summary page: a row per chapter from its recorded scorecard (best configuration, its
+    speedup over the lab's baseline kernel, its fraction of the chapter's ceiling, the lab's own
+    figure). A figure a chapter has no measure for says so rather than leaving a gap."""
+    rows = []
+    for o in outcomes:
+        card = scorecards.get(o.id)
+        if not o.ok or not card:
+            continue
+        speedup = (f"<b>{card['speedup_x']:,.1f}x</b> over {html.escape(card['baseline'])}"
+                   if card.get("speedup_x") is not None else "no baseline kernel in this chapter")
+        fraction = (f"<b>{card['fraction_of_ceiling']:.0%}</b> of {html.escape(card['ceiling'])}"
+                    if card.get("fraction_of_ceiling") is not None else "no ceiling measured in this chapter")
+        lab = html.escape(card["lab"]) if card.get("lab") else "not published"
+        rows.append(f"<tr><td><a href='#{_anchor(o.id)}'>{html.escape(o.title.split(':')[0])}</a></td>"
+                    f"<td>{html.escape(card['best'])}</td><td>{speedup}</td><td>{fraction}</td><td>{lab}</td></tr>")
+    if not rows:
+        return ""
+    return ("<h2>Summary</h2><table class='cudalab-summary'><tr><th>chapter</th><th>best in this run</th>"
+            "<th>speedup over the lab's baseline</th><th>fraction of the ceiling (same run)</th>"
+            "<th>the lab's published figure</th></tr>" + "".join(rows) + "</table>")
+
+
 def cover_cell(*, title: str, profile: str, lab_gpu: str, mode: str, built_utc: str, command: str,
                outcomes: list[ChapterOutcome], recording: str = "", incomplete: str = "",
-               notes: tuple[str, ...] = (), findings: Optional[dict[str, list[str]]] = None) -> nbformat.NotebookNode:
+               notes: tuple[str, ...] = (), findings: Optional[dict[str, list[str]]] = None,
+               scorecards: Optional[dict[str, dict[str, Any]]] = None) -> nbformat.NotebookNode:
     """The first page: measured or replayed (and from which recording), on which GPU, the contents;
     ``incomplete`` (why this report lacks chapters) is shown above everything else, and the build's
     ``notes`` (a request that could not take effect, chapters a recording lacks) under the contents,
@@ -94,6 +118,7 @@ def cover_cell(*, title: str, profile: str, lab_gpu: str, mode: str, built_utc: 
 <tr><th style="text-align:left">Report built</th><td>{html.escape(built_utc)}</td></tr>
 <tr><th style="text-align:left">Command</th><td><code>{html.escape(command)}</code></td></tr>
 </table>
+{_summary(outcomes, scorecards or {})}
 <h2>Contents</h2>
 <table><tr><th>chapter</th><th>status</th><th>run time</th></tr>
 {''.join(rows)}

@@ -9,12 +9,14 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import cache, lru_cache
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Iterable, Optional, Sequence
 
-from cudalab.core.errors import KernelCompileError, ToolUnavailable
+from cudalab.core.errors import KernelCompileError, ProfileError, ToolUnavailable
 from cudalab.core.kernels import first_error, kernel_path
+from cudalab.core.occupancy import cc_key, sm_limits
 
 
 @dataclass(frozen=True)
@@ -80,3 +82,124 @@ def nvcc_check(filename: str | Path, arch: str = "sm_90", options: Iterable[str]
     Raises ``KernelCompileError`` naming the file and line when it does not compile.
     """
     return parse_ptxas(nvcc_cubin(kernel_path(filename), arch, options, "/dev/null", ("-Xptxas", "-v")))
+
+
+# ---- resources per kernel for a given architecture (the occupancy tables)
+
+
+@cache
+def nvcc_version() -> str:
+    """The installed nvcc's release, e.g. ``"13.0"``; ``ToolUnavailable`` where there is none."""
+    nvcc = cuda_tool("nvcc")
+    if nvcc is None:
+        raise ToolUnavailable("nvcc is not installed here (not on PATH, nor in /usr/local/cuda/bin)")
+    out = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
+    m = re.search(r"release (\d+\.\d+)", out)
+    return m[1] if m else "unknown"
+
+
+@cache
+def supported_archs() -> tuple[int, ...]:
+    """The real architectures the installed nvcc compiles for, as ``10 * major + minor``, oldest first
+    (``nvcc --list-gpu-code``: CUDA 13.0 starts at sm_75)."""
+    nvcc = cuda_tool("nvcc")
+    if nvcc is None:
+        raise ToolUnavailable("nvcc is not installed here (not on PATH, nor in /usr/local/cuda/bin)")
+    out = subprocess.run([nvcc, "--list-gpu-code"], capture_output=True, text=True).stdout
+    return tuple(sorted({int(m[1]) for m in re.finditer(r"\bsm_(\d+)\b", out)}))
+
+
+def _cc_number(cc: str | tuple) -> int:
+    if isinstance(cc, tuple):
+        major, minor = (int(p) for p in cc)
+    else:
+        text = str(cc).strip().lower()
+        if text.startswith(("sm_", "compute_")):
+            return int(text.split("_", 1)[1].rstrip("af"))
+        major_text, _, minor_text = text.partition(".")
+        if not (major_text.isdigit() and minor_text.isdigit()):
+            raise ProfileError(f"compute capability {cc!r}: give major.minor (e.g. \"5.2\", not \"5.x\")")
+        major, minor = int(major_text), int(minor_text)
+    return 10 * major + minor
+
+
+def compile_arch(cc: str | tuple, supported: Optional[Sequence[int]] = None) -> tuple[str, str]:
+    """The architecture to take a kernel's registers and shared memory from for a GPU of compute
+    capability ``cc``, and a note for the report ("" when nvcc compiles for ``cc`` itself).
+
+    nvcc compiles for a fixed set of real architectures (``supported``, default: the installed
+    nvcc's, ``nvcc --list-gpu-code``); CUDA 13 starts at sm_75, so a GPU older than that gets the
+    oldest one, and one between two supported architectures the nearest older one. ``ptxas`` may
+    allocate registers differently for the GPU itself: the note says which architecture was used."""
+    archs = tuple(sorted(supported if supported is not None else supported_archs()))
+    if not archs:
+        raise ToolUnavailable("nvcc lists no architecture it can compile for")
+    want = _cc_number(cc)
+    named = f"{want // 10}.{want % 10}"
+    if want in archs:
+        return f"sm_{want}", ""
+    cuda = "this nvcc" if supported is not None else f"CUDA {nvcc_version()}"
+    if want < archs[0]:
+        return f"sm_{archs[0]}", (f"registers and shared memory from sm_{archs[0]}, the oldest architecture "
+                                   f"{cuda} compiles for (the GPU is compute capability {named})")
+    older = max(a for a in archs if a < want)
+    return f"sm_{older}", (f"registers and shared memory from sm_{older}, the nearest architecture {cuda} "
+                            f"compiles for below compute capability {named}")
+
+
+_MANGLED_NAME = re.compile(r"(\d+)")
+
+
+def kernel_base_name(symbol: str) -> str:
+    """The name a kernel was declared with: ``extern "C"`` kernels keep it; an Itanium-mangled one
+    (``_Z3fooPi``, ``_ZN2ns3fooEv``, ``_Z3fooILi3EEvPi``) gives its (qualified) name, without
+    parameters or template arguments."""
+    if not symbol.startswith("_Z"):
+        return symbol
+    rest, nested, parts = symbol[2:], False, []
+    if rest.startswith("N"):
+        rest, nested = rest[1:], True
+    while rest and rest[0].isdigit():
+        length = int(_MANGLED_NAME.match(rest)[1])
+        start = len(str(length))
+        parts.append(rest[start:start + length])
+        rest = rest[start + length:]
+        if not nested:
+            break
+    return "::".join(parts) or symbol
+
+
+@lru_cache(maxsize=256)
+def _resources(path: str, mtime_ns: int, arch: str, options: tuple[str, ...]) -> tuple[PtxasUsage, ...]:
+    return tuple(nvcc_check(path, arch, options))
+
+
+def kernel_resources_for(filename: str | Path, arch: str = "sm_90", options: Iterable[str] = ()) -> dict[str, PtxasUsage]:
+    """Each kernel of a ``.cu`` file with its registers and static shared memory on ``arch``
+    (``ptxas -v``; compiled once per file version, architecture and options), by the name it was
+    declared with (``kernel_base_name``; the mangled name where two overloads share one)."""
+    path = kernel_path(filename)
+    usages = _resources(str(path), path.stat().st_mtime_ns, arch, tuple(options))
+    names = [kernel_base_name(u.kernel) for u in usages]
+    return {(name if names.count(name) == 1 else u.kernel): u for name, u in zip(names, usages)}
+
+
+def kernel_resources_for_cc(filename: str | Path, cc: str | tuple, options: Iterable[str] = ()
+                            ) -> tuple[dict[str, PtxasUsage], str]:
+    """``kernel_resources_for`` on the architecture ``compile_arch(cc)`` picks, and the note that says
+    where the numbers come from ("" when nvcc compiles for ``cc`` itself).
+
+    A kernel compiled for a newer architecture may use more registers per thread than the GPU of
+    ``cc`` allows (63 on cc 3.0): its compiler would have capped them and spilt the rest to local
+    memory, so the count is capped at that limit here, and the note says so (``-maxrregcount``
+    cannot do it: a kernel's ``__launch_bounds__`` override it)."""
+    arch, note = compile_arch(cc)
+    cap = sm_limits(cc).max_registers_per_thread
+    usages = kernel_resources_for(filename, arch, options)
+    capped = sorted(name for name, u in usages.items() if u.registers > cap)
+    if capped:
+        usages = {name: replace(u, registers=min(u.registers, cap)) for name, u in usages.items()}
+        note = "; ".join(filter(None, [note, f"{', '.join(capped)} capped at the {cap} registers per thread that "
+                                             f"compute capability {cc_key(cc)} allows (its compiler "
+                                             f"spills the rest)"]))
+    return usages, note

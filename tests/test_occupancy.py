@@ -1,0 +1,232 @@
+"""Theoretical occupancy against values worked out by hand from the CUDA Occupancy Calculator's rules.
+
+The rules (include/cuda_occupancy.h, the calculator's spreadsheet), applied by hand below:
+  warps per block      = ceil(threads / 32)
+  by threads per SM    = max warps per SM // warps per block
+  by blocks per SM     = the architecture's resident-block limit
+  by registers         = (registers per SM / 4 sub-partitions // regs per warp) * 4 // warps per block,
+                         regs per warp = ceil(regs * 32 / 256) * 256
+  by shared memory     = shared per SM // ceil((static + dynamic + reserved) / unit) * unit,
+                         unit 256 B (reserved 0) up to cc 7.x, 128 B (reserved 1 KiB) from cc 8.0
+  occupancy            = blocks * warps per block / max warps per SM
+Each expected value is computed in the comment beside it, not by the code under test.
+"""
+
+import pytest
+
+from cudalab.core.errors import ProfileError
+from cudalab.core.occupancy import SM_LIMITS, cc_key, occupancy, occupancy_table, resident_blocks, sm_limits
+from cudalab.toolchain.nvcc import (compile_arch, cuda_tool, kernel_base_name, kernel_resources_for,
+                                    kernel_resources_for_cc, supported_archs)
+
+needs_nvcc = pytest.mark.skipif(cuda_tool("nvcc") is None, reason="nvcc is not installed")
+
+# (cc, threads, registers, static shared B, dynamic shared B) -> (blocks per SM, warps per SM, occupancy, limited by)
+KNOWN = [
+    # ---- cc 3.0 (GTX 680): 64 warps, 16 blocks, 64 K registers, 48 KiB shared, 256 B unit
+    # 64 threads = 2 warps: threads 64 // 2 = 32; blocks 16; regs 16 * 32 = 512/warp, 16384 // 512 = 32
+    # per sub-partition -> 128 warps // 2 = 64; no shared. min 16 -> 32 warps, 32 / 64 = 50 %
+    ("3.0", 64, 16, 0, 0, 16, 32, 0.5, "blocks per SM"),
+    # 256 threads = 8 warps: threads 64 // 8 = 8; regs 24 * 32 = 768/warp, 16384 // 768 = 21 -> 84 // 8 = 10
+    ("3.0", 256, 24, 0, 0, 8, 64, 1.0, "threads per SM"),
+    # 256 threads, 37 regs: 1184 -> 1280/warp, 16384 // 1280 = 12 -> 48 warps // 8 = 6; threads 8
+    ("3.0", 256, 37, 0, 0, 6, 48, 0.75, "registers"),
+    # 128 threads = 4 warps, 10000 B -> 10240 (40 x 256); 49152 // 10240 = 4; threads 16; regs 32
+    ("3.0", 128, 16, 10000, 0, 4, 16, 0.25, "shared memory"),
+    # 1024 threads, 63 regs (the most cc 3.0 allows): 2016 -> 2048/warp x 32 warps = 65536, fits a
+    # block; 16384 // 2048 = 8 -> 32 warps // 32 = 1 block; threads 64 // 32 = 2
+    ("3.0", 1024, 63, 0, 0, 1, 32, 0.5, "registers"),
+    # ---- cc 5.2 (GM20x): 64 warps, 32 blocks, 64 K registers, 96 KiB shared per SM, 48 KiB per block
+    # 32 threads = 1 warp, 32 regs: threads 64; blocks 32; regs 1024/warp -> 16 per sub -> 64 blocks
+    ("5.2", 32, 32, 0, 0, 32, 32, 0.5, "blocks per SM"),
+    # 512 threads = 16 warps, 24 regs: threads 64 // 16 = 4; regs 768/warp -> 21 per sub -> 84 // 16 = 5
+    ("5.2", 512, 24, 0, 0, 4, 64, 1.0, "threads per SM"),
+    # 96 threads = 3 warps, 37 regs: 1280/warp -> 12 per sub -> 48 warps // 3 = 16 (the whole register
+    # file without sub-partitions would give 65536 // 3840 = 17); threads 64 // 3 = 21; blocks 32
+    ("5.2", 96, 37, 0, 0, 16, 48, 0.75, "registers"),
+    # 64 threads = 2 warps, 12000 B -> 12032 (47 x 256); 98304 // 12032 = 8; threads 32; regs 64
+    ("5.2", 64, 16, 12000, 0, 8, 16, 0.25, "shared memory"),
+    # ---- cc 7.5 (Turing): 32 warps, 16 blocks, 64 K registers, 64 KiB shared per SM and per block
+    # 32 threads = 1 warp, 32 regs: threads 32; blocks 16; regs 64
+    ("7.5", 32, 32, 0, 0, 16, 16, 0.5, "blocks per SM"),
+    # 256 threads = 8 warps, 32 regs: threads 32 // 8 = 4; regs 1024/warp -> 16 per sub -> 64 // 8 = 8
+    ("7.5", 256, 32, 0, 0, 4, 32, 1.0, "threads per SM"),
+    # 128 threads = 4 warps, 72 regs: 2304/warp, 16384 // 2304 = 7 -> 28 warps // 4 = 7; threads 8
+    ("7.5", 128, 72, 0, 0, 7, 28, 0.875, "registers"),
+    # 256 threads, 4096 B static + 15904 B dynamic = 20000 -> 20224 (79 x 256); 65536 // 20224 = 3;
+    # threads 4; regs 8
+    ("7.5", 256, 32, 4096, 15904, 3, 24, 0.75, "shared memory"),
+    # the opt-in maximum per block, 64 KiB, launches: 65536 // 65536 = 1 block of 4 warps
+    ("7.5", 128, 32, 0, 65536, 1, 4, 0.125, "shared memory"),
+    # ---- cc 9.0 (Hopper): 64 warps, 32 blocks, 64 K registers, 228 KiB shared per SM, 227 KiB per
+    # block, 128 B unit, 1 KiB reserved per block
+    # 32 threads, 32 regs: threads 64; blocks 32; regs 64; shared (0 + 1024) -> 233472 // 1024 = 228
+    ("9.0", 32, 32, 0, 0, 32, 32, 0.5, "blocks per SM"),
+    # 1024 threads = 32 warps, 16 regs: threads 2; regs 512/warp -> 32 per sub -> 128 // 32 = 4
+    ("9.0", 1024, 16, 0, 0, 2, 64, 1.0, "threads per SM"),
+    # 256 threads = 8 warps, 128 regs: 4096/warp -> 4 per sub -> 16 warps // 8 = 2; threads 8
+    ("9.0", 256, 128, 0, 0, 2, 16, 0.25, "registers"),
+    # 128 threads, 114 KiB dynamic = 116736 + 1024 reserved = 117760 (920 x 128); 233472 // 117760 = 1
+    # (without the reserved KiB it would be 2); threads 16; regs 16
+    ("9.0", 128, 32, 0, 116736, 1, 4, 0.0625, "shared memory"),
+    # 128 threads, 48 KiB dynamic: 49152 + 1024 = 50176 (392 x 128); 233472 // 50176 = 4
+    ("9.0", 128, 32, 0, 49152, 4, 16, 0.25, "shared memory"),
+    # the opt-in maximum, 227 KiB = 232448 B + 1024 = 233472: exactly one block
+    ("9.0", 64, 32, 0, 232448, 1, 2, 2 / 64, "shared memory"),
+]
+
+
+@pytest.mark.parametrize("cc, threads, regs, static, dynamic, blocks, warps, fraction, limited_by", KNOWN)
+def test_known_occupancy(cc, threads, regs, static, dynamic, blocks, warps, fraction, limited_by):
+    got = occupancy(cc, threads, regs, static, dynamic)
+    assert (got["blocks_per_sm"], got["warps_per_sm"], got["limited_by"]) == (blocks, warps, limited_by), got
+    assert got["occupancy"] == pytest.approx(fraction)
+    assert got["reason"] == ""
+
+
+CANNOT_LAUNCH = [
+    # more than 1024 threads per block, on every architecture
+    ("3.0", 1025, 16, 0, 0, "threads per block"),
+    ("9.0", 2048, 16, 0, 0, "threads per block"),
+    # cc 3.0 allows 63 registers per thread; 5.2 allows 255
+    ("3.0", 64, 64, 0, 0, "registers per thread"),
+    ("5.2", 64, 256, 0, 0, "registers per thread"),
+    # 1024 threads x 255 regs: 8160 -> 8192/warp x 32 warps = 262144 > 65536 registers per block
+    ("5.2", 1024, 255, 0, 0, "registers per block"),
+    # 1024 threads x 65 regs: 2080 -> 2304/warp x 32 = 73728 > 65536
+    ("9.0", 1024, 65, 0, 0, "registers per block"),
+    # 800 threads = 25 warps x 80 regs (2560/warp): 25 x 2560 = 64000 would fit, but the hardware's
+    # check rounds the warps up to the 4 sub-partitions: 28 x 2560 = 71680 > 65536
+    ("7.5", 800, 80, 0, 0, "registers per block"),
+    # shared memory per block beyond the (opt-in) maximum: 48 KiB on 3.0 and 5.2 (even with 96 KiB
+    # per SM), 64 KiB on 7.5, 227 KiB on 9.0
+    ("3.0", 128, 16, 49153, 0, "shared memory per block"),
+    ("5.2", 128, 16, 0, 49153, "shared memory per block"),
+    ("7.5", 128, 16, 0, 65537, "shared memory per block"),
+    ("9.0", 128, 16, 1024, 231425, "shared memory per block"),
+]
+
+
+@pytest.mark.parametrize("cc, threads, regs, static, dynamic, broken", CANNOT_LAUNCH)
+def test_a_block_that_cannot_launch_gets_zero_blocks_and_a_reason(cc, threads, regs, static, dynamic, broken):
+    got = occupancy(cc, threads, regs, static, dynamic)
+    assert got["blocks_per_sm"] == 0 and got["warps_per_sm"] == 0 and got["occupancy"] == 0
+    assert got["limited_by"] == broken
+    assert got["reason"].startswith("cannot launch: ") and str(threads if "threads" in broken else "") in got["reason"]
+
+
+def test_a_register_heavy_block_that_just_fits_launches():
+    # 7.5, 896 threads = 28 warps x 2304 regs = 64512 <= 65536 (28 is a multiple of 4 sub-partitions);
+    # per SM: 7 warps per sub-partition -> 28 // 28 = 1 block; threads 32 // 28 = 1 too
+    got = occupancy("7.5", 896, 72, 0, 0)
+    assert got["blocks_per_sm"] == 1 and got["limited_by"] == "threads per SM, registers"
+
+
+def test_limits_per_resource_and_none_where_unused():
+    got = occupancy("3.0", 64, 16, 0)
+    assert (got["limit_threads"], got["limit_blocks"], got["limit_registers"], got["limit_shared"]) == (32, 16, 64, None)
+    # from cc 8.0 the driver's reserved KiB counts even for a kernel without shared memory
+    assert occupancy("9.0", 32, 32, 0)["limit_shared"] == 228
+    assert occupancy("9.0", 32, 0, 0)["limit_registers"] is None
+
+
+def test_sm_limits_match_the_programming_guide_table():
+    for cc in ("3.0", "3.5", "3.7", "5.0", "5.2", "5.3", "6.0", "6.1", "7.0", "7.5", "8.0", "8.6", "8.9", "9.0"):
+        assert cc in SM_LIMITS
+    for lim in SM_LIMITS.values():
+        assert lim.max_warps_per_sm * 32 == lim.max_threads_per_sm
+        assert lim.register_allocation_unit == 256 and lim.register_allocation_granularity == "warp"
+        assert lim.max_shared_per_block <= lim.max_shared_per_sm
+    k, kib = SM_LIMITS["3.0"], 1024
+    assert (k.max_threads_per_sm, k.max_blocks_per_sm, k.registers_per_sm, k.max_registers_per_thread,
+            k.max_shared_per_sm, k.shared_allocation_unit, k.reserved_shared_per_block) == (2048, 16, 65536, 63, 48 * kib, 256, 0)
+    assert SM_LIMITS["3.7"].registers_per_sm == 128 * kib and SM_LIMITS["3.7"].max_shared_per_sm == 112 * kib
+    assert SM_LIMITS["5.2"].max_shared_per_sm == 96 * kib and SM_LIMITS["5.2"].max_blocks_per_sm == 32
+    assert SM_LIMITS["6.0"].warp_allocation_granularity == 2
+    t = SM_LIMITS["7.5"]
+    assert (t.max_threads_per_sm, t.max_blocks_per_sm, t.max_shared_per_sm, t.max_shared_per_block) == (1024, 16, 64 * kib, 64 * kib)
+    assert (SM_LIMITS["8.6"].max_threads_per_sm, SM_LIMITS["8.9"].max_blocks_per_sm) == (1536, 24)
+    h = SM_LIMITS["9.0"]
+    assert (h.max_threads_per_sm, h.max_blocks_per_sm, h.max_shared_per_sm, h.max_shared_per_block,
+            h.shared_allocation_unit, h.reserved_shared_per_block) == (2048, 32, 228 * kib, 227 * kib, 128, kib)
+
+
+def test_compute_capability_spellings():
+    assert cc_key("sm_90") == cc_key((9, 0)) == cc_key(9.0) == cc_key("9.0") == "9.0"
+    assert cc_key("sm_90a") == "9.0" and cc_key("compute_75") == "7.5"
+    assert sm_limits((7, 5)).max_threads_per_sm == 1024
+    with pytest.raises(ProfileError, match="5.x"):
+        occupancy("5.x", 128, 32, 0)
+
+
+def test_occupancy_table_is_tidy_and_carries_the_configuration():
+    rows = [("fw_basic_2d", 64, 16, 0), ("tiled", 128, 16, 10000, 0),
+            {"kernel": "big", "config": "32x32", "threads": 1025, "registers": 16}]
+    frame = occupancy_table(rows, "3.0")
+    assert list(frame["kernel"]) == ["fw_basic_2d", "tiled", "big"]
+    assert list(frame["blocks_per_sm"]) == [16, 4, 0]
+    assert list(frame["limited_by"]) == ["blocks per SM", "shared memory", "threads per block"]
+    assert list(frame["occupancy_fraction"]) == [0.5, 0.25, 0.0]
+    assert frame["config"].iloc[2] == "32x32"
+    for column in ("threads_per_block", "registers_per_thread", "shared_bytes_per_block", "warps_per_sm",
+                   "blocks_limit_registers", "blocks_limit_shared", "reason", "compute_capability"):
+        assert column in frame.columns
+    assert frame["blocks_limit_shared"].isna().tolist() == [True, False, True]  # big uses no shared memory
+    assert occupancy_table([], "9.0").empty
+
+
+def test_resident_blocks_still_answers_for_the_present_sm():
+    sm = {"threads": 2048, "registers": 65536, "shared_bytes": 233472, "blocks": 32}
+    assert resident_blocks(256, 128, 0, sm) == {"blocks_per_sm": 2, "warps_per_sm": 16, "limited_by": "registers"}
+
+
+# ---- which architecture the registers come from
+
+
+def test_compile_arch_maps_old_gpus_to_the_oldest_supported_arch_with_a_note():
+    cuda13 = (75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121)
+    arch, note = compile_arch("3.0", supported=cuda13)
+    assert arch == "sm_75" and "oldest" in note and "sm_75" in note and "3.0" in note
+    assert compile_arch("5.2", supported=cuda13)[0] == "sm_75"
+    assert compile_arch("7.5", supported=cuda13) == ("sm_75", "")
+    assert compile_arch((9, 0), supported=cuda13) == ("sm_90", "")
+    arch, note = compile_arch("8.7", supported=(75, 80, 86, 90))
+    assert arch == "sm_86" and "nearest" in note
+    with pytest.raises(ProfileError):
+        compile_arch("5.x", supported=cuda13)
+
+
+@needs_nvcc
+def test_compile_arch_with_the_installed_nvcc():
+    oldest = supported_archs()[0]
+    arch, note = compile_arch("3.0")
+    assert arch == f"sm_{oldest}" and "CUDA" in note and "oldest" in note
+
+
+def test_kernel_base_name_demangles_simple_names():
+    assert kernel_base_name("fw_basic_2d") == "fw_basic_2d"
+    assert kernel_base_name("_Z3barPfi") == "bar"
+    assert kernel_base_name("_Z3fooILi3EEvPi") == "foo"
+    assert kernel_base_name("_ZN2ns3fooEv") == "ns::foo"
+
+
+@needs_nvcc
+def test_kernel_resources_for_names_each_kernel_with_its_registers():
+    got = kernel_resources_for("fw_basic_2d.cu", "sm_90")
+    assert set(got) == {"fw_basic_2d"}
+    assert got["fw_basic_2d"].registers > 0 and got["fw_basic_2d"].arch == "sm_90"
+    assert kernel_resources_for("fw_basic_2d.cu", "sm_90") is not got  # a fresh dict, from the cached compile
+    tiles = kernel_resources_for("mm_01_shared_tile.cu", "sm_75", ("-DTILE=16",))
+    assert tiles["mm_shared_tile"].shared_bytes == 2 * 16 * 16 * 4
+
+
+@needs_nvcc
+def test_resources_for_an_old_gpu_are_capped_at_its_register_limit():
+    # mm_register_blocked's __launch_bounds__ lets ptxas use more than 63 registers on sm_75 (127 with
+    # CUDA 13.0); cc 3.0's compiler would have capped it at 63
+    plain = kernel_resources_for("mm_03_register_blocked.cu", compile_arch("3.0")[0])["mm_register_blocked"]
+    got, note = kernel_resources_for_cc("mm_03_register_blocked.cu", "3.0")
+    assert got["mm_register_blocked"].registers == min(plain.registers, 63)
+    assert "oldest" in note and ("capped" in note) == (plain.registers > 63)
+    same, note = kernel_resources_for_cc("mm_03_register_blocked.cu", "9.0")
+    assert note == "" and same["mm_register_blocked"].arch == "sm_90"
