@@ -90,6 +90,13 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
                         help="what to write: html,pdf (default) or html; the PDF is the HTML printed by headless "
                              "Chromium (Debian: apt-get install chromium); without it the HTML still comes out")
     parser.add_argument("--no-pdf", action="store_true", help="the same as --format html")
+    parser.add_argument("--handout", action="store_true",
+                        help="also write the student handout (handout/: the whole lab and one file per chapter): "
+                             "aim, kernel listings, launch configurations, what to measure, an empty results "
+                             "table and discussion questions with space for answers; no measured result")
+    parser.add_argument("--answers", action="store_true",
+                        help="also write the instructor's answer key (answers/): the handout plus this run's "
+                             "results and a model answer to each question, written from this run's data")
     parser.add_argument("--cell-timeout", type=int, default=1800, metavar="SECONDS",
                         help="fail a notebook cell that runs longer than this (default: 1800)")
     parser.add_argument("--point-time-limit", type=_seconds, default=120.0, metavar="SECONDS",
@@ -128,7 +135,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         summary = run(args.gpu, only=args.only, out=args.out, quick=args.quick, record=args.record,
                       replay=args.replay, results=args.results, from_gpu=args.from_gpu, pdf="pdf" in args.formats and not args.no_pdf,
                       cell_timeout=args.cell_timeout, command=command, log=_log, progress_bar=sys.stderr.isatty(),
-                      force=args.force, fail_fast=args.fail_fast, point_time_limit=args.point_time_limit)
+                      force=args.force, fail_fast=args.fail_fast, point_time_limit=args.point_time_limit,
+                      handout=args.handout, answers=args.answers)
     except CudalabError as exc:
         _log(f"error: {exc}")
         return 2

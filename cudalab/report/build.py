@@ -26,6 +26,7 @@ from cudalab.core.errors import CudalabError
 from cudalab.core.files import atomic_write_text
 from cudalab.core.paths import BUILD_DIR, NOTEBOOKS_DIR, RESULTS_DIR, require_checkout
 from cudalab.report import outdir, recordings
+from cudalab.report import handout as handouts
 from cudalab.report.stitch import ChapterOutcome, cover_cell, references_cell, render_html, render_pdf, stitch
 
 Log = Callable[[str], None]
@@ -149,7 +150,8 @@ def run(profile: str = "auto", *, only: Optional[list[str]] = None, out: Optiona
         record: bool = False, replay: bool = False, results: Path = RESULTS_DIR, from_gpu: Optional[str] = None,
         pdf: bool = True, cell_timeout: int = 1800, command: str = "python build_report.py",
         log: Log = lambda msg: None, progress_bar: bool = False, force: bool = False,
-        fail_fast: bool = False, point_time_limit: float = 120.0) -> BuildSummary:
+        fail_fast: bool = False, point_time_limit: float = 120.0, handout: bool = False,
+        answers: bool = False) -> BuildSummary:
     """Build the report for ``profile`` (a name in params/, a YAML path, or ``auto``); see the
     module docstring. ``log`` receives a line per step; ``from_gpu`` picks the recording to
     replay where several GPUs recorded the profile.
@@ -157,7 +159,9 @@ def run(profile: str = "auto", *, only: Optional[list[str]] = None, out: Optiona
     Resuming: a chapter that the previous build in ``out`` finished, with the same inputs (mode,
     GPU or recording, parameters, and the fingerprint of kernels, package, notebook and profile),
     is kept, not run again; ``force`` runs every chapter. ``fail_fast`` stops at the first failed
-    chapter. ``point_time_limit`` (seconds) skips a sweep point whose one call runs longer."""
+    chapter. ``point_time_limit`` (seconds) skips a sweep point whose one call runs longer.
+    ``handout`` and ``answers`` also write the student handout and the instructor's answer key
+    (``handout/`` and ``answers/`` in ``out``), from the same run."""
     require_checkout()
     if record and quick:
         raise CudalabError("--record with --quick would replace the recorded full grid with the smoke-run grid")
@@ -263,8 +267,16 @@ def run(profile: str = "auto", *, only: Optional[list[str]] = None, out: Optiona
             log(f"report: {pdf_path}" if pdf_path else f"note: {why_not}")
             if not pdf_path:
                 summary.notes.append(why_not)
+        extra = ["report.html", "report.pdf", outdir.BUILD_JSON]
+        source = {c.id: c.path for c in chapters}
+        finished = [(o.id, o.title, source[o.id]) for o in outcomes if o.ok]
+        for wanted, kind in ((handout, handouts.HANDOUT), (answers, handouts.ANSWER_KEY)):
+            if wanted and not interrupted and finished:
+                extra += handouts.write(kind, out, finished, profile=prof.name, lab_gpu=lab_gpu,
+                                        measured_on=handouts.measured_on([o.provenance for o in outcomes]),
+                                        pdf=pdf, log=log)
         summary.wall_s = round(time.time() - started, 1)
-        summary.files = outdir.written_files(out, done, ["report.html", "report.pdf", outdir.BUILD_JSON])
+        summary.files = outdir.written_files(out, done, extra)
         atomic_write_text(out / outdir.BUILD_JSON, json.dumps(asdict(summary), indent=2, default=str))
     if record and not interrupted:
         dest = recordings.record(summary, out / "data", results, gpu.gpu_name() or "unknown GPU")

@@ -1,0 +1,82 @@
+"""Handouts and answer keys: what a student gets holds no measured number; the key does, and its
+model answers are written from the run's own data."""
+
+import html
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from cudalab.chapter import catalog
+from cudalab.core.paths import ROOT
+from cudalab.report.handout import questions
+
+CHAPTERS = ("00", "01")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("handout")
+    proc = subprocess.run([sys.executable, str(ROOT / "build_report.py"), "--gpu", "gtx680", "--replay", "--format",
+                           "html", "--handout", "--answers", "--only", *CHAPTERS, "--out", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out
+
+
+def _text(path):
+    page = path.read_text()
+    page = re.sub(r"<(style|script)[^>]*>.*?</\1>", "", page, flags=re.S)
+    return html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page)))
+
+
+def _measured_figures(out, chapter_id):
+    """The numbers with units in the chapter's recorded headlines: what this run measured."""
+    figures = set()
+    for h in json.loads((out / "data" / chapter_id / "summary.json").read_text()):
+        figures |= set(re.findall(r"\d[\d,]*\.\d+ ?(?:GB/s|T relaxations/s|ms|s|x)\b", h["text"]))
+    return figures
+
+
+@pytest.mark.slow
+def test_the_handout_holds_no_measured_number_and_the_key_does(built):
+    for chapter in catalog.select(list(CHAPTERS)):
+        handout = _text(built / "handout" / f"{chapter.id}.html")
+        key = _text(built / "answers" / f"{chapter.id}.html")
+        figures = _measured_figures(built, chapter.id)
+        assert figures, f"{chapter.id}: the test found measured figures to look for"
+        leaked = sorted(f for f in figures if f in handout)
+        assert not leaked, f"{chapter.id}: the handout shows measured results {leaked[:5]}"
+        assert sum(f in key for f in figures) >= len(figures) // 2, f"{chapter.id}: the answer key lacks this run's results"
+        qs = questions(json.loads(chapter.path.read_text()))
+        answers = json.loads((built / "data" / chapter.id / "answers.json").read_text())
+        assert sorted(answers, key=int) == [str(i) for i in range(1, len(qs) + 1)], "one model answer per question"
+        for text in answers.values():
+            assert text[:60].split(" (")[0] in key  # every model answer is in the key ...
+            assert text[:60].split(" (")[0] not in handout  # ... and none in the handout
+        assert handout.count("Discussion questions") == 1 and "cudalab-blank" in (built / "handout" / f"{chapter.id}.html").read_text()
+        assert "Listing: kernels_cu/" in handout or chapter.id.startswith("00"), "the kernels are listed"
+    whole = _text(built / "handout" / "handout.html")
+    assert all(c.title.split(":")[0] in whole for c in catalog.select(list(CHAPTERS)))
+    files = json.loads((built / "build.json").read_text())["files"]
+    assert "handout/handout.html" in files and "answers/answers.html" in files, "the build lists what it wrote"
+
+
+@pytest.mark.parametrize("chapter", catalog.discover(), ids=lambda c: c.id)
+def test_every_chapter_asks_three_to_five_questions_and_answers_each_from_data(chapter):
+    nb = json.loads(chapter.path.read_text())
+    qs = questions(nb)
+    assert 3 <= len(qs) <= 5, f"{chapter.id}: {len(qs)} discussion questions"
+    code = "".join("".join(c["source"]) for c in nb["cells"] if "answers" in c.get("metadata", {}).get("tags", []))
+    numbers = {int(n) for n in re.findall(r"lab\.answer\((\d+),", code)}
+    assert numbers == set(range(1, len(qs) + 1)), f"{chapter.id}: answers for {sorted(numbers)} of {len(qs)} questions"
+    assert "{" in code, "model answers quote the run's data (f-strings), not typed text"
+
+
+def test_questions_are_the_numbered_items_of_the_tagged_cell():
+    nb = {"cells": [{"cell_type": "markdown", "metadata": {"tags": ["questions"]},
+                     "source": ["## Q\n", "\n", "1. Why is\n", "   it slow?\n", "2. What binds?\n"]},
+                    {"cell_type": "markdown", "metadata": {}, "source": ["1. not a question\n"]}]}
+    assert questions(nb) == ["Why is it slow?", "What binds?"]
