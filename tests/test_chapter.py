@@ -78,3 +78,39 @@ def test_a_missing_lab_number_reads_not_published_and_never_nan():
     html = plots.styled(frame, {"time_s": "{:.1f}", "lab_time_s": "{:.1f}"}).to_html()
     assert "not published" in html and "–" in html and "nan" not in html.lower()
     assert [plots.size(b) for b in (512, 49152, 256 * 2**20, 3 * 2**30)] == ["512 B", "48 KiB", "256 MiB", "3 GiB"]
+
+
+def test_a_roofline_places_each_kernel_under_the_lower_roof_at_its_intensity():
+    import pandas as pd
+    from cudalab.core import plots
+
+    points = pd.DataFrame({"label": ["streaming", "tiled", "wrong"], "intensity": [0.125, 8.0, 8.0],
+                           "ops_per_s": [0.3e12, 10e12, 99e12], "status": ["ok", "ok", "wrong"]})
+    table = plots.roofline_table(points, memory={"DRAM": 3e12}, compute={"add+min": 16e12}).set_index("kernel")
+    assert list(table.index) == ["streaming", "tiled"], "a wrong result is never placed"
+    assert table.loc["streaming", "roof_ops_per_s"] == 0.125 * 3e12 and table.loc["streaming", "bound_by"] == "DRAM"
+    assert table.loc["tiled", "roof_ops_per_s"] == 16e12 and table.loc["tiled", "bound_by"] == "add+min"
+    assert abs(table.loc["tiled", "fraction_of_roof"] - 10 / 16) < 1e-12
+
+
+def test_the_blocked_bytes_model_counts_the_own_tile_once_per_round():
+    from types import SimpleNamespace
+    from cudalab.labs.fw import blocked, per_k
+
+    assert blocked.bytes_per_relaxation(SimpleNamespace(kernel_family="per-k", block_factor=float("nan"))) == 8.0
+    assert blocked.bytes_per_relaxation(SimpleNamespace(kernel_family="blocked", block_factor=64.0)) == 8.0 / 64
+    assert per_k.BYTES_PER_RELAXATION == 8.0
+
+
+def test_chapters_read_the_ceilings_chapter_00_measured_in_the_same_run(tmp_path):
+    from types import SimpleNamespace
+    from cudalab.chapter.handle import CEILINGS_CHAPTER, Chapter
+
+    folder = tmp_path / "rec" / CEILINGS_CHAPTER
+    folder.mkdir(parents=True)
+    (folder / "ceilings.csv").write_text("ceiling,value,unit\ndram_copy_bandwidth,2904.0,GB/s\n")
+    (folder / "add_min_ceiling.csv").write_text("instruction,relaxations_per_s,status\na,1.5e13,ok\nb,1.6e13,ok\nc,9e13,wrong\n")
+    replay = SimpleNamespace(mode="replay", recorded_dir=tmp_path / "rec", data_dir=tmp_path / "none")
+    assert Chapter.ceilings(replay) == {"dram_Bps": 2904.0e9, "add_min_per_s": 1.6e13}
+    measure = SimpleNamespace(mode="measure", recorded_dir=tmp_path / "rec", data_dir=tmp_path / "none")
+    assert Chapter.ceilings(measure) == {}, "a measured chapter never borrows a recording's ceilings"

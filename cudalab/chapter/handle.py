@@ -27,6 +27,7 @@ from cudalab.core.paths import BUILD_DIR
 
 DEFAULT_REPLAY_PROFILE = "gtx680"
 # Parameters every chapter notebook declares; the others are the chapter's own.
+CEILINGS_CHAPTER = "00_gpu_capabilities"  # measures the ceilings the later chapters are judged by
 STANDARD_PARAMETERS = ("profile", "mode", "data_dir", "recorded_dir", "progress", "point_time_limit_s")
 
 
@@ -162,6 +163,24 @@ class Chapter:
         answers = json.loads(path.read_text()) if path.is_file() else {}
         answers[str(int(number))] = text
         atomic_write_text(path, json.dumps(answers, indent=2) + "\n")
+
+    def ceilings(self) -> dict[str, float]:
+        """The ceilings chapter 00 measured for the chapters that follow, in this build (measure:
+        this run's data folder) or in the recording replayed: ``dram_Bps`` (device-to-device copy,
+        bytes read + written per second) and ``add_min_per_s`` (int32 add+min relaxations per
+        second, the faster form). Empty where chapter 00 was not part of the run."""
+        folder = (self.data_dir if self.mode == "measure" else self.recorded_dir) / CEILINGS_CHAPTER
+        found: dict[str, float] = {}
+        if (folder / "ceilings.csv").is_file():
+            c = pd.read_csv(folder / "ceilings.csv").set_index("ceiling")
+            if "dram_copy_bandwidth" in c.index:
+                found["dram_Bps"] = float(c.loc["dram_copy_bandwidth", "value"]) * 1e9
+        if (folder / "add_min_ceiling.csv").is_file():
+            a = pd.read_csv(folder / "add_min_ceiling.csv")
+            a = a[a["status"].eq("ok")] if "status" in a else a
+            if len(a):
+                found["add_min_per_s"] = float(a["relaxations_per_s"].max())
+        return found
 
     @property
     def summary(self) -> list[dict[str, Any]]:

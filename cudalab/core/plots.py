@@ -150,6 +150,81 @@ def size(nbytes: float) -> str:
     return f"{nbytes:.0f} B"
 
 
+def roofline(points: pd.DataFrame, *, memory: dict[str, float], compute: Optional[dict[str, float]] = None,
+             ops: str = "operations", title: str = "", ax=None):
+    """A roofline: each kernel placed by its arithmetic intensity (``intensity``, ops per byte of
+    its bytes model) and achieved rate (``ops_per_s``), under the ceilings measured in the same run:
+    ``memory`` roofs (bytes/s, slanted: intensity x bandwidth) and ``compute`` roofs (ops/s, flat).
+
+    ``points`` needs ``label``, ``intensity`` and ``ops_per_s``; a ``status`` other than "ok" is
+    left out (a wrong result is never placed). Kernels take their family's colour."""
+    import numpy as np
+
+    ax = ax or plt.subplots(figsize=(8, 4.8))[1]
+    ok = points[points["status"].eq("ok")] if "status" in points else points
+    ok = ok[(ok["intensity"] > 0) & (ok["ops_per_s"] > 0)]
+    compute = compute or {}
+    lo = min([ok["intensity"].min() / 4] + [c / m / 8 for c in compute.values() for m in memory.values()]) if len(ok) else 0.01
+    hi = max([ok["intensity"].max() * 4] + [c / m * 8 for c in compute.values() for m in memory.values()]) if len(ok) else 100
+    x = np.logspace(np.log10(lo), np.log10(hi), 200)
+    top = max(compute.values()) if compute else np.inf
+    for i, (name, bw) in enumerate(memory.items()):
+        ax.plot(x, np.minimum(x * bw, top), color="black", linestyle=["-", "--", ":"][i % 3], linewidth=1.4,
+                label=f"{name}: {bw / 1e9:,.0f} GB/s")
+    for i, (name, rate) in enumerate(compute.items()):
+        ax.axhline(rate, color="0.35", linestyle=["-", "--", ":"][i % 3], linewidth=1.0,
+                   label=f"{name}: {rate / 1e12:,.2f} T{ops}/s")
+    colours = palette(ok["label"])
+    for r in ok.itertuples():
+        ax.scatter(r.intensity, r.ops_per_s, s=55, color=colours[r.label], edgecolor="black", linewidth=0.5,
+                   zorder=5, label=r.label)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    rates = list(ok["ops_per_s"]) + list(compute.values())
+    if rates:  # every roof and point in view (a flat roof does not widen the axis by itself)
+        ax.set_ylim(min(rates) / 3, max(rates) * 2.5)
+    ax.set_xlim(lo, hi)
+    ax.set(xlabel=f"arithmetic intensity ({ops} per byte, from the bytes model)", ylabel=f"achieved {ops}/s",
+           title=title or "Roofline")
+    place_legend(ax, fontsize=7)
+    return ax
+
+
+def roofline_table(points: pd.DataFrame, *, memory: dict[str, float], compute: Optional[dict[str, float]] = None) -> pd.DataFrame:
+    """Each kernel's roof at its intensity (the lower of bandwidth x intensity and the compute
+    ceiling) and the fraction of it that the kernel reached, with the roof that binds."""
+    ok = points[points["status"].eq("ok")] if "status" in points else points
+    rows = []
+    for r in ok.itertuples():
+        roofs = {name: r.intensity * bw for name, bw in memory.items()} | dict(compute or {})
+        binding = min(roofs, key=roofs.get)
+        fraction = r.ops_per_s / roofs[binding]
+        rows.append({"kernel": r.label, "intensity_ops_per_B": r.intensity, "achieved_ops_per_s": r.ops_per_s,
+                     "roof_ops_per_s": roofs[binding], "fraction_of_roof": fraction,
+                     "bound_by": binding if fraction <= 1 else f"{binding}; above it: caches serve "
+                                                               "traffic the bytes model counts"})
+    return pd.DataFrame(rows)
+
+
+def roofline_report(points: pd.DataFrame, *, memory: dict[str, float], compute: Optional[dict[str, float]] = None,
+                    ops: str = "operations", title: str = "", caption: str = ""):
+    """A chapter's roofline section: the figure, then the table of each kernel's roof and the
+    fraction of it reached. Without a memory roof (chapter 00 was not part of the run) it says
+    so instead of drawing half a roofline."""
+    from IPython.display import Markdown, display
+
+    if not memory:
+        display(Markdown("*No roofline: the copy ceiling (chapter 00) was not measured in this run.*"))
+        return None
+    roofline(points, memory=memory, compute=compute, ops=ops, title=title)
+    plt.show()
+    rate = lambda v: f"{v / 1e12:.2f} T" if v >= 1e11 else f"{v / 1e9:.1f} G"  # noqa: E731
+    return styled(roofline_table(points, memory=memory, compute=compute),
+                  {"intensity_ops_per_B": "{:.3g}", "achieved_ops_per_s": rate, "roof_ops_per_s": rate,
+                   "fraction_of_roof": "{:.0%}"},
+                  caption=caption or f"each kernel's roof at its intensity ({ops}/s) and the fraction it reaches")
+
+
 def bytes_axis(ax, axis: str = "x") -> None:
     """Label a log2 byte axis in KiB/MiB/GiB rather than raw byte counts."""
     from matplotlib.ticker import FuncFormatter

@@ -323,6 +323,26 @@ def traffic_model(n: int, bf: int, shared_loads_per_relaxation: float = 2.0) -> 
             "shared_store_bytes": 4.0 * 2 * bf * bf * tiles, "relaxations": float(bf ** 3 * tiles)}
 
 
+def bytes_per_relaxation(row: Any) -> float:
+    """DRAM bytes per relaxation by the chapter's model, for a row of the ladder or the
+    blocking-factor sweep. A per-k kernel reads and writes its own entry once per step (8 B); a
+    blocked kernel reads and writes its own BF x BF tile once per round, for BF^3 relaxations
+    (8 / BF bytes). In both, what every thread also reads (row and column k, or the two pivot
+    tiles) is shared by a whole row or column of threads or tiles and is served by L2."""
+    if getattr(row, "kernel_family", "") == "per-k":
+        return per_k.BYTES_PER_RELAXATION
+    bf = getattr(row, "block_factor", None)
+    return 8.0 / float(bf) if bf is not None and bf == bf and bf > 0 else per_k.BYTES_PER_RELAXATION
+
+
+def roofline_points(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows as roofline points: relaxations per byte of the model, relaxations per second."""
+    out = frame.copy()
+    out["intensity"] = [1.0 / bytes_per_relaxation(r) for r in out.itertuples()]
+    out["ops_per_s"] = out["n"].astype(float) ** 3 / (out["time_ms"] / 1e3)
+    return out.assign(label=out["variant"])
+
+
 def with_rates(frame: pd.DataFrame, ceiling_relaxations_per_s: Optional[float] = None) -> pd.DataFrame:
     """Adds relaxations per second (n^3 / time: useful work, padding not counted), GOPS as two
     integer operations (add, min) per relaxation in lab 001's binary giga, and the fraction of the

@@ -107,3 +107,15 @@ def synccheck(file: str, kernel: str, block: tuple[int, int], n: int, options: S
 
 def synccheck_table(cases: Sequence[tuple[str, str, tuple[int, int], int, Sequence[str]]]) -> pd.DataFrame:
     return pd.DataFrame([synccheck(*case) for case in cases])
+
+
+# A per-k kernel reads d[i][j] and writes it once per step; d[i][k] and d[k][j] are shared by a
+# row or column of threads and come from cache: 8 bytes of DRAM traffic per relaxation.
+BYTES_PER_RELAXATION = 8.0
+
+
+def roofline_points(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows as roofline points: relaxations per byte (``BYTES_PER_RELAXATION``) and the
+    relaxations per second achieved, n^3 over the time of a solve."""
+    return frame.assign(label=frame["variant"], intensity=1.0 / BYTES_PER_RELAXATION,
+                        ops_per_s=frame["n"].astype(float) ** 3 / (frame["time_ms"] / 1e3))
