@@ -90,10 +90,10 @@ def _solve_gpu(args: argparse.Namespace, v: int, edges: np.ndarray) -> np.ndarra
     name = gpu_name() or ""
     text, source = (args.kernel, "--kernel") if args.kernel else recorded_best_kernel(name)
     spec = KernelSpec.parse(text)
-    ms, dist = nthu_gpu.solve_file(args.input, args.output, spec.plan())
+    ms, _ = nthu_gpu.solve_file(args.input, args.output, spec.plan())
     print(f"{args.output}: V = {v}, E = {len(edges)}, solved on {name} with {spec.label()} ({source}); "
-          + ", ".join(f"{stage} {t:.1f} ms" for stage, t in ms.items()))
-    return dist
+          + ", ".join(f"{stage} {t:.1f} ms" for stage, t in ms.items()) + f"; total {sum(ms.values()):.1f} ms")
+    return nthu.read_output(args.output, v)
 
 
 def _check_output_path(input_path: str, output_path: str) -> None:

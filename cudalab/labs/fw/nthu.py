@@ -42,28 +42,45 @@ def parse_case(data: bytes, name: str = "input") -> tuple[int, np.ndarray]:
                               f"edge {edge} at offset {HEADER_BYTES + EDGE_BYTES * edge} is incomplete")
     if len(data) > want:
         raise CaseFormatError(f"{name}: {len(data) - want} unexpected bytes after the last edge, at offset {want}")
-    edges = np.frombuffer(data, dtype="<i4", count=3 * e, offset=HEADER_BYTES).reshape(e, 3).astype(np.int32)
-    for column, what in ((0, "src"), (1, "dst")):
-        bad = np.flatnonzero((edges[:, column] < 0) | (edges[:, column] >= v))
-        if bad.size:
-            i = int(bad[0])
-            raise CaseFormatError(f"{name}: edge {i} at offset {HEADER_BYTES + EDGE_BYTES * i}: {what} "
-                                  f"{edges[i, column]} is not a vertex of [0, {v})")
-    bad = np.flatnonzero(edges[:, 2] < 0)
-    if bad.size:
-        i = int(bad[0])
+    edges = np.frombuffer(data, dtype="<i4", count=3 * e, offset=HEADER_BYTES).reshape(e, 3)
+    if edges.dtype != np.int32:  # a big-endian host: the file's little-endian ints, converted once
+        edges = edges.astype(np.int32)
+    return v, validate_edges(v, edges, name)
+
+
+def validate_edges(v: int, edges: np.ndarray, name: str = "input") -> np.ndarray:
+    """The edges, if every vertex is in [0, V) and every weight in [0, UNREACHABLE) with no
+    shortest path able to reach UNREACHABLE; else ``CaseFormatError`` naming the first bad edge
+    and its byte offset. Whole-array minima and maxima decide; the first bad edge is searched
+    for only when there is one, so a valid file of millions of edges is checked in milliseconds."""
+    if len(edges) == 0:
+        return edges
+    # One-dimensional reductions: NumPy reduces a strided column fast, a strided 2-D view slowly.
+    lows = [int(edges[:, c].min()) for c in range(3)]
+    highs = [int(edges[:, c].max()) for c in range(3)]
+    if min(lows[:2]) < 0 or max(highs[:2]) >= v:
+        for column, what in ((0, "src"), (1, "dst")):
+            bad = np.flatnonzero((edges[:, column] < 0) | (edges[:, column] >= v))
+            if bad.size:
+                i = int(bad[0])
+                raise CaseFormatError(f"{name}: edge {i} at offset {HEADER_BYTES + EDGE_BYTES * i}: {what} "
+                                      f"{edges[i, column]} is not a vertex of [0, {v})")
+    weights = edges[:, 2]
+    high = highs[2]
+    if lows[2] < 0:
+        i = int(np.flatnonzero(weights < 0)[0])
         raise CaseFormatError(f"{name}: edge {i} at offset {HEADER_BYTES + EDGE_BYTES * i}: negative weight {edges[i, 2]}")
-    bad = np.flatnonzero(edges[:, 2] >= UNREACHABLE)
-    if bad.size:
-        i = int(bad[0])
+    if high >= UNREACHABLE:
+        i = int(np.flatnonzero(weights >= UNREACHABLE)[0])
         raise CaseFormatError(f"{name}: edge {i} at offset {HEADER_BYTES + EDGE_BYTES * i}: weight {edges[i, 2]} is not "
                               f"below {UNREACHABLE}, the format's value for 'unreachable'")
-    longest = longest_path_bound(v, edges[:, 2])
-    if longest >= UNREACHABLE:
-        raise CaseFormatError(f"{name}: a shortest path could weigh up to {longest:,} (the {min(v - 1, len(edges))} "
-                              f"heaviest edges in a row), which reaches {UNREACHABLE:,}, the format's value for "
-                              f"'unreachable': such a distance cannot be written")
-    return v, edges
+    if high * min(v - 1, len(edges)) >= UNREACHABLE:  # only then can the exact bound matter
+        longest = longest_path_bound(v, weights)
+        if longest >= UNREACHABLE:
+            raise CaseFormatError(f"{name}: a shortest path could weigh up to {longest:,} (the {min(v - 1, len(edges))} "
+                                  f"heaviest edges in a row), which reaches {UNREACHABLE:,}, the format's value for "
+                                  f"'unreachable': such a distance cannot be written")
+    return edges
 
 
 def longest_path_bound(v: int, weights: np.ndarray) -> int:
@@ -72,7 +89,7 @@ def longest_path_bound(v: int, weights: np.ndarray) -> int:
     if v <= 1 or len(weights) == 0:
         return 0
     k = min(v - 1, len(weights))
-    return int(np.sort(weights.astype(np.int64))[-k:].sum())
+    return int(np.partition(weights.astype(np.int64), len(weights) - k)[-k:].sum())
 
 
 def max_weight_for(v: int) -> int:
@@ -86,8 +103,17 @@ def matrix_bytes(v: int, copies: int = 1) -> int:
 
 
 def read_case(path: str | Path) -> tuple[int, np.ndarray]:
+    """(V, edges) of an input file: one read of the whole file, then whole-array checks; the edges
+    are a view of the bytes read (no copy)."""
     path = Path(path)
-    return parse_case(path.read_bytes(), str(path))
+    size = path.stat().st_size
+    if size >= HEADER_BYTES and (size - HEADER_BYTES) % EDGE_BYTES == 0:
+        raw = np.fromfile(path, dtype="<i4")  # one read, as numpy.fromfile itself takes
+        v, e = int(raw[0]), int(raw[1])
+        if v > 0 and 0 <= e <= v * v and size == HEADER_BYTES + EDGE_BYTES * e:
+            edges = raw[2:].reshape(e, 3)
+            return v, validate_edges(v, edges if edges.dtype == np.int32 else edges.astype(np.int32), str(path))
+    return parse_case(path.read_bytes(), str(path))  # a malformed header or size: the exact complaint
 
 
 def write_case(path: str | Path, v: int, edges: np.ndarray) -> None:
