@@ -1,16 +1,24 @@
 // Phase 3 of blocked Floyd-Warshall as a register-tiled min-plus product, the project's own step
 // past lab 001's ladder. Phases 1 and 2 stay those of fw_blocked.cu at the same BF; phase 3, which
 // does all but a 2/R share of the work, is where the time goes.
-// Tiles are BF x BF (-DBF=64 or 128); each thread owns a TM x TN patch of cells (4 x 4) in
-// registers, so per k it loads TM + TN operands (two 16-byte shared loads) for TM * TN relaxations.
+// Tiles are BF x BF (-DBF=64 or 128); each thread owns a TILE x TILE patch of cells in registers
+// (-DTILE=4, the default, or 8), so per k it loads 2 * TILE operands (TILE / 2 16-byte shared loads)
+// for TILE^2 relaxations: 4 x 4 makes 8 relaxations per shared load, 8 x 8 makes 16.
 // Distances use the NTHU convention (1073741823 = unreachable); n must be a multiple of BF.
-// Launch: grid (R, R), block (BF/TN, BF/TM), dynamic shared memory ((BF + 4) + BF) * BF ints.
+// Launch: grid (R, R), block (BF/TILE, BF/TILE), dynamic shared memory ((BF + 4) + BF) * BF ints.
 
 #ifndef BF
 #define BF 64
 #endif
-#define TM 4
-#define TN 4
+#ifndef TILE
+#define TILE 4
+#endif
+#if TILE % 4 != 0 || BF % TILE != 0
+#error "TILE must be a multiple of 4 that divides BF"
+#endif
+#define TM TILE
+#define TN TILE
+constexpr int K_UNROLL = TILE == 4 ? 8 : 2;  // k steps unrolled: enough loads in flight, code that fits
 #define COL_STRIDE (BF + 4)  // padded so a row of colT stays 16-byte aligned and stores spread banks
 #define THREADS ((BF / TM) * (BF / TN))
 
@@ -55,18 +63,30 @@ extern "C" __global__ void __launch_bounds__(THREADS) fw_blocked_registers_phase
     int* own = &d[(size_t)(ti * BF + i0) * n + tj * BF + j0];
     int acc[TM][TN];
 #pragma unroll
-    for (int a = 0; a < TM; ++a) {
-        int4 v = *reinterpret_cast<const int4*>(&own[(size_t)a * n]);
-        acc[a][0] = v.x; acc[a][1] = v.y; acc[a][2] = v.z; acc[a][3] = v.w;
-    }
+    for (int a = 0; a < TM; ++a)
+#pragma unroll
+        for (int q = 0; q < TN / 4; ++q) {
+            int4 v = *reinterpret_cast<const int4*>(&own[(size_t)a * n + 4 * q]);
+            acc[a][4 * q] = v.x; acc[a][4 * q + 1] = v.y; acc[a][4 * q + 2] = v.z; acc[a][4 * q + 3] = v.w;
+        }
     __syncthreads();
 
-#pragma unroll 8
+    // Changes from the 4 x 4 build (-DTILE=8): twice the operands per k, four times the
+    // relaxations, so half the shared loads and loop overhead per relaxation; 64 independent
+    // accumulators per thread keep the add-min pipe busy with fewer warps.
+#pragma unroll K_UNROLL
     for (int k = 0; k < BF; ++k) {
-        int4 ik = *reinterpret_cast<const int4*>(&colT[k * COL_STRIDE + i0]);
-        int4 kj = *reinterpret_cast<const int4*>(&row[k * BF + j0]);
-        int dik[TM] = {ik.x, ik.y, ik.z, ik.w};
-        int dkj[TN] = {kj.x, kj.y, kj.z, kj.w};
+        int dik[TM], dkj[TN];
+#pragma unroll
+        for (int q = 0; q < TM / 4; ++q) {
+            int4 ik = *reinterpret_cast<const int4*>(&colT[k * COL_STRIDE + i0 + 4 * q]);
+            dik[4 * q] = ik.x; dik[4 * q + 1] = ik.y; dik[4 * q + 2] = ik.z; dik[4 * q + 3] = ik.w;
+        }
+#pragma unroll
+        for (int q = 0; q < TN / 4; ++q) {
+            int4 kj = *reinterpret_cast<const int4*>(&row[k * BF + j0 + 4 * q]);
+            dkj[4 * q] = kj.x; dkj[4 * q + 1] = kj.y; dkj[4 * q + 2] = kj.z; dkj[4 * q + 3] = kj.w;
+        }
 #pragma unroll
         for (int a = 0; a < TM; ++a)
 #pragma unroll
@@ -76,5 +96,8 @@ extern "C" __global__ void __launch_bounds__(THREADS) fw_blocked_registers_phase
 
 #pragma unroll
     for (int a = 0; a < TM; ++a)
-        *reinterpret_cast<int4*>(&own[(size_t)a * n]) = make_int4(acc[a][0], acc[a][1], acc[a][2], acc[a][3]);
+#pragma unroll
+        for (int q = 0; q < TN / 4; ++q)
+            *reinterpret_cast<int4*>(&own[(size_t)a * n + 4 * q]) =
+                make_int4(acc[a][4 * q], acc[a][4 * q + 1], acc[a][4 * q + 2], acc[a][4 * q + 3]);
 }

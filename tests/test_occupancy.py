@@ -230,3 +230,181 @@ def test_resources_for_an_old_gpu_are_capped_at_its_register_limit():
     assert "oldest" in note and ("capped" in note) == (plain.registers > 63)
     same, note = kernel_resources_for_cc("mm_03_register_blocked.cu", "9.0")
     assert note == "" and same["mm_register_blocked"].arch == "sm_90"
+
+
+# ---- every chapter's launch configurations (issue 13, item 4): listed by the labs modules the
+# notebooks call, compiled for the lab GPU's and an H100's architecture, each with its binding limit
+
+from cudalab.labs import matmul as mm  # noqa: E402
+from cudalab.labs import vecmax  # noqa: E402
+from cudalab.labs.fw import blocked, per_k  # noqa: E402
+from cudalab.labs.kmeans import chapter as km  # noqa: E402
+from cudalab.labs.kmeans import gpu as km_gpu  # noqa: E402
+from cudalab.toolchain.occupancy_report import (binding_summary, chapter_gpus, distinct_launches,  # noqa: E402
+                                                occupancy_by_gpu, occupancy_styled)
+
+CHAPTERS = ["01_block_size", "02_coalescing", "03_shared_memory", "04_blocking_factor", "05_matmul_footprint",
+            "06_kmeans_device_update"]
+# what each notebook's occupancy cell calls, so that the lists below are the notebooks' own
+NOTEBOOK_CALLS = {"01_block_size": ["per_k.launch("], "02_coalescing": ["per_k.launch(", "vecmax.launches("],
+                  "03_shared_memory": ["per_k.launch("], "04_blocking_factor": ["blocked.launches("],
+                  "05_matmul_footprint": ["mm.launches("], "06_kmeans_device_update": ["km_gpu.launches("]}
+
+
+def _chapter_params(chapter: str) -> dict:
+    """The notebook's parameters cell, overlaid with the gtx680 profile's values for the chapter."""
+    import ast
+
+    import papermill
+
+    from cudalab.chapter.catalog import chapter as find
+    from cudalab.chapter.profiles import load_profile
+
+    defaults = {name: ast.literal_eval(p["default"]) for name, p in papermill.inspect_notebook(str(find(chapter).path)).items()}
+    return {**defaults, **load_profile("gtx680").chapter_params(chapter)}
+
+
+def _chapter_launches(chapter: str, p: dict):
+    """The launches the chapter's occupancy cell lists, built the same way from its parameters."""
+    if chapter == "01_block_size":
+        return [per_k.launch("basic", b) for b in p["block_sizes"]]
+    if chapter == "02_coalescing":
+        return ([per_k.launch("basic", 16)] + [per_k.launch("coalesced", t) for t in p["threads_per_block"]]
+                + [per_k.launch("segment", s, p["segment_threads"]) for s in p["segment_sizes"]]
+                + vecmax.launches(p["vecmax_threads"]))
+    if chapter == "03_shared_memory":
+        out = [per_k.launch("basic", b) for b in p["kslice_edges"]]
+        for published in (True, False):
+            out += [per_k.launch("tile", t, published=published) for t in p["tile_edges"]]
+            out += [per_k.launch("row_segment", s, published=published) for s in p["row_segment_threads"]]
+            out += [per_k.launch("kslices", b, published=published) for b in p["kslice_edges"]]
+        return out
+    if chapter == "04_blocking_factor":
+        return blocked.launches(p["block_factors"], p["expert_block_factors"], dpx=(True, False), basic_block=16)
+    if chapter == "05_matmul_footprint":
+        ladder = [mm.naive(2), mm.naive(32), mm.naive(32, register=True), mm.shared_tile(32), mm.shared_tile(32, unroll=16),
+                  mm.shared_tile(16), mm.footprint(16, 32), mm.register_blocked(double_buffer=False), mm.register_blocked()]
+        footprints = [mm.footprint(b, f) for b in p["footprint_blocks"] for f in p["footprints"]]
+        footprints += [mm.footprint(16, 32, aligned_copy=True), mm.footprint(16, 32, ktile=64)]
+        return mm.launches(ladder + footprints + mm.tuning_grid(p["tune_tiles"], p["tune_depths"], p["tune_thread_tiles"]))
+    configs = km.configurations(p["sizes"], p["dims"], p["clusters"], p["base_d"], p["base_k"])
+    configs += [(p["check_n"], p["base_d"], p["base_k"])]
+    return lambda cc: km_gpu.launches(configs, cc)
+
+
+@needs_nvcc
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_every_launch_of_every_chapter_compiles_and_gets_an_occupancy(chapter):
+    from cudalab.chapter.catalog import chapter as find
+
+    code = "".join("".join(c["source"]) for c in __import__("json").loads(find(chapter).path.read_text())["cells"]
+                   if c["cell_type"] == "code")
+    assert "occupancy_by_gpu(" in code and all(call in code for call in NOTEBOOK_CALLS[chapter])
+    launches = _chapter_launches(chapter, _chapter_params(chapter))
+    occ, notes = occupancy_by_gpu(launches, {"lab GPU": "3.0", "this run": "9.0"})
+    listed = {cc: distinct_launches(launches(cc) if callable(launches) else launches) for cc in ("3.0", "9.0")}
+    assert all(listed.values())
+    assert len(occ) == sum(len(v) for v in listed.values())
+    assert list(occ.groupby("compute_capability").size().reindex(["3.0", "9.0"])) == [len(listed["3.0"]), len(listed["9.0"])]
+    assert occ["limited_by"].notna().all() and occ["limited_by"].str.len().gt(0).all()
+    assert occ[["registers_per_thread", "blocks_per_sm", "occupancy_fraction"]].notna().all().all()
+    assert occ["registers_per_thread"].gt(0).all()
+    assert any("sm_75" in n or "oldest" in n for n in notes), "cc 3.0 takes its registers from the oldest architecture"
+
+
+def test_per_k_launch_is_what_each_recipe_launches():
+    assert per_k.launch("basic", 16) == {"block": "16x16", "file": "fw_basic_2d.cu", "kernel": "fw_basic_2d",
+                                         "options": (), "threads": 256, "dynamic_shared_bytes": 0}
+    assert per_k.launch("segment", 4, 128)["threads"] == 128
+    assert per_k.launch("tile", 8)["options"] == ("-DTILE=8",)
+    assert per_k.launch("tile", 8, published=True)["kernel"] == "fw_shared_tile_published"
+    row = per_k.launch("row_segment", 64)
+    assert (row["block"], row["threads"]) == ("1x64", 64)
+    # team 5's k-slices: one array of b ints as published, two when fixed
+    assert per_k.launch("kslices", 16, published=True)["dynamic_shared_bytes"] == 4 * 16
+    assert per_k.launch("kslices", 16)["dynamic_shared_bytes"] == 2 * 4 * 16
+    with pytest.raises(ValueError):
+        per_k.launch("diagonal", 16)
+
+
+def test_vecmax_launches_cover_each_kernel_and_block():
+    got = vecmax.launches([128, 1024])
+    assert [(g["kernel"], g["threads"]) for g in got] == [(k, t) for k in vecmax.KERNELS for t in (128, 1024)]
+    assert {g["file"] for g in got} == {vecmax.FILE} and all(g["dynamic_shared_bytes"] == 0 for g in got)
+
+
+def test_blocked_launches_follow_the_plans():
+    got = blocked.launches([8], [64], dpx=(True,))
+    assert len(got) == 3 * len(blocked.LADDER) + 3 + 3 + 1
+    by = {(g["variant"], g["phase"]): g for g in got}
+    # fw_blocked.cu at BF 8: 8 x 8 threads, one BF^2 int tile in phase 1, two in phases 2-3
+    assert (by[("shared BF 8", "phase 1")]["threads"], by[("shared BF 8", "phase 1")]["dynamic_shared_bytes"]) == (64, 256)
+    assert by[("shared BF 8", "phase 3")]["dynamic_shared_bytes"] == 512
+    # BF 64 runs 32 x 32 threads (4 cells each); step 7 adds the register cap
+    assert by[("6. Large blocking factor", "phase 3")]["threads"] == 1024
+    assert "--maxrregcount=22" in by[("7. Occupancy optimization", "phase 2")]["options"]
+    # the register-tiled phase 3: (BF/4)^2 threads, ((BF + 4) + BF) * BF ints
+    reg = by[("registers BF 64 + DPX", "phase 3")]
+    assert (reg["file"], reg["threads"], reg["dynamic_shared_bytes"]) == (blocked.REGISTERS_FILE, 256, 4 * (68 + 64) * 64)
+    assert by[("registers BF 64 + DPX", "phase 1")]["kernel"] == "fw_blocked_phase1"
+    assert by[("basic 16x16 (chapter 01)", "per k")]["threads"] == 256
+    assert by[("1. GPU baseline", "phase 2")]["kernel"] == "fw_blocked_global"
+
+
+def test_matmul_launches_leave_out_what_the_sweep_refuses():
+    kernels = [mm.naive(2), mm.footprint(16, 32), mm.footprint(32, 48), mm.footprint(16, 96), mm.register_blocked()]
+    got = mm.launches(kernels)
+    # 32 x 32 threads cannot tile a 48 footprint; a 96 footprint's 72 KiB of static shared memory cannot compile
+    assert [g["config"] for g in got] == [kernels[0].label, kernels[1].label, kernels[4].label]
+    assert (got[0]["threads"], got[0]["block"], got[0]["options"]) == (4, "2x2", ())
+    assert got[1]["options"] == ("-DBLOCK=16", "-DFOOT=32", "-DKTILE=32")
+    assert got[2]["threads"] == 256 and got[2]["dynamic_shared_bytes"] == 0
+
+
+def test_kmeans_launches_take_the_gpus_shared_memory():
+    lab, h100 = km_gpu.launches([(65536, 32, 32)], "3.0"), km_gpu.launches([(65536, 32, 32)], "9.0")
+    fused = lambda got: next(g for g in got if g["kernel"] == "kmeans_fused")
+    # 48 KiB per block: 128 threads; an H100 block may opt in to 227 KiB: 256 threads' warp sums
+    assert (fused(lab)["threads"], fused(lab)["dynamic_shared_bytes"]) == (128, 4 * 32 * 129 + 4 * 4 * 32 * 33)
+    assert (fused(h100)["threads"], fused(h100)["dynamic_shared_bytes"]) == (256, 4 * 32 * 257 + 4 * 8 * 32 * 33)
+    # the tiled kernel's tiles and sums do not fit in 48 KiB: refused on the lab GPU, listed on the H100
+    assert not any(g["kernel"] == "kmeans_tiled" for g in lab) and any(g["kernel"] == "kmeans_tiled" for g in h100)
+    delta = next(g for g in lab if g["kernel"] == "compute_delta")
+    assert (delta["shape"], delta["threads"], delta["dynamic_shared_bytes"]) == ("N = 65,536", 512, 4 * 512)
+    assign = next(g for g in lab if g["kernel"] == "find_nearest_cluster")
+    assert assign["dynamic_shared_bytes"] == 4 * (32 * 32 + km_gpu.THREADS)
+    assert {g["variant"] for g in h100} == {km_gpu.VARIANTS[v] for v in km_gpu.LADDER}
+
+
+def test_distinct_launches_merge_one_build_listed_twice():
+    a = {"variant": "5. min", "phase": "phase 1", "file": "f.cu", "kernel": "k", "options": ("-DBF=32",), "threads": 1024}
+    b = {**a, "variant": "shared BF 32"}
+    c = {**a, "options": ("-DBF=64",)}
+    got = distinct_launches([a, b, c, b])
+    assert [g["variant"] for g in got] == ["5. min; shared BF 32", "5. min"]
+    assert got[0]["phase"] == "phase 1"
+
+
+def test_chapter_gpus_and_an_empty_table():
+    class Device:
+        name, compute_capability = "GeForce GTX 680", "3.0"
+
+    assert chapter_gpus(Device(), {"gpu_name": "H100", "compute_capability": "9.0"}) == {
+        "GeForce GTX 680 (lab GPU)": "3.0", "H100 (this run)": "9.0"}
+    assert chapter_gpus(None, {}) == {}
+    occ, notes = occupancy_by_gpu([], {})
+    assert occ.empty and notes == []
+
+
+@needs_nvcc
+def test_occupancy_by_gpu_table_and_summary():
+    launches = [per_k.launch("basic", b) for b in (4, 32)]
+    occ, notes = occupancy_by_gpu(launches, {"lab": "3.0", "here": "9.0"})
+    assert list(occ["gpu"]) == ["lab", "lab", "here", "here"]
+    assert list(occ["blocks_per_sm"]) == [16, 2, 32, 2]  # 4x4: the block cap (16, 32); 32x32: 2048 threads / 1024
+    html = occupancy_styled(occ, notes, ["block"]).to_html()
+    assert "limited_by" in html and "shared_bytes_per_block" not in html  # no shared memory, no column
+    text = binding_summary(occ, "block")
+    assert "4x4: 16 blocks (25% of the warps), limited by blocks per SM" in text
+    short = binding_summary(occ, "block", per_launch=False)
+    assert "1 of 2 limited by blocks per SM (25% of the warps)" in short

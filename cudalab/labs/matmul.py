@@ -186,6 +186,22 @@ def refusal(kernel: MatmulKernel, limits: dict[str, int]) -> str:
     return ""
 
 
+# The launch limits of every GPU in the occupancy rules but the Tegra ones: what ``present_limits``
+# gives on a GTX 680 as on an H100 (threads and registers per block, static shared memory).
+COMMON_LIMITS = {"threads": 1024, "shared_bytes": STATIC_SHARED_LIMIT, "registers": 65536}
+
+
+def launches(kernels: Sequence[MatmulKernel], limits: Optional[dict[str, int]] = None) -> list[dict[str, Any]]:
+    """The launch of each configuration that ``sweep`` would compile and time under ``limits``
+    (default ``COMMON_LIMITS``), as ``toolchain.occupancy_report`` takes it: ``config`` (its label),
+    ``block``, ``file``, ``kernel``, ``options`` (its defines), ``threads``; its shared memory is
+    static, so the compiler reports it. One ``refusal`` refuses before compiling leaves none."""
+    limits = limits or COMMON_LIMITS
+    return [{"config": k.label, "block": f"{k.block[0]}x{k.block[1]}", "file": k.file, "kernel": k.function,
+             "options": k.options(), "threads": k.threads, "dynamic_shared_bytes": 0}
+            for k in kernels if not refusal(k, limits)]
+
+
 def intensity(kernel: MatmulKernel) -> dict[str, float]:
     """The reuse a configuration's design gives, from its shape alone.
 

@@ -29,6 +29,16 @@ from cudalab.core.timing import summarize, time_gpu
 from cudalab.labs.bandwidth import copy_ceiling
 
 FLOAT32 = 4
+FILE = "vecmax_coalescing.cu"
+KERNELS = ("vecmax00", "vecmax01", "vecmax02")
+
+
+def launches(threads: Sequence[int], kernels: Sequence[str] = KERNELS) -> list[dict[str, Any]]:
+    """The launches ``sweep`` times, per kernel and threads per block, as
+    ``toolchain.occupancy_report`` takes them: a 1D ``block`` of ``threads``, no dynamic shared memory
+    (the number of blocks changes how many SMs work, not what one block occupies)."""
+    return [{"block": str(t), "kernel": k, "file": FILE, "threads": t, "dynamic_shared_bytes": 0}
+            for k in kernels for t in threads]
 
 
 def reduction_bytes(n: int) -> int:

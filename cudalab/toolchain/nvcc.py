@@ -6,10 +6,13 @@ Works without a GPU (CI compiles every kernel for sm_75 and sm_90); a compile er
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
@@ -169,9 +172,49 @@ def kernel_base_name(symbol: str) -> str:
     return "::".join(parts) or symbol
 
 
+_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def _source_digest(path: Path) -> str:
+    """sha256 of a kernel file and the local headers it includes: what its compilation depends on."""
+    h, seen, todo = hashlib.sha256(), set(), [path]
+    while todo:
+        p = todo.pop()
+        if p in seen or not p.is_file():
+            continue
+        seen.add(p)
+        text = p.read_bytes()
+        h.update(p.name.encode() + b"\0" + text)
+        todo += [p.parent / inc for inc in _INCLUDE.findall(text.decode(errors="replace"))]
+    return h.hexdigest()
+
+
+def cache_dir() -> Path:
+    """Where compiler resource reports are kept between builds: ``$CUDALAB_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/cudalab`` or ``~/.cache/cudalab`` (as CuPy keeps its kernel cache)."""
+    root = os.environ.get("CUDALAB_CACHE_DIR") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "cudalab"
+    return Path(root) / "ptxas"
+
+
 @lru_cache(maxsize=256)
 def _resources(path: str, mtime_ns: int, arch: str, options: tuple[str, ...]) -> tuple[PtxasUsage, ...]:
-    return tuple(nvcc_check(path, arch, options))
+    """``ptxas -v`` of one build, from the disk cache when the same source, headers, options,
+    architecture and nvcc produced it before (a report is a pure function of those)."""
+    key = hashlib.sha256(json.dumps([_source_digest(Path(path)), arch, list(options), nvcc_version()]).encode()).hexdigest()
+    cached = cache_dir() / f"{key}.json"
+    try:
+        return tuple(PtxasUsage(**u) for u in json.loads(cached.read_text()))
+    except (OSError, ValueError, TypeError):
+        pass
+    usages = tuple(nvcc_check(path, arch, options))
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps([asdict(u) for u in usages]))
+        tmp.replace(cached)
+    except OSError:  # a read-only home: no cache, same answer
+        pass
+    return usages
 
 
 def kernel_resources_for(filename: str | Path, arch: str = "sm_90", options: Iterable[str] = ()) -> dict[str, PtxasUsage]:

@@ -8,12 +8,12 @@ build wherever nvcc is installed (a GPU is not needed).
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence, Union
 
 import pandas as pd
 
 from cudalab.core.errors import ProfileError, ToolUnavailable
-from cudalab.core.occupancy import SM_LIMITS, cc_key, occupancy
+from cudalab.core.occupancy import SM_LIMITS, cc_key, occupancy, sm_limits
 from cudalab.toolchain.nvcc import kernel_resources_for_cc
 
 
@@ -57,3 +57,124 @@ def launch_occupancy(launches: Iterable[Mapping[str, Any]], cc: str) -> tuple[pd
                      "occupancy_fraction": occ["occupancy"], "limited_by": occ["reason"] or occ["limited_by"],
                      "compute_capability": key})
     return pd.DataFrame(rows), notes
+
+
+# ---- a chapter's occupancy section: its launches on the lab's GPU and on this run's
+
+LAUNCH_KEYS = ("file", "kernel", "options", "threads", "dynamic_shared_bytes")
+Launches = Union[Iterable[Mapping[str, Any]], Callable[[str], Iterable[Mapping[str, Any]]]]
+
+
+def chapter_gpus(device: Any, provenance: Mapping[str, Any]) -> dict[str, str]:
+    """{name: compute capability} of the GPUs a chapter's occupancy table covers: the profile's lab
+    GPU (``device``, with ``name`` and ``compute_capability``; None where the profile has none) and
+    the GPU this run measured on, or whose recording it replays (``provenance``)."""
+    gpus: dict[str, str] = {}
+    if device is not None and getattr(device, "compute_capability", None):
+        gpus[f"{device.name} (lab GPU)"] = str(device.compute_capability)
+    if provenance.get("compute_capability"):
+        gpus[f"{provenance.get('gpu_name')} (this run)"] = str(provenance["compute_capability"])
+    return gpus
+
+
+def distinct_launches(launches: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The launches, each configuration once: two with the same file, kernel, options, threads and
+    dynamic shared memory (one build timed by two sweeps) become one, in the order first listed,
+    whose descriptive values are the distinct values of both joined with "; "."""
+    merged: dict[tuple, dict[str, Any]] = {}
+    for launch in launches:
+        key = (launch["file"], launch["kernel"], tuple(launch.get("options", ())), int(launch["threads"]),
+               int(launch.get("dynamic_shared_bytes", 0)))
+        if key not in merged:
+            merged[key] = dict(launch)
+            continue
+        into = merged[key]
+        for name, value in launch.items():
+            if name in LAUNCH_KEYS:
+                continue
+            if name not in into:
+                into[name] = value
+                continue
+            seen = str(into[name]).split("; ")
+            if str(value) not in seen:
+                into[name] = "; ".join(seen + [str(value)])
+    return list(merged.values())
+
+
+def _prefetch(launches: Iterable[Mapping[str, Any]], cc: str, workers: int = 4) -> None:
+    """Compile each distinct (file, options) once, a few at a time (``kernel_resources_for_cc``
+    caches the reports): nvcc runs are most of the table's time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    builds = list(dict.fromkeys((launch["file"], tuple(launch.get("options", ()))) for launch in launches))
+    if len(builds) < 2:
+        return
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        list(pool.map(lambda build: kernel_resources_for_cc(build[0], cc, build[1]), builds))
+
+
+def occupancy_by_gpu(launches: Launches, gpus: Mapping[str, str]) -> tuple[pd.DataFrame, list[str]]:
+    """``launch_occupancy`` of a chapter's launches on each GPU of ``gpus`` ({name: compute
+    capability}, as ``chapter_gpus`` gives them), in one frame with a ``gpu`` column, each
+    configuration once (``distinct_launches``), and the notes on where the resources come from.
+
+    ``launches`` is a list of launch dicts, or a function of the compute capability (as the
+    occupancy rules key it, e.g. ``"9.0"``) that returns them, for a chapter whose launches depend
+    on the GPU (the shared memory a block may opt in to). An empty frame where ``gpus`` is empty;
+    ``ToolUnavailable`` where nvcc is not installed."""
+    frames, notes = [], []
+    for name, cc in gpus.items():
+        key = resolve_cc(cc)[0]
+        listed = distinct_launches(launches(key) if callable(launches) else launches)
+        _prefetch(listed, key)
+        frame, why = launch_occupancy(listed, cc)
+        frames.append(frame.assign(gpu=name))
+        for part in (part for n in why for part in n.split("; ")):
+            if part not in notes:
+                notes.append(part)
+    return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()), notes
+
+
+OCCUPANCY_COLUMNS = ("threads_per_block", "registers_per_thread", "shared_bytes_per_block", "blocks_per_sm",
+                     "warps_per_sm", "occupancy_fraction", "limited_by")
+
+
+def occupancy_styled(occ: pd.DataFrame, notes: Sequence[str], keys: Sequence[str]):
+    """The occupancy table as the report shows it: per GPU, the launch (``keys``, the chapter's
+    columns that name it), its threads, registers and (where any launch has some) shared memory
+    per block, the blocks and warps per SM, the occupancy and the binding limit."""
+    from cudalab.core import plots
+
+    shared = bool(occ["shared_bytes_per_block"].gt(0).any())
+    columns = ["gpu", "compute_capability", *keys,
+               *(c for c in OCCUPANCY_COLUMNS if c != "shared_bytes_per_block" or shared)]
+    caption = "theoretical occupancy per SM" + ("; " + "; ".join(notes) if notes else "") + (
+        "; shared memory per block: static (the compiler's report) + dynamic (the launch's)" if shared else "")
+    return plots.styled(occ[columns], {"occupancy_fraction": "{:.0%}"}, caption=caption)
+
+
+def binding_summary(occ: pd.DataFrame, key: str, per_launch: bool = True) -> str:
+    """Markdown, a bullet per GPU: its compute capability's resident blocks and threads per SM, then
+    each launch's blocks, occupancy and binding limit (``per_launch``), or, for a long table, each
+    binding limit with how many launches it binds and their range of occupancy."""
+    lines = []
+    for name, grp in occ.groupby("gpu", sort=False):
+        cc = grp["compute_capability"].iloc[0]
+        lim = sm_limits(cc)
+        head = f"- **{name}**, compute capability {cc}: at most {lim.max_blocks_per_sm} blocks and {lim.max_threads_per_sm} threads per SM. "
+        if per_launch:
+            body = "; ".join(f"{getattr(r, key)}: {r.blocks_per_sm} blocks ({r.occupancy_fraction:.0%} of the warps), "
+                             f"limited by {r.limited_by}" for r in grp.itertuples())
+        else:
+            parts = []
+            binding = grp["limited_by"].where(~grp["limited_by"].str.startswith("cannot launch"), "cannot launch")
+            for limit, rows in grp.groupby(binding, sort=False):
+                if limit == "cannot launch":
+                    parts.append(f"{len(rows)} of {len(grp)} cannot launch (the table says why)")
+                    continue
+                low, high = rows["occupancy_fraction"].min(), rows["occupancy_fraction"].max()
+                span = f"{low:.0%}" if low == high else f"{low:.0%} to {high:.0%}"
+                parts.append(f"{len(rows)} of {len(grp)} limited by {limit} ({span} of the warps)")
+            body = "; ".join(parts)
+        lines.append(head + body + ".")
+    return "\n".join(lines)

@@ -10,6 +10,7 @@ every blocked kernel is checked by the same harness as chapters 01-03 (``labs.fw
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from dataclasses import dataclass
@@ -128,20 +129,46 @@ def registers_options(bf: int, dpx: bool = True) -> tuple[str, ...]:
     return (f"-DBF={bf}",) + (() if dpx else ("-DNO_DPX",))
 
 
-def plan_for_build(filename: str, options: tuple[str, ...], bf: int) -> BlockedPlan:
-    """The three-phase plan of a build of ``fw_blocked_global.cu`` or ``fw_blocked.cu``."""
+def phase_launches(filename: str, options: tuple[str, ...], bf: int) -> list[dict[str, Any]]:
+    """Each phase's kernel and launch in a build of ``fw_blocked_global.cu`` or ``fw_blocked.cu``,
+    without compiling (no GPU needed): ``phase``, ``file``, ``kernel``, ``options``, ``threads``, ``block``
+    (x, y) and ``dynamic_shared_bytes``. ``plan_for_build`` launches exactly these."""
     if filename == GLOBAL_FILE:
-        k = load_kernel(GLOBAL_FILE, "fw_blocked_global", options=options)
-        return BlockedPlan(bf, tuple(
-            Phase(name, k, grid, (bf, bf), 0, lambda work, n, r, p=p: (work, np.int32(n), np.int32(r), np.int32(p)))
-            for p, (name, grid) in enumerate(PHASE_GRIDS.items(), start=1)))
+        return [{"phase": name, "file": GLOBAL_FILE, "kernel": "fw_blocked_global", "options": options,
+                 "threads": bf * bf, "block": (bf, bf), "dynamic_shared_bytes": 0} for name in PHASE_GRIDS]
     if filename == SHARED_FILE:
         t = min(bf, 32)
         tile = 4 * bf * bf
-        kernels = [load_kernel(SHARED_FILE, f"fw_blocked_phase{p}", options=options) for p in (1, 2, 3)]
-        return BlockedPlan(bf, tuple(Phase(name, k, grid, (t, t), tile if name == "phase 1" else 2 * tile)
-                                     for k, (name, grid) in zip(kernels, PHASE_GRIDS.items())))
+        return [{"phase": name, "file": SHARED_FILE, "kernel": f"fw_blocked_phase{p}", "options": options,
+                 "threads": t * t, "block": (t, t), "dynamic_shared_bytes": tile if p == 1 else 2 * tile}
+                for p, name in enumerate(PHASE_GRIDS, start=1)]
     raise LaunchRefused(f"no three-phase plan for {filename}")
+
+
+def registers_phase_launches(bf: int = 64, dpx: bool = True) -> list[dict[str, Any]]:
+    """``phase_launches`` of the project's kernel: phases 1-2 of ``fw_blocked.cu`` at ``bf``, phase 3
+    register-tiled (``fw_blocked_registers.cu``), as ``registers_plan`` launches them."""
+    phase3 = {"phase": "phase 3", "file": REGISTERS_FILE, "kernel": "fw_blocked_registers_phase3",
+              "options": registers_options(bf, dpx), "threads": (bf // 4) ** 2, "block": (bf // 4, bf // 4),
+              "dynamic_shared_bytes": 4 * ((bf + 4) + bf) * bf}
+    return phase_launches(SHARED_FILE, shared_options(bf), bf)[:2] + [phase3]
+
+
+def _phase(spec: dict[str, Any], kernel: Any = None) -> Phase:
+    """A ``Phase`` from its launch (``phase_launches``), the kernel compiled unless given."""
+    kernel = kernel if kernel is not None else load_kernel(spec["file"], spec["kernel"], options=spec["options"])
+    return Phase(spec["phase"], kernel, PHASE_GRIDS[spec["phase"]], spec["block"], spec["dynamic_shared_bytes"])
+
+
+def plan_for_build(filename: str, options: tuple[str, ...], bf: int) -> BlockedPlan:
+    """The three-phase plan of a build of ``fw_blocked_global.cu`` or ``fw_blocked.cu``."""
+    specs = phase_launches(filename, options, bf)
+    if filename == GLOBAL_FILE:
+        k = load_kernel(GLOBAL_FILE, "fw_blocked_global", options=options)
+        return BlockedPlan(bf, tuple(
+            dataclasses.replace(_phase(spec, k), args=lambda work, n, r, p=p: (work, np.int32(n), np.int32(r), np.int32(p)))
+            for p, spec in enumerate(specs, start=1)))
+    return BlockedPlan(bf, tuple(_phase(spec) for spec in specs))
 
 
 def global_plan(coalesced: bool, unroll: bool, bf: int = 32) -> BlockedPlan:
@@ -158,8 +185,7 @@ def registers_plan(bf: int = 64, dpx: bool = True) -> BlockedPlan:
     """The project's kernel: phases 1-2 of ``fw_blocked.cu``, phase 3 register-tiled
     (``fw_blocked_registers.cu``), with or without the DPX add-min instruction."""
     base = shared_plan(bf)
-    k = load_kernel(REGISTERS_FILE, "fw_blocked_registers_phase3", options=registers_options(bf, dpx))
-    phase3 = Phase("phase 3", k, PHASE_GRIDS["phase 3"], (bf // 4, bf // 4), 4 * ((bf + 4) + bf) * bf)
+    phase3 = _phase(registers_phase_launches(bf, dpx)[2])
     return BlockedPlan(bf, base.phases[:2] + (phase3,))
 
 
@@ -212,9 +238,13 @@ def ladder_variants() -> list[fw.Variant]:
             for s in LADDER]
 
 
+def _expert_label(bf: int, dpx: bool) -> str:
+    return f"registers BF {bf}" + (" + DPX" if dpx else "")
+
+
 def expert_variants(block_factors: Sequence[int] = (64,), dpx: Sequence[bool] = (True, False)) -> list[fw.Variant]:
     """The register-tiled kernel at each blocking factor, with and without DPX."""
-    return [variant(f"registers BF {bf}" + (" + DPX" if d else ""), lambda bf=bf, d=d: registers_plan(bf, d),
+    return [variant(_expert_label(bf, d), lambda bf=bf, d=d: registers_plan(bf, d),
                     block_factor=bf, dpx=d, kernel="registers") for bf in block_factors for d in dpx]
 
 
@@ -227,6 +257,33 @@ def basic_variant(block: int = 16) -> fw.Variant:
     """Chapter 01's basic per-k kernel, the yardstick of the performance target."""
     return fw.Variant(f"basic {block}x{block} (chapter 01)", {"kernel_family": "per-k", "kernel": "basic", "block_factor": np.nan},
                       per_k.basic(block))
+
+
+def launches(block_factors: Sequence[int], expert_block_factors: Sequence[int] = (64,),
+             dpx: Sequence[bool] = (True, False), basic_block: Optional[int] = 16) -> list[dict[str, Any]]:
+    """Every kernel launch of chapter 04's variants, without compiling (the occupancy table): the
+    ladder's steps, the shared-memory kernel at each of ``block_factors``, the register-tiled one
+    at each of ``expert_block_factors`` with each ``dpx``, and chapter 01's basic kernel on
+    ``basic_block`` squares (None: left out). One dict per variant and phase, named by the
+    variant's label, the phase and the block shape, from the same ``phase_launches`` the plans
+    launch."""
+    out: list[dict[str, Any]] = []
+
+    def add(label: str, specs: list[dict[str, Any]]) -> None:
+        out.extend({"variant": label, "phase": spec["phase"], "block": "x".join(map(str, spec["block"])),
+                    **{k: v for k, v in spec.items() if k not in ("phase", "block")}} for spec in specs)
+
+    for s in LADDER:
+        add(f"{s.step}. {s.name}", phase_launches(s.file, s.options, s.bf))
+    for bf in block_factors:
+        add(f"shared BF {bf}", phase_launches(SHARED_FILE, shared_options(bf), bf))
+    for bf in expert_block_factors:
+        for d in dpx:
+            add(_expert_label(bf, d), registers_phase_launches(bf, d))
+    if basic_block:
+        spec = per_k.launch("basic", basic_block)
+        out.append({"variant": f"basic {basic_block}x{basic_block} (chapter 01)", "phase": "per k", **spec})
+    return out
 
 
 @dataclass(frozen=True)

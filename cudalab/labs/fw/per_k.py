@@ -13,6 +13,9 @@ the recipe itself exists once.
 | ``tile(t, published)`` | fw_shared_tile.cu | lab 000 §2.4's shared tile, TILE = t |
 | ``row_segment(s, published)`` | fw_shared_row.cu | lab 000 §2.5: a row segment of s threads shares d[i][k] |
 | ``kslices(b, published)`` | fw_shared_kslices.cu | team 5 (lab 003 §4): row k and column k in shared memory |
+
+``launch(recipe, *args)`` says what a recipe compiles and how it launches without a GPU (the
+chapters' occupancy tables); every recipe builds its launch from it.
 """
 
 from __future__ import annotations
@@ -30,29 +33,77 @@ PlanFactory = Callable[[int], PerKLaunch]
 INT32 = 4
 
 
-def _square(kernel: Any, b: int, shared_mem: int = 0, floor: bool = False) -> PlanFactory:
+def launch(recipe: str, *args: int, published: bool = False) -> dict[str, Any]:
+    """What a recipe compiles and how it launches, without compiling anything (no GPU needed):
+    ``block`` (its shape, e.g. "16x16"), ``file``, ``kernel``, ``options``, ``threads`` per block and
+    ``dynamic_shared_bytes``, as ``toolchain.occupancy_report`` takes a launch. The recipes below
+    build their launches from it, so what an occupancy table lists is what the chapters time.
+
+    ``launch("basic", b)``, ``("coalesced", t)``, ``("segment", s, t)``, ``("tile", t, published=)``,
+    ``("row_segment", s, published=)``, ``("kslices", b, published=)``."""
+    options: tuple[str, ...] = ()
+    shared = 0
+    if recipe == "basic":
+        (b,) = args
+        file, kernel, block = "fw_basic_2d.cu", "fw_basic_2d", (b, b)
+    elif recipe == "coalesced":
+        (t,) = args
+        file, kernel, block = "fw_coalesced.cu", "fw_coalesced", (t,)
+    elif recipe == "segment":
+        _, t = args
+        file, kernel, block = "fw_coalesced.cu", "fw_coalesced_segment", (t,)
+    elif recipe == "tile":
+        (t,) = args
+        file, kernel, block, options = "fw_shared_tile.cu", _name("fw_shared_tile", published), (t, t), (f"-DTILE={t}",)
+    elif recipe == "row_segment":
+        (s,) = args
+        file, kernel, block = "fw_shared_row.cu", _name("fw_shared_row", published), (1, s)
+    elif recipe == "kslices":
+        (b,) = args
+        file, kernel, block = "fw_shared_kslices.cu", _name("fw_shared_kslices", published), (b, b)
+        shared = INT32 * b if published else 2 * INT32 * b
+    else:
+        raise ValueError(f"unknown per-k recipe {recipe!r}")
+    return {"block": "x".join(map(str, block)), "file": file, "kernel": kernel, "options": options,
+            "threads": int(np.prod(block)), "dynamic_shared_bytes": shared}
+
+
+def _shape(spec: dict[str, Any]) -> tuple[int, ...]:
+    return tuple(int(edge) for edge in spec["block"].split("x"))
+
+
+def _compiled(spec: dict[str, Any]) -> Any:
+    return load_kernel(spec["file"], spec["kernel"], options=spec["options"])
+
+
+def _square(spec: dict[str, Any], floor: bool = False) -> PlanFactory:
     """A b x b block per b x b tile; ``floor`` drops the partial tiles (as team 5's launch did)."""
+    kernel, block = _compiled(spec), _shape(spec)
+    b = block[0]
+
     def plan(n: int) -> PerKLaunch:
         grid = (n // b, n // b) if floor else (ceil_div(n, b), ceil_div(n, b))
-        return PerKLaunch(kernel, grid, (b, b), shared_mem=shared_mem)
+        return PerKLaunch(kernel, grid, block, shared_mem=spec["dynamic_shared_bytes"])
     return plan
 
 
 def basic(b: int) -> PlanFactory:
     """The basic kernel with b x b threads per block: chapter 01's subject, everyone's yardstick."""
-    return _square(load_kernel("fw_basic_2d.cu", "fw_basic_2d"), b)
+    return _square(launch("basic", b))
 
 
 def coalesced(threads: int) -> PlanFactory:
     """One thread per entry in row order, ``threads`` per block: consecutive threads, consecutive j."""
-    kernel = load_kernel("fw_coalesced.cu", "fw_coalesced")
-    return lambda n: PerKLaunch(kernel, (ceil_div(n * n, threads),), (threads,))
+    spec = launch("coalesced", threads)
+    kernel = _compiled(spec)
+    return lambda n: PerKLaunch(kernel, (ceil_div(n * n, threads),), _shape(spec))
 
 
 def segment(s: int, threads: int) -> PlanFactory:
     """Each thread relaxes ``s`` consecutive entries of a row; ``threads`` per block."""
-    kernel = load_kernel("fw_coalesced.cu", "fw_coalesced_segment")
-    return lambda n: PerKLaunch(kernel, (ceil_div(n * n, threads * s),), (threads,),
+    spec = launch("segment", s, threads)
+    kernel = _compiled(spec)
+    return lambda n: PerKLaunch(kernel, (ceil_div(n * n, threads * s),), _shape(spec),
                                 args=lambda m, k, n: (m, np.int32(k), np.int32(n), np.int32(s)))
 
 
@@ -62,21 +113,21 @@ def _name(base: str, published: bool) -> str:
 
 def tile(t: int, published: bool = False) -> PlanFactory:
     """Lab 000's shared tile of t x t threads (``-DTILE=t``), as published or with the barrier fixed."""
-    return _square(load_kernel("fw_shared_tile.cu", _name("fw_shared_tile", published), options=(f"-DTILE={t}",)), t)
+    return _square(launch("tile", t, published=published))
 
 
 def row_segment(s: int, published: bool = False) -> PlanFactory:
     """Lab 000's row segment: s threads of one row share d[i][k] through shared memory."""
-    kernel = load_kernel("fw_shared_row.cu", _name("fw_shared_row", published))
-    return lambda n: PerKLaunch(kernel, (n, ceil_div(n, s)), (1, s))
+    spec = launch("row_segment", s, published=published)
+    kernel = _compiled(spec)
+    return lambda n: PerKLaunch(kernel, (n, ceil_div(n, s)), _shape(spec))
 
 
 def kslices(b: int, published: bool = False) -> PlanFactory:
     """Team 5's k-slices on b x b blocks. As published: one shared array of b ints for both the
     row and the column slice, and a floor grid that skips the partial tiles; fixed: two arrays
     and a ceil grid."""
-    kernel = load_kernel("fw_shared_kslices.cu", _name("fw_shared_kslices", published))
-    return _square(kernel, b, shared_mem=INT32 * b if published else 2 * INT32 * b, floor=published)
+    return _square(launch("kslices", b, published=published), floor=published)
 
 
 # --------------------------------------------------------------- bytes model

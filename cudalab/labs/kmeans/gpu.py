@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 import numpy as np
 import pandas as pd
@@ -32,7 +32,7 @@ from cudalab.core.errors import LaunchRefused
 from cudalab.core.gpu import attributes, require_cupy
 from cudalab.core.kernels import load_kernel, load_module
 from cudalab.core.launch import allow_shared_memory, launch, require_memory
-from cudalab.core.occupancy import present_sm, resident_blocks
+from cudalab.core.occupancy import present_sm, resident_blocks, sm_limits
 from cudalab.labs.kmeans import reference
 
 VARIANTS = {
@@ -105,14 +105,15 @@ def tiled_shape(d: int, k: int) -> dict[str, int]:
     return {"TP": TILED_TP, "TQ": tq, "G": g, "THREADS": threads, "dynamic_bytes": 4 * floats}
 
 
-def refusal(variant: str, d: int, k: int) -> str:
-    """Why ``variant`` cannot run with D coordinates and K clusters here, or ""."""
+def refusal(variant: str, d: int, k: int, optin: Optional[int] = None) -> str:
+    """Why ``variant`` cannot run with D coordinates and K clusters here (on a GPU whose blocks may
+    opt in to ``optin`` bytes of shared memory: by default the present one's), or ""."""
     assign = 4 * (k * d + THREADS)
     if variant in CLASSIC and assign > SHARED_LIMIT:
         return (f"the classic assignment stages all K x D = {k * d:,} centre coordinates in shared memory: "
                 f"{assign:,} bytes exceeds the {SHARED_LIMIT:,} a block may have")
     buffers = 4 * (k * (d + 1) + k + 1)
-    if (variant == "shared_buffers" and buffers > SHARED_LIMIT) or (variant == "fused" and not fused_shape(d, k)["COPIES"]):
+    if (variant == "shared_buffers" and buffers > SHARED_LIMIT) or (variant == "fused" and not fused_shape(d, k, optin)["COPIES"]):
         return f"per-block cluster buffers of {buffers:,} bytes exceed the {SHARED_LIMIT:,} a block may have"
     if variant == "fused" and 4 * (k * d + k) > CONSTANT_LIMIT:
         return (f"the centres and their norms, {4 * (k * d + k):,} bytes, exceed the {CONSTANT_LIMIT:,} "
@@ -124,11 +125,79 @@ def refusal(variant: str, d: int, k: int) -> str:
         if plan["TQ"] > TILED_MAX_TQ:
             return (f"K = {k} centres over 32 lanes is {plan['TQ']} per thread, more than the {TILED_MAX_TQ} "
                     f"scores per object this kernel keeps in registers")
-        room = shared_optin() - 4 * (k + 1)
+        room = (shared_optin() if optin is None else optin) - 4 * (k + 1)
         if plan["dynamic_bytes"] > room:
             return (f"the tile, the centres and each warp's sums take {plan['dynamic_bytes']:,} bytes of shared "
                     f"memory; a block may have {room:,}")
     return ""
+
+
+def stage_launches(variant: str, n: int, d: int, k: int, optin: Optional[int] = None) -> dict[str, dict[str, Any]]:
+    """The kernels ``variant``'s iteration launches for N points, D coordinates and K clusters, by
+    role (assign, delta, sum, average; pass, finalize), without compiling: ``stage`` (the stage that
+    times it), ``file``, ``kernel``, ``options``, ``threads`` per block and ``dynamic_shared_bytes``.
+    ``optin``: the shared memory a block may opt in to (default: the present GPU's). The Runner
+    launches exactly these; CuPy's own kernels (the ``cupy`` variant) are not listed."""
+    if variant in CLASSIC:
+        blocks = -(-n // THREADS)
+        reduce_threads = min(1024, 1 << max(0, (blocks - 1).bit_length()))
+        out = {"assign": {"stage": "assign", "file": "km_00_assign.cu", "kernel": "find_nearest_cluster", "options": (),
+                          "threads": THREADS, "dynamic_shared_bytes": 4 * (k * d + THREADS)},
+               "delta": {"stage": "delta", "file": "km_00_assign.cu", "kernel": "compute_delta", "options": (),
+                         "threads": reduce_threads, "dynamic_shared_bytes": 4 * reduce_threads}}
+        if variant == "host_update":
+            return out
+        out["sum"] = ({"stage": "update", "file": "km_01_device_update.cu", "kernel": "update_clusters_sum", "options": (),
+                       "threads": THREADS, "dynamic_shared_bytes": 0} if variant == "device_update" else
+                      {"stage": "update", "file": "km_02_shared_buffers.cu", "kernel": "update_clusters_sum_shared",
+                       "options": (), "threads": THREADS, "dynamic_shared_bytes": 4 * (k * (d + 1) + k)})
+        out["average"] = {"stage": "update", "file": "km_01_device_update.cu", "kernel": "update_clusters_average",
+                          "options": (), "threads": THREADS, "dynamic_shared_bytes": 0}
+        return out
+    sizes = (f"-DK={k}", f"-DD={d}")
+    if variant == "fused":
+        plan = fused_shape(d, k, optin)
+        tile_bytes, threads = plan.pop("dynamic_bytes"), plan.pop("threads")
+        knobs = {**FUSED_OPTIONS, **plan, "CENTRE_UNROLL": min(FUSED_OPTIONS["CENTRE_UNROLL"], k)}
+        options = (*sizes, *(f"-D{name}={value}" for name, value in knobs.items()))
+        return {"pass": {"stage": ONE_PASS, "file": "km_03_fused.cu", "kernel": "kmeans_fused", "options": options,
+                         "threads": threads, "dynamic_shared_bytes": tile_bytes},
+                "finalize": {"stage": "update", "file": "km_03_fused.cu", "kernel": "kmeans_finalize", "options": options,
+                             "threads": FUSED_THREADS, "dynamic_shared_bytes": 0}}
+    if variant == "tiled":
+        plan = tiled_shape(d, k)
+        shared = plan.pop("dynamic_bytes")
+        return {"pass": {"stage": ONE_PASS, "file": "km_04_tiled.cu", "kernel": "kmeans_tiled",
+                         "options": (*sizes, *(f"-D{name}={value}" for name, value in plan.items())),
+                         "threads": plan["THREADS"], "dynamic_shared_bytes": shared},
+                "finalize": {"stage": "update", "file": "km_03_fused.cu", "kernel": "kmeans_finalize",
+                             "options": (*sizes, "-DFINALIZE_ONLY=1"), "threads": FUSED_THREADS, "dynamic_shared_bytes": 0}}
+    return {}
+
+
+def launches(configs: Iterable[tuple[int, int, int]], cc: Optional[str] = None) -> list[dict[str, Any]]:
+    """Every kernel launch of the ladder's variants at each (n, d, k) of ``configs`` that
+    ``refusal`` lets run, on a GPU of compute capability ``cc`` (the shared memory its blocks may
+    opt in to decides the fused kernel's shape; default: the present GPU), as
+    ``toolchain.occupancy_report`` takes them: ``variant`` (its label), ``stage``, ``shape`` (the N,
+    or the D and K, that decide the launch; "any" where none does), ``block`` (threads), then the
+    launch (``stage_launches``)."""
+    optin = sm_limits(cc).max_shared_per_block if cc is not None else None
+    out = []
+    for n, d, k in configs:
+        for variant in LADDER:
+            if refusal(variant, d, k, optin):
+                continue
+            for role, spec in stage_launches(variant, n, d, k, optin).items():
+                shape = (f"N = {n:,}" if role == "delta" else
+                         "any" if spec["kernel"] in ("update_clusters_sum", "update_clusters_average") else f"D = {d}, K = {k}")
+                out.append({"variant": VARIANTS[variant], "stage": spec["stage"], "shape": shape, "block": str(spec["threads"]),
+                            **{key: v for key, v in spec.items() if key != "stage"}})
+    return out
+
+
+def _compiled(spec: dict[str, Any]) -> Any:
+    return load_kernel(spec["file"], spec["kernel"], spec["options"])
 
 
 @dataclass
@@ -221,16 +290,16 @@ class Runner:
         host (a), on the device (b), or on the device through shared buffers (c)."""
         p = self.p
         n, d, k = np.int32(p.n), np.int32(p.d), np.int32(p.k)
-        assign = load_kernel("km_00_assign.cu", "find_nearest_cluster")
-        delta = load_kernel("km_00_assign.cu", "compute_delta")
-        reduce_threads = min(1024, 1 << max(0, (self.blocks - 1).bit_length()))
-        assign_stage = Stage("assign", lambda: launch(assign, (self.blocks,), (THREADS,),
+        specs = stage_launches(self.variant, p.n, p.d, p.k)
+        assign, delta = _compiled(specs["assign"]), _compiled(specs["delta"])
+        at, dt = specs["assign"], specs["delta"]
+        assign_stage = Stage("assign", lambda: launch(assign, (self.blocks,), (at["threads"],),
                                                       (p.xt, self.centres, self.membership, self.intermediates,
-                                                       n, d, k), shared_mem=4 * (p.k * p.d + THREADS),
+                                                       n, d, k), shared_mem=at["dynamic_shared_bytes"],
                                                       stream=self.stream))
-        delta_stage = Stage("delta", lambda: launch(delta, (1,), (reduce_threads,),
+        delta_stage = Stage("delta", lambda: launch(delta, (1,), (dt["threads"],),
                                                     (self.intermediates, np.int32(self.blocks), self.delta),
-                                                    shared_mem=4 * reduce_threads, stream=self.stream))
+                                                    shared_mem=dt["dynamic_shared_bytes"], stream=self.stream))
         count = Stage("transfer", self._fetch_count, on_device=False)
         if self.variant == "host_update":
             return [assign_stage, delta_stage, count,
@@ -238,24 +307,24 @@ class Runner:
                     Stage("update", lambda: reference.host_update(p.points, self.host_membership,
                                                                   self.host_centres), on_device=False),
                     Stage("transfer", self._centres_to_device, on_device=False)]
-        average = load_kernel("km_01_device_update.cu", "update_clusters_average")
+        st, avg = specs["sum"], specs["average"]
+        average, summed = _compiled(avg), _compiled(st)
         if self.variant == "device_update":
-            summed = load_kernel("km_01_device_update.cu", "update_clusters_sum")
-            sum_launch = lambda: launch(summed, (self.blocks,), (THREADS,),
-                                        (p.xt, self.membership, self.sums, self.sizes, n, d), stream=self.stream)
+            sum_launch = lambda: launch(summed, (self.blocks,), (st["threads"],),
+                                        (p.xt, self.membership, self.sums, self.sizes, n, d),
+                                        shared_mem=st["dynamic_shared_bytes"], stream=self.stream)
         else:
-            summed = load_kernel("km_02_shared_buffers.cu", "update_clusters_sum_shared")
-            sum_launch = lambda: launch(summed, (self.blocks,), (THREADS,),
+            sum_launch = lambda: launch(summed, (self.blocks,), (st["threads"],),
                                         (p.xt, self.membership, self.sums, self.sizes, n, d, k),
-                                        shared_mem=4 * (p.k * (p.d + 1) + p.k), stream=self.stream)
+                                        shared_mem=st["dynamic_shared_bytes"], stream=self.stream)
 
         def update():
             with self.stream:
                 self.sums.fill(0)
                 self.sizes.fill(0)
             sum_launch()
-            launch(average, (-(-p.k * p.d // THREADS),), (THREADS,), (self.centres, self.sums, self.sizes, k, d),
-                   stream=self.stream)
+            launch(average, (-(-p.k * p.d // avg["threads"]),), (avg["threads"],),
+                   (self.centres, self.sums, self.sizes, k, d), shared_mem=avg["dynamic_shared_bytes"], stream=self.stream)
 
         return [assign_stage, delta_stage, Stage("update", update), count]
 
@@ -264,11 +333,11 @@ class Runner:
         cp = require_cupy()
         p = self.p
         n = np.int32(p.n)
-        plan = fused_shape(p.d, p.k)
-        tile_bytes, threads = plan.pop("dynamic_bytes"), plan.pop("threads")
-        knobs = {**FUSED_OPTIONS, **plan, "CENTRE_UNROLL": min(FUSED_OPTIONS["CENTRE_UNROLL"], p.k)}
-        module = load_module("km_03_fused.cu", (f"-DK={p.k}", f"-DD={p.d}", *(f"-D{name}={value}" for name, value in knobs.items())))
-        fused, finalize = module.get_function("kmeans_fused"), module.get_function("kmeans_finalize")
+        specs = stage_launches("fused", p.n, p.d, p.k)
+        one, fin = specs["pass"], specs["finalize"]
+        tile_bytes, threads = one["dynamic_shared_bytes"], one["threads"]
+        module = load_module(one["file"], one["options"])
+        fused, finalize = module.get_function(one["kernel"]), module.get_function(fin["kernel"])
         self.constants = module.get_global("c_centres")
         self.next = cp.zeros(p.k * p.d + p.k, dtype=cp.float32)
         # a persistent grid: exactly the blocks that fit at once, so there is no tail wave
@@ -280,7 +349,7 @@ class Runner:
         count = self._count_in_host_memory()
 
         def finish():
-            launch(finalize, (1,), (FUSED_THREADS,),
+            launch(finalize, (1,), (fin["threads"],),
                    (self.centres, self.sums, self.sizes, self.next, self.delta, count), stream=self.stream)
             self.constants.copy_from_device_async(self.next.data, self.next.nbytes, self.stream)
 
@@ -296,21 +365,20 @@ class Runner:
         cp = require_cupy()
         p = self.p
         n = np.int32(p.n)
-        plan = tiled_shape(p.d, p.k)
-        shared = plan.pop("dynamic_bytes")
-        sizes = (f"-DK={p.k}", f"-DD={p.d}")
-        tiled = load_kernel("km_04_tiled.cu", "kmeans_tiled", (*sizes, *(f"-D{name}={value}" for name, value in plan.items())))
-        finalize = load_kernel("km_03_fused.cu", "kmeans_finalize", (*sizes, "-DFINALIZE_ONLY=1"))
+        specs = stage_launches("tiled", p.n, p.d, p.k)
+        one, fin = specs["pass"], specs["finalize"]
+        shared, threads = one["dynamic_shared_bytes"], one["threads"]
+        tiled, finalize = _compiled(one), _compiled(fin)
         count = self._count_in_host_memory()
         self.next = cp.zeros(p.k * p.d + p.k, dtype=cp.float32)
         self._write_table(p.initial)
         allow_shared_memory(tiled, shared)
-        fit = resident_blocks(plan["THREADS"], tiled.num_regs, tiled.shared_size_bytes + shared + 1024, present_sm())
+        fit = resident_blocks(threads, tiled.num_regs, tiled.shared_size_bytes + shared + 1024, present_sm())
         grid = attributes()["MultiProcessorCount"] * max(1, fit["blocks_per_sm"])
-        return [Stage(ONE_PASS, lambda: launch(tiled, (grid,), (plan["THREADS"],),
+        return [Stage(ONE_PASS, lambda: launch(tiled, (grid,), (threads,),
                                                (p.xt, self.membership, self.sums, self.sizes, self.delta, self.next, n),
                                                shared_mem=shared, stream=self.stream)),
-                Stage("update", lambda: launch(finalize, (1,), (FUSED_THREADS,),
+                Stage("update", lambda: launch(finalize, (1,), (fin["threads"],),
                                                (self.centres, self.sums, self.sizes, self.next, self.delta, count),
                                                stream=self.stream)),
                 Stage("transfer", self._read_count, on_device=False)]
