@@ -4,8 +4,10 @@ and every build variant of the blocked kernels compiling with nvcc."""
 import shutil
 
 import numpy as np
+import pandas as pd
 import pytest
 
+from cudalab.core.errors import LaunchRefused
 from cudalab.labs import int_ceiling
 from cudalab.labs.fw import blocked
 from cudalab.toolchain.nvcc import nvcc_check
@@ -69,3 +71,27 @@ def test_ladder_steps_change_one_build_option_at_a_time():
     for before, after in zip(blocked.LADDER, blocked.LADDER[1:]):
         if before.file == after.file:
             assert len(set(before.options) ^ set(after.options)) <= 2, (before.name, after.name)
+
+
+@pytest.mark.parametrize("text,spec", [("registers:64", blocked.KernelSpec("registers", 64)),
+                                       ("registers:128:t8", blocked.KernelSpec("registers", 128, True, 8)),
+                                       ("registers:64:t8:nodpx", blocked.KernelSpec("registers", 64, False, 8)),
+                                       ("shared:32", blocked.KernelSpec("shared", 32))])
+def test_a_kernel_spec_reads_and_writes_its_text(text, spec):
+    assert blocked.KernelSpec.parse(text) == spec and spec.as_text() == text
+
+
+@pytest.mark.parametrize("text", ["registers:64:t6", "shared:32:t8", "registers:x", "global:32", "registers:64:fast"])
+def test_a_bad_kernel_spec_is_refused_with_the_forms_it_takes(text):
+    with pytest.raises(LaunchRefused, match="registers:BF"):
+        blocked.KernelSpec.parse(text)
+
+
+def test_the_register_tile_sets_the_phase_3_block_and_options():
+    launch = blocked.registers_phase_launches(128, True, 8)[2]
+    assert launch["block"] == (16, 16) and launch["threads"] == 256 and "-DTILE=8" in launch["options"]
+    assert "-DTILE=4" not in blocked.registers_phase_launches(64)[2]["options"], "4 x 4 builds as before"
+    row = pd.Series({"kernel": "registers", "block_factor": 128.0, "dpx": True, "tile": 8.0})
+    assert blocked.KernelSpec.from_row(row) == blocked.KernelSpec("registers", 128, True, 8)
+    old = pd.Series({"kernel": "registers", "block_factor": 64.0, "dpx": True})
+    assert blocked.KernelSpec.from_row(old).tile == 4

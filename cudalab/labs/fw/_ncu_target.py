@@ -20,7 +20,7 @@ def launch_phase3(specs: Sequence[dict[str, Any]], n: int, seed: int) -> None:
     cp = require_cupy()
     d_input = cp.asarray(gen_matrix(n, seed))
     for spec in specs:
-        plan = KernelSpec(spec["kind"], int(spec["bf"]), bool(spec.get("dpx", True))).plan()
+        plan = KernelSpec(spec["kind"], int(spec["bf"]), bool(spec.get("dpx", True)), int(spec.get("tile", 4))).plan()
         work = plan.prepare(d_input)
         size = work.shape[0]
         rounds = size // plan.bf

@@ -125,8 +125,8 @@ def shared_options(bf: int, select_by_arithmetic: bool = False, maxrregcount: Op
         ((f"--maxrregcount={maxrregcount}",) if maxrregcount else ())
 
 
-def registers_options(bf: int, dpx: bool = True) -> tuple[str, ...]:
-    return (f"-DBF={bf}",) + (() if dpx else ("-DNO_DPX",))
+def registers_options(bf: int, dpx: bool = True, tile: int = 4) -> tuple[str, ...]:
+    return (f"-DBF={bf}",) + (() if tile == 4 else (f"-DTILE={tile}",)) + (() if dpx else ("-DNO_DPX",))
 
 
 def phase_launches(filename: str, options: tuple[str, ...], bf: int) -> list[dict[str, Any]]:
@@ -145,11 +145,13 @@ def phase_launches(filename: str, options: tuple[str, ...], bf: int) -> list[dic
     raise LaunchRefused(f"no three-phase plan for {filename}")
 
 
-def registers_phase_launches(bf: int = 64, dpx: bool = True) -> list[dict[str, Any]]:
+def registers_phase_launches(bf: int = 64, dpx: bool = True, tile: int = 4) -> list[dict[str, Any]]:
     """``phase_launches`` of the project's kernel: phases 1-2 of ``fw_blocked.cu`` at ``bf``, phase 3
-    register-tiled (``fw_blocked_registers.cu``), as ``registers_plan`` launches them."""
+    register-tiled (``fw_blocked_registers.cu``, ``tile`` x ``tile`` cells per thread), as
+    ``registers_plan`` launches them."""
     phase3 = {"phase": "phase 3", "file": REGISTERS_FILE, "kernel": "fw_blocked_registers_phase3",
-              "options": registers_options(bf, dpx), "threads": (bf // 4) ** 2, "block": (bf // 4, bf // 4),
+              "options": registers_options(bf, dpx, tile), "threads": (bf // tile) ** 2,
+              "block": (bf // tile, bf // tile),
               "dynamic_shared_bytes": 4 * ((bf + 4) + bf) * bf}
     return phase_launches(SHARED_FILE, shared_options(bf), bf)[:2] + [phase3]
 
@@ -181,11 +183,12 @@ def shared_plan(bf: int, select_by_arithmetic: bool = False, maxrregcount: Optio
     return plan_for_build(SHARED_FILE, shared_options(bf, select_by_arithmetic, maxrregcount), bf)
 
 
-def registers_plan(bf: int = 64, dpx: bool = True) -> BlockedPlan:
+def registers_plan(bf: int = 64, dpx: bool = True, tile: int = 4) -> BlockedPlan:
     """The project's kernel: phases 1-2 of ``fw_blocked.cu``, phase 3 register-tiled
-    (``fw_blocked_registers.cu``), with or without the DPX add-min instruction."""
+    (``fw_blocked_registers.cu``, ``tile`` x ``tile`` cells per thread), with or without the DPX
+    add-min instruction."""
     base = shared_plan(bf)
-    phase3 = _phase(registers_phase_launches(bf, dpx)[2])
+    phase3 = _phase(registers_phase_launches(bf, dpx, tile)[2])
     return BlockedPlan(bf, base.phases[:2] + (phase3,))
 
 
@@ -238,14 +241,16 @@ def ladder_variants() -> list[fw.Variant]:
             for s in LADDER]
 
 
-def _expert_label(bf: int, dpx: bool) -> str:
-    return f"registers BF {bf}" + (" + DPX" if dpx else "")
+def _expert_label(bf: int, dpx: bool, tile: int = 4) -> str:
+    return f"registers BF {bf}" + ("" if tile == 4 else f", {tile}x{tile}") + (" + DPX" if dpx else "")
 
 
-def expert_variants(block_factors: Sequence[int] = (64,), dpx: Sequence[bool] = (True, False)) -> list[fw.Variant]:
-    """The register-tiled kernel at each blocking factor, with and without DPX."""
-    return [variant(_expert_label(bf, d), lambda bf=bf, d=d: registers_plan(bf, d),
-                    block_factor=bf, dpx=d, kernel="registers") for bf in block_factors for d in dpx]
+def expert_variants(block_factors: Sequence[int] = (64,), dpx: Sequence[bool] = (True, False),
+                    tiles: Sequence[int] = (4,)) -> list[fw.Variant]:
+    """The register-tiled kernel at each blocking factor and register tile, with and without DPX."""
+    return [variant(_expert_label(bf, d, t), lambda bf=bf, d=d, t=t: registers_plan(bf, d, t),
+                    block_factor=bf, dpx=d, tile=t, kernel="registers")
+            for bf in block_factors for t in tiles for d in dpx]
 
 
 def blocking_factor_variants(block_factors: Sequence[int]) -> list[fw.Variant]:
@@ -294,28 +299,42 @@ class KernelSpec:
     kind: str
     bf: int
     dpx: bool = True
+    tile: int = 4
 
     def plan(self) -> BlockedPlan:
         if self.kind == "shared":
             return shared_plan(self.bf)
         if self.kind == "registers":
-            return registers_plan(self.bf, self.dpx)
+            return registers_plan(self.bf, self.dpx, self.tile)
         raise LaunchRefused(f"unknown blocked kernel kind {self.kind!r} (shared or registers)")
 
     def label(self) -> str:
-        return f"{self.kind} BF {self.bf}" + (" + DPX" if self.kind == "registers" and self.dpx else "")
+        return f"shared BF {self.bf}" if self.kind == "shared" else _expert_label(self.bf, self.dpx, self.tile)
 
     @classmethod
     def parse(cls, text: str) -> "KernelSpec":
-        """'registers:64', 'registers:64:nodpx' or 'shared:32'."""
+        """'registers:64', 'registers:64:t8', 'registers:64:nodpx', 'registers:128:t8:nodpx' or 'shared:32'."""
         kind, _, rest = text.partition(":")
-        bf, _, flag = rest.partition(":")
-        if kind not in ("shared", "registers") or not bf.isdigit() or flag not in ("", "dpx", "nodpx"):
-            raise LaunchRefused(f"kernel {text!r}: expected shared:BF, registers:BF or registers:BF:nodpx")
-        return cls(kind, int(bf), flag != "nodpx")
+        bf, *flags = rest.split(":")
+        tiles = [f[1:] for f in flags if f.startswith("t") and f[1:] in ("4", "8")]
+        known = all(f in ("dpx", "nodpx") or (f.startswith("t") and f[1:] in ("4", "8")) for f in flags)
+        if kind not in ("shared", "registers") or not bf.isdigit() or not known or (kind == "shared" and flags):
+            raise LaunchRefused(f"kernel {text!r}: expected shared:BF or registers:BF[:t4|:t8][:nodpx]")
+        return cls(kind, int(bf), "nodpx" not in flags, int(tiles[-1]) if tiles else 4)
+
+    @classmethod
+    def from_row(cls, row: Any) -> "KernelSpec":
+        """The kernel of a row of the blocking-factor sweep (a recording made before the register
+        tile was a column means 4 x 4)."""
+        tile = getattr(row, "tile", 4)
+        return cls("registers" if str(getattr(row, "kernel", "")).startswith("registers") else "shared",
+                   int(row.block_factor), dpx=str(getattr(row, "dpx", True)) != "False",
+                   tile=int(tile) if tile == tile and tile is not None else 4)
 
     def as_text(self) -> str:
-        return f"{self.kind}:{self.bf}" + (":nodpx" if self.kind == "registers" and not self.dpx else "")
+        if self.kind == "shared":
+            return f"shared:{self.bf}"
+        return f"registers:{self.bf}" + ("" if self.tile == 4 else f":t{self.tile}") + ("" if self.dpx else ":nodpx")
 
 
 def phase_split(variants: Sequence[fw.Variant], n: int, seed: int, repeats: int = 3) -> pd.DataFrame:
