@@ -95,3 +95,14 @@ def test_the_register_tile_sets_the_phase_3_block_and_options():
     assert blocked.KernelSpec.from_row(row) == blocked.KernelSpec("registers", 128, True, 8)
     old = pd.Series({"kernel": "registers", "block_factor": 64.0, "dpx": True})
     assert blocked.KernelSpec.from_row(old).tile == 4
+
+
+def test_a_sweep_point_expected_over_budget_is_chosen_by_its_time_at_a_smaller_n():
+    from cudalab.labs.fw.harness import expected_s
+
+    rows = [{"variant": "shared BF 8", "n": 8192, "status": "ok", "time_ms": 650.0},
+            {"variant": "shared BF 8", "n": 4096, "status": "ok", "time_ms": 81.0},
+            {"variant": "registers", "n": 8192, "status": "wrong", "time_ms": 1.0}]
+    assert expected_s(rows, "shared BF 8", 16384) == pytest.approx(5.2)  # from the largest smaller n, as n^3
+    assert expected_s(rows, "registers", 16384) is None, "a wrong result predicts nothing"
+    assert expected_s(rows, "shared BF 8", 4096) is None

@@ -162,3 +162,18 @@ def test_file_floors_are_measured_and_the_scratch_file_removed(cp, tmp_path):
     nthu.write_case(tmp_path / "c.in", 50, nthu.generate_case(50, 0.1, seed=1))
     floors = nthu_gpu.file_floors(tmp_path / "c.in", 4 * 50 * 50, tmp_path / "scratch.bin")
     assert floors["fromfile_ms"] > 0 and floors["host_write_ms"] > 0 and not (tmp_path / "scratch.bin").exists()
+
+
+def test_a_bad_edge_found_on_the_device_is_the_host_checks_error_and_writes_nothing(cp, tmp_path):
+    from cudalab.core.errors import CaseFormatError
+    from cudalab.labs.fw import nthu_gpu
+
+    edges = nthu.generate_case(60, 0.1, seed=3)
+    edges[17] = [4, 60, 5]  # dst out of range
+    nthu.write_case(tmp_path / "bad.in", 60, edges)
+    with pytest.raises(CaseFormatError) as on_host:
+        nthu.read_case(tmp_path / "bad.in")
+    with pytest.raises(CaseFormatError) as on_device:
+        nthu_gpu.solve_file(tmp_path / "bad.in", tmp_path / "bad.out", blocked.KernelSpec("registers", 64).plan())
+    assert str(on_device.value) == str(on_host.value) and "edge 17 at offset 212" in str(on_host.value)
+    assert not (tmp_path / "bad.out").exists()

@@ -280,7 +280,8 @@ def _chapter_launches(chapter: str, p: dict):
             out += [per_k.launch("kslices", b, published=published) for b in p["kslice_edges"]]
         return out
     if chapter == "04_blocking_factor":
-        return blocked.launches(p["block_factors"], p["expert_block_factors"], dpx=(True, False), basic_block=16)
+        return blocked.launches(p["block_factors"], p["expert_block_factors"], dpx=(True, False), basic_block=16,
+                                tiles=p.get("expert_tiles", [4]))
     if chapter == "05_matmul_footprint":
         ladder = [mm.naive(2), mm.naive(32), mm.naive(32, register=True), mm.shared_tile(32), mm.shared_tile(32, unroll=16),
                   mm.shared_tile(16), mm.footprint(16, 32), mm.register_blocked(double_buffer=False), mm.register_blocked()]
@@ -299,7 +300,7 @@ def test_every_launch_of_every_chapter_compiles_and_gets_an_occupancy(chapter):
 
     code = "".join("".join(c["source"]) for c in __import__("json").loads(find(chapter).path.read_text())["cells"]
                    if c["cell_type"] == "code")
-    assert "occupancy_by_gpu(" in code and all(call in code for call in NOTEBOOK_CALLS[chapter])
+    assert "occupancy_section(" in code and all(call in code for call in NOTEBOOK_CALLS[chapter])
     launches = _chapter_launches(chapter, _chapter_params(chapter))
     occ, notes = occupancy_by_gpu(launches, {"lab GPU": "3.0", "this run": "9.0"})
     listed = {cc: distinct_launches(launches(cc) if callable(launches) else launches) for cc in ("3.0", "9.0")}

@@ -8,7 +8,7 @@ build wherever nvcc is installed (a GPU is not needed).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping, Sequence, Union
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 import pandas as pd
 
@@ -178,3 +178,22 @@ def binding_summary(occ: pd.DataFrame, key: str, per_launch: bool = True) -> str
             body = "; ".join(parts)
         lines.append(head + body + ".")
     return "\n".join(lines)
+
+
+def occupancy_section(launches: Launches, gpus: Mapping[str, str], keys: Sequence[str], *, per_launch: bool = False,
+                      after: str = "") -> Optional[pd.DataFrame]:
+    """A chapter's occupancy section as the notebook shows it: the table (``keys`` name each
+    launch), then which limit binds (each launch's, ``per_launch``, or grouped by limit), then
+    ``after`` (the chapter's reading of it). Without nvcc it says what is missing and returns None."""
+    from IPython.display import Markdown, display
+
+    try:
+        occ, notes = occupancy_by_gpu(launches, gpus)
+    except ToolUnavailable as exc:
+        display(Markdown(f"*Occupancy not computed: {exc}. It needs nvcc (the CUDA toolkit), not a GPU.*"))
+        return None
+    if not len(occ):
+        return None
+    display(occupancy_styled(occ, notes, list(keys)),
+            Markdown(binding_summary(occ, keys[0], per_launch=per_launch) + (f"\n\n{after}" if after else "")))
+    return occ

@@ -265,7 +265,8 @@ def basic_variant(block: int = 16) -> fw.Variant:
 
 
 def launches(block_factors: Sequence[int], expert_block_factors: Sequence[int] = (64,),
-             dpx: Sequence[bool] = (True, False), basic_block: Optional[int] = 16) -> list[dict[str, Any]]:
+             dpx: Sequence[bool] = (True, False), basic_block: Optional[int] = 16,
+             tiles: Sequence[int] = (4,)) -> list[dict[str, Any]]:
     """Every kernel launch of chapter 04's variants, without compiling (the occupancy table): the
     ladder's steps, the shared-memory kernel at each of ``block_factors``, the register-tiled one
     at each of ``expert_block_factors`` with each ``dpx``, and chapter 01's basic kernel on
@@ -283,8 +284,9 @@ def launches(block_factors: Sequence[int], expert_block_factors: Sequence[int] =
     for bf in block_factors:
         add(f"shared BF {bf}", phase_launches(SHARED_FILE, shared_options(bf), bf))
     for bf in expert_block_factors:
-        for d in dpx:
-            add(_expert_label(bf, d), registers_phase_launches(bf, d))
+        for t in tiles:
+            for d in dpx:
+                add(_expert_label(bf, d, t), registers_phase_launches(bf, d, t))
     if basic_block:
         spec = per_k.launch("basic", basic_block)
         out.append({"variant": f"basic {basic_block}x{basic_block} (chapter 01)", "phase": "per k", **spec})

@@ -194,14 +194,29 @@ def measure_variant(variant: Variant, d_input, reference, n: int, timing: dict[s
     return row
 
 
+def expected_s(rows: Sequence[dict[str, Any]], label: str, n: int) -> Optional[float]:
+    """The time one solve of ``label`` at ``n`` should take, from its median at the largest smaller
+    n measured so far, scaled as n^3 (a Floyd-Warshall solve is n^3 relaxations); None if none."""
+    done = [r for r in rows if r["variant"] == label and r.get("status") == "ok" and r["n"] < n]
+    if not done:
+        return None
+    last = max(done, key=lambda r: r["n"])
+    return last["time_ms"] / 1e3 * (n / last["n"]) ** 3
+
+
 def sweep(variants: Sequence[Variant], sizes: Sequence[int], *, seed: int, cpu_max_n: int,
-                timing: Optional[dict[str, Any]] = None, desc: str = "Floyd-Warshall") -> tuple[pd.DataFrame, pd.DataFrame]:
+                timing: Optional[dict[str, Any]] = None, desc: str = "Floyd-Warshall",
+                point_budget_s: float = 0.0) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Measure every variant at every n, each on a fresh seeded random graph.
 
     Returns (gpu, cpu): the GPU frame has one row per (n, variant) with timing,
     status and how it was checked; the CPU frame has the sequential C time for
     every n <= ``cpu_max_n``. A result is checked against the CPU reference
     where it ran, else against CuPy's own min-plus Floyd-Warshall on the GPU.
+
+    ``point_budget_s`` (0: none) chooses sizes by expected time: a variant whose solve at n is
+    expected (``expected_s``, from its own time at a smaller n) to take longer is not run there,
+    and its row says so ("over budget").
     """
     cp = require_cupy()
     timing = timing or {}
@@ -234,6 +249,11 @@ def sweep(variants: Sequence[Variant], sizes: Sequence[int], *, seed: int, cpu_m
                         reference, checked_by = floyd_warshall_cupy(d_input), "cupy"
         if d_input is None:
             gpu_rows.append({**base, "status": "skipped", "reason": reason})
+            continue
+        expected = expected_s(gpu_rows, variant.label, n) if point_budget_s else None
+        if expected is not None and expected > point_budget_s:
+            gpu_rows.append({**base, "status": "skipped", "reason": f"over budget: expected {expected:.1f} s per solve "
+                             f"(n^3 from its time at a smaller N), the sweep's budget is {point_budget_s:g} s"})
             continue
         try:
             row = measure_variant(variant, d_input, reference, n, timing, stream)

@@ -48,11 +48,12 @@ def parse_case(data: bytes, name: str = "input") -> tuple[int, np.ndarray]:
     return v, validate_edges(v, edges, name)
 
 
-def validate_edges(v: int, edges: np.ndarray, name: str = "input") -> np.ndarray:
+def validate_edges(v: int, edges, name: str = "input", xp=np):
     """The edges, if every vertex is in [0, V) and every weight in [0, UNREACHABLE) with no
     shortest path able to reach UNREACHABLE; else ``CaseFormatError`` naming the first bad edge
     and its byte offset. Whole-array minima and maxima decide; the first bad edge is searched
-    for only when there is one, so a valid file of millions of edges is checked in milliseconds."""
+    for only when there is one, so a valid file of millions of edges is checked in milliseconds.
+    ``xp`` is the array module of ``edges``: NumPy, or CuPy for edges already on the device."""
     if len(edges) == 0:
         return edges
     # One-dimensional reductions: NumPy reduces a strided column fast, a strided 2-D view slowly.
@@ -60,22 +61,22 @@ def validate_edges(v: int, edges: np.ndarray, name: str = "input") -> np.ndarray
     highs = [int(edges[:, c].max()) for c in range(3)]
     if min(lows[:2]) < 0 or max(highs[:2]) >= v:
         for column, what in ((0, "src"), (1, "dst")):
-            bad = np.flatnonzero((edges[:, column] < 0) | (edges[:, column] >= v))
+            bad = xp.flatnonzero((edges[:, column] < 0) | (edges[:, column] >= v))
             if bad.size:
                 i = int(bad[0])
                 raise CaseFormatError(f"{name}: edge {i} at offset {HEADER_BYTES + EDGE_BYTES * i}: {what} "
-                                      f"{edges[i, column]} is not a vertex of [0, {v})")
+                                      f"{int(edges[i, column])} is not a vertex of [0, {v})")
     weights = edges[:, 2]
     high = highs[2]
     if lows[2] < 0:
-        i = int(np.flatnonzero(weights < 0)[0])
-        raise CaseFormatError(f"{name}: edge {i} at offset {HEADER_BYTES + EDGE_BYTES * i}: negative weight {edges[i, 2]}")
+        i = int(xp.flatnonzero(weights < 0)[0])
+        raise CaseFormatError(f"{name}: edge {i} at offset {HEADER_BYTES + EDGE_BYTES * i}: negative weight {int(edges[i, 2])}")
     if high >= UNREACHABLE:
-        i = int(np.flatnonzero(weights >= UNREACHABLE)[0])
-        raise CaseFormatError(f"{name}: edge {i} at offset {HEADER_BYTES + EDGE_BYTES * i}: weight {edges[i, 2]} is not "
+        i = int(xp.flatnonzero(weights >= UNREACHABLE)[0])
+        raise CaseFormatError(f"{name}: edge {i} at offset {HEADER_BYTES + EDGE_BYTES * i}: weight {int(edges[i, 2])} is not "
                               f"below {UNREACHABLE}, the format's value for 'unreachable'")
     if high * min(v - 1, len(edges)) >= UNREACHABLE:  # only then can the exact bound matter
-        longest = longest_path_bound(v, weights)
+        longest = longest_path_bound(v, weights if xp is np else xp.asnumpy(weights))
         if longest >= UNREACHABLE:
             raise CaseFormatError(f"{name}: a shortest path could weigh up to {longest:,} (the {min(v - 1, len(edges))} "
                                   f"heaviest edges in a row), which reaches {UNREACHABLE:,}, the format's value for "
@@ -102,17 +103,20 @@ def matrix_bytes(v: int, copies: int = 1) -> int:
     return copies * 4 * v * v
 
 
-def read_case(path: str | Path) -> tuple[int, np.ndarray]:
-    """(V, edges) of an input file: one read of the whole file, then whole-array checks; the edges
-    are a view of the bytes read (no copy)."""
+def read_case(path: str | Path, *, check: bool = True) -> tuple[int, np.ndarray]:
+    """(V, edges) of an input file: one read of the whole file (``numpy.fromfile``), then
+    whole-array checks; the edges are a view of what was read (no copy). ``check=False`` leaves
+    the edges' checks to the caller (``validate_edges``, e.g. on the device); the header and the
+    file's size are checked in any case."""
     path = Path(path)
     size = path.stat().st_size
     if size >= HEADER_BYTES and (size - HEADER_BYTES) % EDGE_BYTES == 0:
-        raw = np.fromfile(path, dtype="<i4")  # one read, as numpy.fromfile itself takes
+        raw = np.fromfile(path, dtype="<i4")
         v, e = int(raw[0]), int(raw[1])
         if v > 0 and 0 <= e <= v * v and size == HEADER_BYTES + EDGE_BYTES * e:
             edges = raw[2:].reshape(e, 3)
-            return v, validate_edges(v, edges if edges.dtype == np.int32 else edges.astype(np.int32), str(path))
+            edges = edges if edges.dtype == np.int32 else edges.astype(np.int32)
+            return v, validate_edges(v, edges, str(path)) if check else edges
     return parse_case(path.read_bytes(), str(path))  # a malformed header or size: the exact complaint
 
 

@@ -3,12 +3,12 @@
 A solve of one input file is six stages, each timed (host stages with ``perf_counter``, device
 stages with CUDA events), so that they add up to the whole program's time:
 
-- **read input**: one ``numpy.fromfile`` of the file and whole-array checks of its edges;
+- **read input**: one ``numpy.fromfile`` of the file (its header and size checked);
 - **setup**: the device matrix, the captured launch graph (kernels loaded, a trial of each
   launch), two pinned staging buffers for the output;
-- **H2D**: the edge list copied to the device and the matrix built there (every entry
-  unreachable, the shortest edge per pair by an atomic minimum, a zero diagonal): the host never
-  touches the V x V matrix;
+- **H2D**: the edge list copied to the device, checked there (vertices in range, weights
+  allowed) and the matrix built there (every entry unreachable, the lightest edge per pair by an
+  atomic minimum, a zero diagonal): the host never touches the V x V matrix;
 - **compute**; **D2H** and **write output**: the answer leaves the device in row blocks through
   the two pinned buffers, each block written to the file while the next one is copied, so the
   copies hide behind the writes (D2H is what the host still waited for).
@@ -30,6 +30,7 @@ import pandas as pd
 from cudalab.core.check import compare
 from cudalab.core.launch import require_memory
 from cudalab.core.gpu import require_cupy
+from cudalab.core.kernels import load_kernel
 from cudalab.core.sweep import progress
 from cudalab.core.timing import summarize
 from cudalab.labs.fw import blocked, nthu
@@ -42,17 +43,21 @@ OUTPUT_STAGES = ("D2H", "write output")  # judged against one write of the outpu
 STAGING_BYTES = 32 << 20  # each of the two pinned output buffers
 
 
-def build_matrix(work, v: int, edges: np.ndarray) -> None:
-    """Fill the (padded) device matrix ``work`` with the case's distances before any relaxation:
-    unreachable everywhere, the shortest edge per (src, dst) pair (an atomic minimum, so repeated
-    edges keep the lightest), zero on the diagonal (padding vertices included)."""
-    import cupyx
+EDGES_FILE = "nthu_edges_to_matrix.cu"
 
+
+def build_matrix(work, v: int, d_edges, name: str = "input") -> None:
+    """Check the case's edges where they are (on the device) and fill the (padded) device matrix
+    ``work`` with its distances before any relaxation: unreachable everywhere, the lightest edge
+    per (src, dst) pair (``nthu_edges_to_matrix.cu``, an atomic minimum), zero on the diagonal
+    (padding vertices included). A bad edge raises ``CaseFormatError`` as the host check would."""
     cp = require_cupy()
+    nthu.validate_edges(v, d_edges, name, xp=cp)
     work.fill(nthu.UNREACHABLE)
-    if len(edges):
-        d_edges = cp.asarray(edges)
-        cupyx.scatter_min(work, (d_edges[:, 0], d_edges[:, 1]), d_edges[:, 2])
+    if len(d_edges):
+        kernel = load_kernel(EDGES_FILE, "nthu_edges_to_matrix")
+        kernel((min(4096, -(-len(d_edges) // 256)),), (256,),
+               (work, np.int32(work.shape[0]), d_edges, np.int64(len(d_edges))))
     work.ravel()[:: work.shape[0] + 1] = 0
 
 
@@ -101,7 +106,7 @@ def solve_file(input_path: str | Path, output_path: str | Path,
     cp = require_cupy()
     ms: dict[str, float] = {}
     t0 = time.perf_counter()
-    v, edges = nthu.read_case(input_path)
+    v, edges = nthu.read_case(input_path, check=False)  # the edges are checked on the device
     ms["read input"] = (time.perf_counter() - t0) * 1e3
 
     t0 = time.perf_counter()
@@ -119,7 +124,7 @@ def solve_file(input_path: str | Path, output_path: str | Path,
     events = [cp.cuda.Event() for _ in range(3)]
     with stream:
         events[0].record(stream)
-        build_matrix(work, v, edges)
+        build_matrix(work, v, cp.asarray(edges), str(input_path))
         events[1].record(stream)
         solver.run()
         events[2].record(stream)
