@@ -177,3 +177,14 @@ def test_a_bad_edge_found_on_the_device_is_the_host_checks_error_and_writes_noth
         nthu_gpu.solve_file(tmp_path / "bad.in", tmp_path / "bad.out", blocked.KernelSpec("registers", 64).plan())
     assert str(on_device.value) == str(on_host.value) and "edge 17 at offset 212" in str(on_host.value)
     assert not (tmp_path / "bad.out").exists()
+
+
+def test_weights_that_could_reach_unreachable_are_refused_as_the_host_refuses_them(cp, tmp_path):
+    from cudalab.core.errors import CaseFormatError
+    from cudalab.labs.fw import nthu_gpu
+
+    heavy = nthu.max_weight_for(3) + 1  # two such edges in a row weigh 'unreachable' or more
+    nthu.write_case(tmp_path / "heavy.in", 3, np.array([[0, 1, heavy], [1, 2, heavy]], dtype=np.int32))
+    with pytest.raises(CaseFormatError, match="shortest path could weigh"):
+        nthu_gpu.solve_file(tmp_path / "heavy.in", tmp_path / "heavy.out", blocked.KernelSpec("registers", 64).plan())
+    assert not (tmp_path / "heavy.out").exists()

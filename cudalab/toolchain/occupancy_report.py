@@ -8,6 +8,8 @@ build wherever nvcc is installed (a GPU is not needed).
 
 from __future__ import annotations
 
+import os
+
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 import pandas as pd
@@ -101,7 +103,7 @@ def distinct_launches(launches: Iterable[Mapping[str, Any]]) -> list[dict[str, A
     return list(merged.values())
 
 
-def _prefetch(launches: Iterable[Mapping[str, Any]], cc: str, workers: int = 4) -> None:
+def _prefetch(launches: Iterable[Mapping[str, Any]], cc: str, workers: int = max(2, os.cpu_count() or 2)) -> None:
     """Compile each distinct (file, options) once, a few at a time (``kernel_resources_for_cc``
     caches the reports): nvcc runs are most of the table's time."""
     from concurrent.futures import ThreadPoolExecutor

@@ -59,13 +59,16 @@ def sass_table(builds: Iterable[tuple[str, str, tuple[str, ...]]], arch: Optiona
     build for the present GPU; one row with the reason where nvcc or cuobjdump is missing."""
     import pandas as pd
 
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
     arch = arch or present_arch()
-    rows = []
-    for label, filename, options in builds:
-        try:
-            counts = sass_opcodes(filename, arch, options)
-        except ToolUnavailable as exc:
-            return pd.DataFrame([{"build": "", "kernel": "", "opcode": "", "count": 0, "arch": arch, "note": str(exc)}])
-        rows += [{"build": label, "kernel": kernel, "opcode": op, "count": n, "arch": arch, "note": ""}
-                 for kernel, ops in counts.items() for op, n in ops.items()]
+    builds = list(builds)
+    try:  # the builds are independent child processes: compile them side by side, one per core
+        with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
+            counts = list(pool.map(lambda b: sass_opcodes(b[1], arch, b[2]), builds))
+    except ToolUnavailable as exc:
+        return pd.DataFrame([{"build": "", "kernel": "", "opcode": "", "count": 0, "arch": arch, "note": str(exc)}])
+    rows = [{"build": label, "kernel": kernel, "opcode": op, "count": n, "arch": arch, "note": ""}
+            for (label, _, _), per_kernel in zip(builds, counts) for kernel, ops in per_kernel.items() for op, n in ops.items()]
     return pd.DataFrame(rows)

@@ -48,12 +48,11 @@ def parse_case(data: bytes, name: str = "input") -> tuple[int, np.ndarray]:
     return v, validate_edges(v, edges, name)
 
 
-def validate_edges(v: int, edges, name: str = "input", xp=np):
+def validate_edges(v: int, edges: np.ndarray, name: str = "input") -> np.ndarray:
     """The edges, if every vertex is in [0, V) and every weight in [0, UNREACHABLE) with no
     shortest path able to reach UNREACHABLE; else ``CaseFormatError`` naming the first bad edge
     and its byte offset. Whole-array minima and maxima decide; the first bad edge is searched
-    for only when there is one, so a valid file of millions of edges is checked in milliseconds.
-    ``xp`` is the array module of ``edges``: NumPy, or CuPy for edges already on the device."""
+    for only when there is one, so a valid file of millions of edges is checked in milliseconds."""
     if len(edges) == 0:
         return edges
     # One-dimensional reductions: NumPy reduces a strided column fast, a strided 2-D view slowly.
@@ -61,7 +60,7 @@ def validate_edges(v: int, edges, name: str = "input", xp=np):
     highs = [int(edges[:, c].max()) for c in range(3)]
     if min(lows[:2]) < 0 or max(highs[:2]) >= v:
         for column, what in ((0, "src"), (1, "dst")):
-            bad = xp.flatnonzero((edges[:, column] < 0) | (edges[:, column] >= v))
+            bad = np.flatnonzero((edges[:, column] < 0) | (edges[:, column] >= v))
             if bad.size:
                 i = int(bad[0])
                 raise CaseFormatError(f"{name}: edge {i} at offset {HEADER_BYTES + EDGE_BYTES * i}: {what} "
@@ -69,14 +68,14 @@ def validate_edges(v: int, edges, name: str = "input", xp=np):
     weights = edges[:, 2]
     high = highs[2]
     if lows[2] < 0:
-        i = int(xp.flatnonzero(weights < 0)[0])
+        i = int(np.flatnonzero(weights < 0)[0])
         raise CaseFormatError(f"{name}: edge {i} at offset {HEADER_BYTES + EDGE_BYTES * i}: negative weight {int(edges[i, 2])}")
     if high >= UNREACHABLE:
-        i = int(xp.flatnonzero(weights >= UNREACHABLE)[0])
+        i = int(np.flatnonzero(weights >= UNREACHABLE)[0])
         raise CaseFormatError(f"{name}: edge {i} at offset {HEADER_BYTES + EDGE_BYTES * i}: weight {int(edges[i, 2])} is not "
                               f"below {UNREACHABLE}, the format's value for 'unreachable'")
     if high * min(v - 1, len(edges)) >= UNREACHABLE:  # only then can the exact bound matter
-        longest = longest_path_bound(v, weights if xp is np else xp.asnumpy(weights))
+        longest = longest_path_bound(v, weights)
         if longest >= UNREACHABLE:
             raise CaseFormatError(f"{name}: a shortest path could weigh up to {longest:,} (the {min(v - 1, len(edges))} "
                                   f"heaviest edges in a row), which reaches {UNREACHABLE:,}, the format's value for "
