@@ -4,7 +4,8 @@
     python tools/bench_build.py [--profile h100] [--record] [--skip-cold]
 
 - **cold** (GPU only): every chapter measured, into a fresh output folder, with a fresh CuPy
-  kernel cache (``CUPY_CACHE_DIR``), so every kernel is compiled as on a new machine;
+  kernel cache (``CUPY_CACHE_DIR``) and compiler-report cache (``CUDALAB_CACHE_DIR``), so every
+  kernel is compiled as on a new machine;
 - **cached**: the same command again into the same folder: chapters whose kernels, notebook,
   parameters, package and GPU are unchanged are kept (the report says "from cache");
 - **replay**: a build from the recording in ``results/`` (``--replay``), into a fresh folder,
@@ -61,7 +62,7 @@ def run(profile: str, skip_cold: bool, formats: str) -> dict[str, object]:
     try:
         if gpu.gpu_available() and not skip_cold:
             out = work / "measured"
-            env_cold = {**env, "CUPY_CACHE_DIR": str(work / "cupy-cache")}
+            env_cold = {**env, "CUPY_CACHE_DIR": str(work / "cupy-cache"), "CUDALAB_CACHE_DIR": str(work / "cudalab-cache")}
             for label in ("cold", "cached"):
                 print(f"{label}: building profile {profile} (measuring) ...", file=sys.stderr, flush=True)
                 seconds, rc, tail = _build(["--gpu", profile, "--format", formats, "--out", str(out)], env_cold)
