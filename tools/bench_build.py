@@ -55,7 +55,7 @@ def machine() -> dict[str, object]:
             "slug": gpu_slug(name) if name else f"no-gpu-{os.cpu_count()}-cores"}
 
 
-def run(profile: str, skip_cold: bool, formats: str) -> dict[str, object]:
+def run(profile: str, skip_cold: bool, formats: str, skip_replay: bool = False) -> dict[str, object]:
     env = {**os.environ}
     times: dict[str, dict[str, object]] = {}
     work = Path(tempfile.mkdtemp(prefix="cudalab-bench-"))
@@ -67,9 +67,10 @@ def run(profile: str, skip_cold: bool, formats: str) -> dict[str, object]:
                 print(f"{label}: building profile {profile} (measuring) ...", file=sys.stderr, flush=True)
                 seconds, rc, tail = _build(["--gpu", profile, "--format", formats, "--out", str(out)], env_cold)
                 times[label] = {"seconds": round(seconds, 1), "exit_status": rc, "log_tail": tail}
-        print(f"replay: building profile {profile} from results/ ...", file=sys.stderr, flush=True)
-        seconds, rc, tail = _build(["--gpu", profile, "--replay", "--format", formats, "--out", str(work / "replayed")], env)
-        times["replay"] = {"seconds": round(seconds, 1), "exit_status": rc, "log_tail": tail}
+        if not skip_replay:
+            print(f"replay: building profile {profile} from results/ ...", file=sys.stderr, flush=True)
+            seconds, rc, tail = _build(["--gpu", profile, "--replay", "--format", formats, "--out", str(work / "replayed")], env)
+            times["replay"] = {"seconds": round(seconds, 1), "exit_status": rc, "log_tail": tail}
     finally:
         shutil.rmtree(work, ignore_errors=True)
     for label, t in times.items():
@@ -85,10 +86,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--format", dest="formats", default="html,pdf",
                         help="what each build writes (default: html,pdf, as `make report` does)")
     parser.add_argument("--skip-cold", action="store_true", help="on a GPU, time only the replay build")
+    parser.add_argument("--skip-replay", action="store_true", help="time only the measured builds (the replay goal "
+                                                                   "is for a machine without a GPU)")
     parser.add_argument("--record", action="store_true",
                         help=f"keep the figures in results/{BUILD_TIMES}/<machine>-<profile>.json for BENCHMARKS.md")
     args = parser.parse_args(argv)
-    result = run(args.profile, args.skip_cold, args.formats)
+    result = run(args.profile, args.skip_cold, args.formats, args.skip_replay)
     print(f"\nbuild times, profile {args.profile}, on {result['machine']['gpu_name']} "
           f"({result['machine']['cpu_count']} CPU cores), {result['date_utc']}")
     print(f"{'build':<8} {'seconds':>8} {'goal':>6}  result")
