@@ -67,6 +67,7 @@ def run(profile: str, skip_cold: bool, formats: str, skip_replay: bool = False) 
                 print(f"{label}: building profile {profile} (measuring) ...", file=sys.stderr, flush=True)
                 seconds, rc, tail = _build(["--gpu", profile, "--format", formats, "--out", str(out)], env_cold)
                 times[label] = {"seconds": round(seconds, 1), "exit_status": rc, "log_tail": tail}
+                print(f"{label}: {seconds:.1f} s (exit status {rc})", file=sys.stderr, flush=True)
         if not skip_replay:
             print(f"replay: building profile {profile} from results/ ...", file=sys.stderr, flush=True)
             seconds, rc, tail = _build(["--gpu", profile, "--replay", "--format", formats, "--out", str(work / "replayed")], env)

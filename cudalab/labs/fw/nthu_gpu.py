@@ -56,7 +56,13 @@ class MatrixBuilder:
         self.fill = load_kernel(EDGES_FILE, "nthu_fill")
         self.place = load_kernel(EDGES_FILE, "nthu_edges_to_matrix")
         self.first_bad = cp.empty(1, dtype=cp.uint64)
-        self.heaviest = cp.empty(1, dtype=cp.int32)
+        self.heaviest = cp.zeros(1, dtype=cp.int32)
+        # A trial of each kernel: CUDA loads a module at its first launch (lazy loading), and that
+        # belongs to setup, not to the input stage.
+        one = cp.zeros((1, 1), dtype=cp.int32)
+        self.fill((1,), (32,), (one, np.int32(1)))
+        self.place((1,), (32,), (one, np.int32(1), cp.zeros(3, dtype=cp.int32), np.int64(0), np.int32(1),
+                                 self.first_bad, self.heaviest))
 
     def build(self, work, v: int, edges: np.ndarray, name: str = "input") -> None:
         """Fill the (padded) device matrix ``work`` with the case's distances before any
