@@ -58,6 +58,9 @@ def machine() -> dict[str, object]:
 def run(profile: str, skip_cold: bool, formats: str, skip_replay: bool = False) -> dict[str, object]:
     env = {**os.environ}
     times: dict[str, dict[str, object]] = {}
+    from cudalab.toolchain.nvcc import cache_dir
+    # the replay compiles the occupancy tables' kernels unless an earlier build left their reports
+    cached_reports = len(list(cache_dir().glob("*.json"))) if cache_dir().is_dir() else 0
     work = Path(tempfile.mkdtemp(prefix="cudalab-bench-"))
     try:
         if gpu.gpu_available() and not skip_cold:
@@ -77,7 +80,7 @@ def run(profile: str, skip_cold: bool, formats: str, skip_replay: bool = False) 
     for label, t in times.items():
         t["goal_s"] = GOALS_S[label]
         t["meets_goal"] = t["exit_status"] == 0 and t["seconds"] <= GOALS_S[label]
-    return {"profile": profile, "formats": formats, "machine": machine(),
+    return {"profile": profile, "formats": formats, "machine": machine(), "compiler_report_cache_files": cached_reports,
             "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **commit_state(), "builds": times}
 
 

@@ -73,6 +73,8 @@ def build_times(results: Path = RESULTS_DIR) -> list[str]:
         r = json.loads(path.read_text())
         m = r["machine"]
         where = (f"{m['gpu_name']}" if m["gpu_name"] != "none" else "no GPU") + f", {m['cpu_count']} CPU cores"
+        if "compiler_report_cache_files" in r and "replay" in r["builds"]:
+            where += f" ({r['compiler_report_cache_files']} compiler reports cached before the replay)"
         for label, t in r["builds"].items():
             out.append(f"| `{r['profile']}` | {where} | {r['date_utc']} | `{str(r['git_commit'])[:10]}` | {label} | "
                        f"{t['seconds']:.0f} | {t['goal_s']:.0f} | {'yes' if t['meets_goal'] else 'no'} |")
