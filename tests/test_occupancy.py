@@ -404,7 +404,8 @@ def test_occupancy_by_gpu_table_and_summary():
     assert list(occ["gpu"]) == ["lab", "lab", "here", "here"]
     assert list(occ["blocks_per_sm"]) == [16, 2, 32, 2]  # 4x4: the block cap (16, 32); 32x32: 2048 threads / 1024
     html = occupancy_styled(occ, notes, ["block"]).to_html()
-    assert "limited_by" in html and "shared_bytes_per_block" not in html  # no shared memory, no column
+    assert "limited by" in html and "shared bytes" not in html  # no shared memory, no column
+    assert "blocks / SM" in html and "occupancy" in html
     text = binding_summary(occ, "block")
     assert "4x4: 16 blocks (25% of the warps), limited by blocks per SM" in text
     short = binding_summary(occ, "block", per_launch=False)

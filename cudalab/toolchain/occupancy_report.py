@@ -144,15 +144,21 @@ OCCUPANCY_COLUMNS = ("threads_per_block", "registers_per_thread", "shared_bytes_
 def occupancy_styled(occ: pd.DataFrame, notes: Sequence[str], keys: Sequence[str]):
     """The occupancy table as the report shows it: per GPU, the launch (``keys``, the chapter's
     columns that name it), its threads, registers and (where any launch has some) shared memory
-    per block, the blocks and warps per SM, the occupancy and the binding limit."""
+    per block, the blocks per SM, the occupancy and the binding limit, under short headers that
+    wrap at spaces (the table must print on a page)."""
     from cudalab.core import plots
 
     shared = bool(occ["shared_bytes_per_block"].gt(0).any())
-    columns = ["gpu", "compute_capability", *keys,
-               *(c for c in OCCUPANCY_COLUMNS if c != "shared_bytes_per_block" or shared)]
+    occ = occ.assign(gpu=occ["gpu"] + ", cc " + occ["compute_capability"].astype(str))
+    columns = ["gpu", *keys,
+               *(c for c in OCCUPANCY_COLUMNS if c not in ("shared_bytes_per_block", "warps_per_sm") or
+                 (c == "shared_bytes_per_block" and shared))]
+    labels = {"gpu": "GPU", "threads_per_block": "threads / block",
+              "registers_per_thread": "registers / thread", "shared_bytes_per_block": "shared bytes / block",
+              "blocks_per_sm": "blocks / SM", "occupancy_fraction": "occupancy", "limited_by": "limited by"}
     caption = "theoretical occupancy per SM" + ("; " + "; ".join(notes) if notes else "") + (
         "; shared memory per block: static (the compiler's report) + dynamic (the launch's)" if shared else "")
-    return plots.styled(occ[columns], {"occupancy_fraction": "{:.0%}"}, caption=caption)
+    return plots.styled(occ[columns].rename(columns=labels), {"occupancy": "{:.0%}"}, caption=caption)
 
 
 def binding_summary(occ: pd.DataFrame, key: str, per_launch: bool = True) -> str:
