@@ -48,21 +48,26 @@ EDGES_FILE = "nthu_edges_to_matrix.cu"
 class MatrixBuilder:
     """Builds a case's distance matrix on the device from its edge list (``nthu_edges_to_matrix.cu``).
 
-    Made during setup (its two kernels loaded, its two status words allocated), so that the H2D
-    stage is only the copy of the edges and the two passes over the matrix."""
+    Made during setup for a case of ``e`` edges: its two kernels loaded (a trial launch of each:
+    CUDA loads a module at its first launch), the device buffer for the edges and its two status
+    words allocated, so that the H2D stage is only the copy of the edges and two passes: no
+    allocation, module load or library kernel of CuPy's on the way."""
 
-    def __init__(self):
+    def __init__(self, e: int):
         cp = require_cupy()
         self.fill = load_kernel(EDGES_FILE, "nthu_fill")
         self.place = load_kernel(EDGES_FILE, "nthu_edges_to_matrix")
+        self.edges = cp.empty((max(e, 1), 3), dtype=cp.int32)
         self.first_bad = cp.empty(1, dtype=cp.uint64)
-        self.heaviest = cp.zeros(1, dtype=cp.int32)
-        # A trial of each kernel: CUDA loads a module at its first launch (lazy loading), and that
-        # belongs to setup, not to the input stage.
-        one = cp.zeros((1, 1), dtype=cp.int32)
+        self.heaviest = cp.empty(1, dtype=cp.int32)
+        self._status(0)
+        one = cp.empty((1, 1), dtype=cp.int32)
         self.fill((1,), (32,), (one, np.int32(1)))
-        self.place((1,), (32,), (one, np.int32(1), cp.zeros(3, dtype=cp.int32), np.int64(0), np.int32(1),
-                                 self.first_bad, self.heaviest))
+        self.place((1,), (32,), (one, np.int32(1), self.edges, np.int64(0), np.int32(1), self.first_bad, self.heaviest))
+
+    def _status(self, e: int) -> None:
+        self.first_bad.set(np.array([e], dtype=np.uint64))
+        self.heaviest.set(np.zeros(1, dtype=np.int32))
 
     def build(self, work, v: int, edges: np.ndarray, name: str = "input") -> None:
         """Fill the (padded) device matrix ``work`` with the case's distances before any
@@ -70,14 +75,13 @@ class MatrixBuilder:
         by an atomic minimum, each edge checked as it is placed. A bad edge, or weights heavy
         enough that a shortest path could reach 'unreachable', is then named by the host's own
         check (``nthu.validate_edges``), so the error is the one a host-side read gives."""
-        cp = require_cupy()
         size = work.shape[0]
         self.fill((min(65535, -(-size * size // 256)),), (256,), (work, np.int32(size)))
-        self.first_bad.fill(len(edges))
-        self.heaviest.fill(0)
+        self._status(len(edges))
         if len(edges):
+            self.edges[: len(edges)].set(edges)
             self.place((min(4096, -(-len(edges) // 256)),), (256,),
-                       (work, np.int32(size), cp.asarray(edges), np.int64(len(edges)), np.int32(v),
+                       (work, np.int32(size), self.edges, np.int64(len(edges)), np.int32(v),
                         self.first_bad, self.heaviest))
         bad, top = int(self.first_bad.get()[0]), int(self.heaviest.get()[0])
         if bad < len(edges) or top * min(v - 1, len(edges)) >= nthu.UNREACHABLE:
@@ -140,7 +144,7 @@ def solve_file(input_path: str | Path, output_path: str | Path,
     with stream:
         work = cp.empty((size, size), dtype=cp.int32)
         solver = fw.Solver(plan, work, stream=stream)  # kernels, a trial of each launch, graph capture
-        builder = MatrixBuilder()
+        builder = MatrixBuilder(len(edges))
         output = OutputStage(v)
     stream.synchronize()
     ms["setup"] = (time.perf_counter() - t0) * 1e3
