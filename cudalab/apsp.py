@@ -7,7 +7,7 @@
 ``solve`` runs a blocked kernel on the GPU and prints the time of each stage as lab 001 reports
 them. Its default kernel is the fastest correct one that chapter 04 recorded (the ``best_kernel``
 headline in ``results/<gpu>/<profile>/04_blocking_factor/summary.json``, for the present GPU's
-profile); ``--kernel registers:64`` or ``shared:32`` picks one. Without a GPU, or with ``--cpu``,
+profile); ``--kernel minplus:64``, ``registers:64:t8`` or ``shared:32`` picks one. Without a GPU, or with ``--cpu``,
 it runs the course's sequential C Floyd-Warshall. ``--check`` compares the answer with an
 independent reference: the C code for a GPU answer, a vectorized NumPy Floyd-Warshall for a CPU
 answer; ``verify`` compares an existing output file with the C reference. An output path that is
@@ -50,7 +50,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("output")
     s.add_argument("--check", action="store_true", help="compare the answer with the CPU reference (slow for large V)")
     s.add_argument("--cpu", action="store_true", help="solve with the sequential C reference even where a GPU is present")
-    s.add_argument("--kernel", metavar="KIND:BF", help="blocked kernel: registers:BF[:nodpx] or shared:BF "
+    s.add_argument("--kernel", metavar="KIND:BF", help="blocked kernel: minplus:64|128[:nodpx], registers:BF[:t4|:t8][:nodpx] or shared:BF "
                                                        "(default: chapter 04's recorded best for this GPU's profile)")
     v = sub.add_parser("verify", help="compare an output file with the CPU reference")
     v.add_argument("input")

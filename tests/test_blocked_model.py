@@ -106,3 +106,58 @@ def test_a_sweep_point_expected_over_budget_is_chosen_by_its_time_at_a_smaller_n
     assert expected_s(rows, "shared BF 8", 16384) == pytest.approx(5.2)  # from the largest smaller n, as n^3
     assert expected_s(rows, "registers", 16384) is None, "a wrong result predicts nothing"
     assert expected_s(rows, "shared BF 8", 4096) is None
+
+
+@pytest.mark.parametrize("text,spec", [("minplus:64", blocked.KernelSpec("minplus", 64, True, 8)),
+                                       ("minplus:128:nodpx", blocked.KernelSpec("minplus", 128, False, 8))])
+def test_minplus_kernel_spec_round_trips(text, spec):
+    assert blocked.KernelSpec.parse(text) == spec and spec.as_text() == text
+    assert spec.label().startswith("min-plus BF")
+
+
+@pytest.mark.parametrize("text", ["minplus:32", "minplus:64:t4", "minplus:256"])
+def test_minplus_kernel_spec_refuses_what_the_file_does_not_build(text):
+    with pytest.raises(LaunchRefused):
+        blocked.KernelSpec.parse(text)
+
+
+def test_minplus_launches_match_the_kernel_file():
+    """Phase 1 on 32 x 32 threads without dynamic shared memory; phases 2 and 3 on (BF/8)^2
+    threads with two stages of a BF/4-deep chunk of A (transposed, padded) and B."""
+    p1, p2, p3 = blocked.minplus_phase_launches(128)
+    assert (p1["block"], p1["dynamic_shared_bytes"]) == ((32, 32), 0)
+    assert p2["block"] == p3["block"] == (16, 16)
+    assert p3["dynamic_shared_bytes"] == 2 * 4 * (32 * 132 + 32 * 128)
+    assert {p["options"] for p in (p1, p2, p3)} == {("-DBF=128",)}
+    assert blocked.minplus_phase_launches(64, dpx=False)[2]["options"] == ("-DBF=64", "-DNO_DPX")
+    with pytest.raises(LaunchRefused):
+        blocked.minplus_phase_launches(32)
+
+
+def test_operand_model_counts_loads_and_relaxations_per_thread_and_k():
+    shared = blocked.operand_model("shared", 64)
+    assert (shared["cells_per_thread"], shared["shared_loads_per_k"]) == (4, 8)
+    r4, r8, mp = (blocked.operand_model("registers", 64, 4), blocked.operand_model("registers", 64, 8),
+                  blocked.operand_model("min-plus", 128))
+    assert (r4["shared_loads_per_k"], r4["relaxations_per_k"], r4["relaxations_per_shared_load"]) == (2, 16, 8)
+    assert (r8["shared_loads_per_k"], r8["relaxations_per_k"], r8["relaxations_per_shared_load"]) == (4, 64, 16)
+    assert mp["relaxations_per_shared_load"] == 16 and mp["dram_bytes_per_relaxation"] == 8 / 128
+
+
+def test_operand_table_reads_the_sweep_and_names_the_fastest_per_n():
+    sweep = pd.DataFrame([
+        {"n": 8192, "variant": "shared BF 32", "kernel": "shared", "block_factor": 32, "time_ms": 150.0, "status": "ok"},
+        {"n": 8192, "variant": "shared BF 64", "kernel": "shared", "block_factor": 64, "time_ms": 69.0, "status": "ok"},
+        {"n": 8192, "variant": "registers BF 64, 8x8 + DPX", "kernel": "registers", "block_factor": 64, "tile": 8,
+         "dpx": True, "time_ms": 53.0, "status": "ok"},
+        {"n": 8192, "variant": "min-plus BF 64, 8x8 + DPX", "kernel": "min-plus", "block_factor": 64, "tile": 8,
+         "dpx": True, "time_ms": 42.0, "status": "wrong"},
+        {"n": 8192, "variant": "min-plus BF 128, 8x8 + DPX", "kernel": "min-plus", "block_factor": 128, "tile": 8,
+         "dpx": True, "time_ms": 45.0, "status": "ok"}])
+    table = blocked.operand_table(blocked.with_rates(sweep, 16e12))
+    assert list(table["variant"]) == ["shared BF 64", "registers BF 64, 8x8 + DPX", "min-plus BF 128, 8x8 + DPX"]
+    assert table.loc[2, "fraction_at_8192"] == pytest.approx(8192**3 / 45e-3 / 16e12)
+    # a wrong result is never the best, however fast
+    assert table.attrs["best"][8192]["variant"] == "min-plus BF 128, 8x8 + DPX"
+    assert blocked.kernel_label(sweep.iloc[2]) == "registers 8x8 + DPX"
+    assert blocked.kernel_label(pd.Series({"kernel": "registers", "tile": float("nan"), "dpx": False})) == "registers 4x4"

@@ -1,5 +1,5 @@
 """GPU tests for chapter 04: every blocked kernel (the ladder, the blocking factors, the register
-tiles with and without DPX) against the CPU reference at V that is not a multiple of any blocking
+tiles with and without DPX, the min-plus kernel) against the CPU reference at V that is not a multiple of any blocking
 factor, V = 1, graphs with no edges and graphs with unreachable pairs; the NTHU file path; the
 add+min ceiling's own check."""
 
@@ -13,7 +13,7 @@ from cudalab.labs.fw.graphs import NO_EDGE, gen_matrix
 from cudalab.labs.fw.reference import floyd_warshall_c
 
 pytestmark = pytest.mark.gpu
-SIZES = [1, 2, 33, 100, 130, 300]  # 130 and 300: three tiles at BF 64 and 128, padded
+SIZES = [1, 2, 33, 100, 130, 300, 520]  # 130, 300: three tiles at BF 64 and 128, padded; 520: five rounds at BF 128
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +25,8 @@ def cp():
 
 def every_variant():
     return (blocked.ladder_variants() + blocked.blocking_factor_variants([8, 16, 32, 64, 128])
-            + blocked.expert_variants([64, 128], dpx=[True, False]))
+            + blocked.expert_variants([64, 128], dpx=[True, False]) + blocked.expert_variants([64], dpx=[True], tiles=[8])
+            + blocked.minplus_variants([64, 128], dpx=[True, False]))
 
 
 def no_edges(n):
@@ -39,7 +40,7 @@ def test_every_blocked_kernel_matches_cpu(cp, rng, n):
     sparse = random_graph(rng, n, 0.03, 1000)
     sparse[:, -1] = NO_EDGE  # no edge into the last vertex: nothing else reaches it
     sparse[-1, -1] = 0
-    graphs = {"sparse, unreachable pairs": sparse,
+    graphs = {"sparse, unreachable pairs": sparse, "weights 0 and 1, zero-weight cycles": random_graph(rng, n, 0.05, 1),
               "lab GenMatrix": gen_matrix(n, int(rng.integers(1 << 30))), "no edges": no_edges(n)}
     if n >= 2:
         assert (floyd_warshall_c(sparse) < 0).any(), "the test graph should leave some pairs unreachable"

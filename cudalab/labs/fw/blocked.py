@@ -114,6 +114,7 @@ PHASE_GRIDS: dict[str, Callable[[int], tuple[int, ...]]] = {
 
 
 GLOBAL_FILE, SHARED_FILE, REGISTERS_FILE = "fw_blocked_global.cu", "fw_blocked.cu", "fw_blocked_registers.cu"
+MINPLUS_FILE = "fw_blocked_minplus.cu"
 
 
 def global_options(coalesced: bool, unroll: bool, bf: int = 32) -> tuple[str, ...]:
@@ -156,6 +157,29 @@ def registers_phase_launches(bf: int = 64, dpx: bool = True, tile: int = 4) -> l
     return phase_launches(SHARED_FILE, shared_options(bf), bf)[:2] + [phase3]
 
 
+def minplus_options(bf: int = 64, dpx: bool = True) -> tuple[str, ...]:
+    return (f"-DBF={bf}",) + (() if dpx else ("-DNO_DPX",))
+
+
+def minplus_shared_bytes(bf: int) -> int:
+    """Dynamic shared memory of the min-plus tile kernel: two stages of a KC = BF/4 chunk of A,
+    transposed with rows padded by 4, and of B (``fw_blocked_minplus.cu``)."""
+    kc = bf // 4
+    return 2 * 4 * (kc * (bf + 4) + kc * bf)
+
+
+def minplus_phase_launches(bf: int = 64, dpx: bool = True) -> list[dict[str, Any]]:
+    """``phase_launches`` of ``fw_blocked_minplus.cu``: phase 1 on 32 x 32 threads with cells in
+    registers, phases 2 and 3 the same min-plus tile product on (BF/8)^2 threads of 8 x 8 cells."""
+    opts, t = minplus_options(bf, dpx), bf // 8
+    if bf not in (64, 128):
+        raise LaunchRefused(f"fw_blocked_minplus.cu builds for BF 64 or 128, not {bf}")
+    return [{"phase": "phase 1", "file": MINPLUS_FILE, "kernel": "fw_minplus_phase1", "options": opts,
+             "threads": 1024, "block": (32, 32), "dynamic_shared_bytes": 0}] + [
+            {"phase": f"phase {p}", "file": MINPLUS_FILE, "kernel": f"fw_minplus_phase{p}", "options": opts,
+             "threads": t * t, "block": (t, t), "dynamic_shared_bytes": minplus_shared_bytes(bf)} for p in (2, 3)]
+
+
 def _phase(spec: dict[str, Any], kernel: Any = None) -> Phase:
     """A ``Phase`` from its launch (``phase_launches``), the kernel compiled unless given."""
     kernel = kernel if kernel is not None else load_kernel(spec["file"], spec["kernel"], options=spec["options"])
@@ -190,6 +214,12 @@ def registers_plan(bf: int = 64, dpx: bool = True, tile: int = 4) -> BlockedPlan
     base = shared_plan(bf)
     phase3 = _phase(registers_phase_launches(bf, dpx, tile)[2])
     return BlockedPlan(bf, base.phases[:2] + (phase3,))
+
+
+def minplus_plan(bf: int = 64, dpx: bool = True) -> BlockedPlan:
+    """The project's best kernel: every phase of ``fw_blocked_minplus.cu``, phases 2 and 3 as
+    min-plus products of 8 x 8 register tiles, with or without the DPX add-min instruction."""
+    return BlockedPlan(bf, tuple(_phase(spec) for spec in minplus_phase_launches(bf, dpx)))
 
 
 def variant(label: str, make: Callable[[], BlockedPlan], **fields: Any) -> fw.Variant:
@@ -227,12 +257,16 @@ LADDER: tuple[LadderStep, ...] = (
 )
 
 
-def sass_builds(block_factors: Sequence[int], expert_block_factors: Sequence[int]) -> list[tuple[str, str, tuple[str, ...]]]:
+def sass_builds(block_factors: Sequence[int], expert_block_factors: Sequence[int],
+                minplus_block_factors: Sequence[int] = ()) -> list[tuple[str, str, tuple[str, ...]]]:
     """(label, file, options) of every kernel build of chapter 04, for its SASS table."""
     builds = [(f"{s.step}. {s.name}", s.file, s.options) for s in LADDER]
     builds += [(f"shared BF {b}", SHARED_FILE, shared_options(b)) for b in block_factors]
     builds += [(f"registers BF {b}" + (" + DPX" if d else " (-DNO_DPX)"), REGISTERS_FILE, registers_options(b, d))
                for b in expert_block_factors for d in (True, False)]
+    builds += [(f"registers BF {b}, 8x8 + DPX", REGISTERS_FILE, registers_options(b, True, 8)) for b in expert_block_factors]
+    builds += [(_minplus_label(b, d) + ("" if d else " (-DNO_DPX)"), MINPLUS_FILE, minplus_options(b, d))
+               for b in minplus_block_factors for d in (True, False)]
     return builds
 
 
@@ -253,6 +287,17 @@ def expert_variants(block_factors: Sequence[int] = (64,), dpx: Sequence[bool] = 
             for bf in block_factors for t in tiles for d in dpx]
 
 
+def _minplus_label(bf: int, dpx: bool) -> str:
+    return f"min-plus BF {bf}, 8x8" + (" + DPX" if dpx else "")
+
+
+def minplus_variants(block_factors: Sequence[int] = (64,), dpx: Sequence[bool] = (True,)) -> list[fw.Variant]:
+    """The min-plus kernel (``fw_blocked_minplus.cu``) at each blocking factor, with or without DPX."""
+    return [variant(_minplus_label(bf, d), lambda bf=bf, d=d: minplus_plan(bf, d),
+                    block_factor=bf, dpx=d, tile=8, kernel="min-plus")
+            for bf in block_factors for d in dpx]
+
+
 def blocking_factor_variants(block_factors: Sequence[int]) -> list[fw.Variant]:
     return [variant(f"shared BF {bf}", lambda bf=bf: shared_plan(bf), block_factor=bf, kernel="shared")
             for bf in block_factors]
@@ -266,10 +311,11 @@ def basic_variant(block: int = 16) -> fw.Variant:
 
 def launches(block_factors: Sequence[int], expert_block_factors: Sequence[int] = (64,),
              dpx: Sequence[bool] = (True, False), basic_block: Optional[int] = 16,
-             tiles: Sequence[int] = (4,)) -> list[dict[str, Any]]:
+             tiles: Sequence[int] = (4,), minplus_block_factors: Sequence[int] = ()) -> list[dict[str, Any]]:
     """Every kernel launch of chapter 04's variants, without compiling (the occupancy table): the
     ladder's steps, the shared-memory kernel at each of ``block_factors``, the register-tiled one
-    at each of ``expert_block_factors`` with each ``dpx``, and chapter 01's basic kernel on
+    at each of ``expert_block_factors`` with each ``dpx``, the min-plus kernel at each of
+    ``minplus_block_factors`` with each ``dpx``, and chapter 01's basic kernel on
     ``basic_block`` squares (None: left out). One dict per variant and phase, named by the
     variant's label, the phase and the block shape, from the same ``phase_launches`` the plans
     launch."""
@@ -287,6 +333,9 @@ def launches(block_factors: Sequence[int], expert_block_factors: Sequence[int] =
         for t in tiles:
             for d in dpx:
                 add(_expert_label(bf, d, t), registers_phase_launches(bf, d, t))
+    for bf in minplus_block_factors:
+        for d in dpx:
+            add(_minplus_label(bf, d), minplus_phase_launches(bf, d))
     if basic_block:
         spec = per_k.launch("basic", basic_block)
         out.append({"variant": f"basic {basic_block}x{basic_block} (chapter 01)", "phase": "per k", **spec})
@@ -295,8 +344,9 @@ def launches(block_factors: Sequence[int], expert_block_factors: Sequence[int] =
 
 @dataclass(frozen=True)
 class KernelSpec:
-    """A blocked kernel by name, as recorded data can carry it: ``shared`` (``fw_blocked.cu``) or
-    ``registers`` (``fw_blocked_registers.cu``'s phase 3), at blocking factor ``bf``."""
+    """A blocked kernel by name, as recorded data can carry it: ``shared`` (``fw_blocked.cu``),
+    ``registers`` (``fw_blocked_registers.cu``'s phase 3) or ``minplus``
+    (``fw_blocked_minplus.cu``), at blocking factor ``bf``."""
 
     kind: str
     bf: int
@@ -308,34 +358,52 @@ class KernelSpec:
             return shared_plan(self.bf)
         if self.kind == "registers":
             return registers_plan(self.bf, self.dpx, self.tile)
-        raise LaunchRefused(f"unknown blocked kernel kind {self.kind!r} (shared or registers)")
+        if self.kind == "minplus":
+            return minplus_plan(self.bf, self.dpx)
+        raise LaunchRefused(f"unknown blocked kernel kind {self.kind!r} (shared, registers or minplus)")
 
     def label(self) -> str:
-        return f"shared BF {self.bf}" if self.kind == "shared" else _expert_label(self.bf, self.dpx, self.tile)
+        if self.kind == "shared":
+            return f"shared BF {self.bf}"
+        if self.kind == "minplus":
+            return _minplus_label(self.bf, self.dpx)
+        return _expert_label(self.bf, self.dpx, self.tile)
 
     @classmethod
     def parse(cls, text: str) -> "KernelSpec":
-        """'registers:64', 'registers:64:t8', 'registers:64:nodpx', 'registers:128:t8:nodpx' or 'shared:32'."""
+        """'minplus:64', 'minplus:128:nodpx', 'registers:64', 'registers:64:t8',
+        'registers:128:t8:nodpx' or 'shared:32'."""
         kind, _, rest = text.partition(":")
         bf, *flags = rest.split(":")
         tiles = [f[1:] for f in flags if f.startswith("t") and f[1:] in ("4", "8")]
-        known = all(f in ("dpx", "nodpx") or (f.startswith("t") and f[1:] in ("4", "8")) for f in flags)
-        if kind not in ("shared", "registers") or not bf.isdigit() or not known or (kind == "shared" and flags):
-            raise LaunchRefused(f"kernel {text!r}: expected shared:BF or registers:BF[:t4|:t8][:nodpx]")
+        known = all(f in ("dpx", "nodpx") or (kind == "registers" and f.startswith("t") and f[1:] in ("4", "8"))
+                    for f in flags)
+        if (kind not in ("shared", "registers", "minplus") or not bf.isdigit() or not known
+                or (kind == "shared" and flags) or (kind == "minplus" and bf not in ("64", "128"))):
+            raise LaunchRefused(f"kernel {text!r}: expected shared:BF, registers:BF[:t4|:t8][:nodpx] or "
+                                "minplus:64|128[:nodpx]")
+        if kind == "minplus":
+            return cls(kind, int(bf), "nodpx" not in flags, 8)
         return cls(kind, int(bf), "nodpx" not in flags, int(tiles[-1]) if tiles else 4)
 
     @classmethod
     def from_row(cls, row: Any) -> "KernelSpec":
         """The kernel of a row of the blocking-factor sweep (a recording made before the register
         tile was a column means 4 x 4)."""
+        kernel = str(getattr(row, "kernel", ""))
+        dpx = str(getattr(row, "dpx", True)) != "False"
+        if kernel.startswith("min-plus"):
+            return cls("minplus", int(row.block_factor), dpx=dpx, tile=8)
         tile = getattr(row, "tile", 4)
-        return cls("registers" if str(getattr(row, "kernel", "")).startswith("registers") else "shared",
-                   int(row.block_factor), dpx=str(getattr(row, "dpx", True)) != "False",
+        return cls("registers" if kernel.startswith("registers") else "shared",
+                   int(row.block_factor), dpx=dpx,
                    tile=int(tile) if tile == tile and tile is not None else 4)
 
     def as_text(self) -> str:
         if self.kind == "shared":
             return f"shared:{self.bf}"
+        if self.kind == "minplus":
+            return f"minplus:{self.bf}" + ("" if self.dpx else ":nodpx")
         return f"registers:{self.bf}" + ("" if self.tile == 4 else f":t{self.tile}") + ("" if self.dpx else ":nodpx")
 
 
@@ -385,6 +453,69 @@ def _timed_launches(solver: fw.Solver, plan: BlockedPlan, stream) -> dict[str, f
         phase = plan.phase_of(i)
         totals[phase] = totals.get(phase, 0.0) + cp.cuda.get_elapsed_time(events[i], events[i + 1])
     return totals
+
+
+def shared_loads_per_relaxation(spec: dict[str, Any]) -> float:
+    """Ints a phase-3 thread loads from shared memory per relaxation: 2 (d[i][k] and d[k][j]) for
+    ``fw_blocked.cu``; 2r / r^2 for an r x r register tile (0.5 at 4 x 4, 0.25 at 8 x 8)."""
+    if spec["kind"] == "shared":
+        return 2.0
+    tile = 8 if spec["kind"] == "minplus" else int(spec.get("tile", 4))
+    return 2.0 / tile
+
+
+def operand_model(kernel: str, bf: int, tile: int = 4) -> dict[str, Any]:
+    """What one phase-3 thread does per k, by the kernel's source: cells it owns, ints and
+    shared-memory load instructions it needs for them, relaxations it makes, and DRAM bytes per
+    relaxation of its tile (8 / BF: each round reads and writes a cell once for BF relaxations).
+
+    ``kernel``: ``shared`` (``fw_blocked.cu``: scalar loads of d[i][k] and d[k][j] per cell),
+    ``registers`` (r x r tiles, operands in 16-byte loads) or ``min-plus`` (8 x 8 tiles, the same
+    loads, operands staged in chunks by asynchronous copies)."""
+    if kernel == "shared":
+        cells = (bf // min(bf, 32)) ** 2
+        ints, loads = 2 * cells, 2 * cells
+    else:
+        r = 8 if kernel == "min-plus" else tile
+        cells, ints = r * r, 2 * r
+        loads = ints // 4
+    return {"cells_per_thread": cells, "ints_per_k": ints, "shared_loads_per_k": loads, "relaxations_per_k": cells,
+            "relaxations_per_shared_load": cells / loads, "dram_bytes_per_relaxation": 8.0 / bf}
+
+
+def kernel_label(row: Any) -> str:
+    """A sweep row's kernel as the chapter's figures name it: ``shared``, ``registers 4x4 + DPX``,
+    ``min-plus 8x8`` ... (a recording made before the register tile was a column means 4 x 4)."""
+    kernel = str(getattr(row, "kernel", ""))
+    if kernel.startswith("registers") or kernel.startswith("min-plus"):
+        tile = getattr(row, "tile", 4)
+        tile = int(tile) if tile is not None and tile == tile else 4
+        dpx = str(getattr(row, "dpx", True)) != "False"
+        return f"{kernel.split(' ')[0]} {tile}x{tile}" + (" + DPX" if dpx else "")
+    return kernel
+
+
+def operand_table(sweep: pd.DataFrame) -> pd.DataFrame:
+    """``operand_model`` of each register-tiled and min-plus variant of a blocking-factor sweep
+    (``with_rates`` applied) and of the shared-memory kernel at BF 64, beside its fraction of
+    the ceiling at each N (``fraction_at_N``, where it ran correctly). ``attrs["best"]`` maps each
+    N to the fastest correct row there."""
+    ok = sweep[sweep["status"].eq("ok")]
+    rows = []
+    for variant, group in ok.groupby("variant", sort=False):
+        first = group.iloc[0]
+        label = kernel_label(first)
+        kind = "shared" if label == "shared" else label.split(" ")[0]
+        bf = int(first["block_factor"])
+        if kind == "shared" and bf != 64:
+            continue
+        tile = int(label.split(" ")[1].split("x")[0]) if kind != "shared" else 4
+        row = {"variant": variant, "block_factor": bf, **operand_model(kind, bf, tile)}
+        row.update({f"fraction_at_{int(n)}": f for n, f in zip(group["n"], group["fraction_of_ceiling"])})
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    out.attrs["best"] = {int(n): g.sort_values("time_ms").iloc[0] for n, g in ok.groupby("n")}
+    return out
 
 
 def traffic_model(n: int, bf: int, shared_loads_per_relaxation: float = 2.0) -> dict[str, float]:
@@ -463,7 +594,7 @@ def phase3_counters(specs: Sequence[dict[str, Any]], n: int, seed: int, phases: 
             row.update({c: got[c] for c in COUNTER_COLUMNS + ("dram_GBps", "kernel_time_ms", "integer_instructions")})
             row["GOPS"] = got["integer_instructions"] * rounds / p3_s / 2**30
         else:
-            model = traffic_model(n, bf, 0.5 if spec["kind"] == "registers" else 2.0)
+            model = traffic_model(n, bf, shared_loads_per_relaxation(spec))
             for c, key in zip(COUNTER_COLUMNS, ("global_load_bytes", "global_store_bytes", "shared_load_bytes", "shared_store_bytes")):
                 row[c] = model[key] / p3_s / 1e9
             row["GOPS"] = 2 * model["relaxations"] / p3_s / 2**30

@@ -61,12 +61,21 @@ def floyd_warshall_numpy(mat: np.ndarray) -> np.ndarray:
     return np.where(d >= UNREACHABLE, -1, d).astype(np.int32)
 
 
+@cache
+def _relax_through_k():
+    cp = require_cupy()
+    return cp.ElementwiseKernel("int32 dik, int32 dkj", "int32 d", "d = min(d, dik + dkj)", "cudalab_reference_relax")
+
+
 def floyd_warshall_cupy(d_mat) -> Any:
     """Reference on the GPU through CuPy's own elementwise kernels (min-plus on int32,
-    unreachable = 2**30-1 so that two of them still fit in an int32)."""
+    unreachable = 2**30-1 so that two of them still fit in an int32). Each step k is one fused
+    elementwise kernel over the matrix, fed copies of row and column k (which step k leaves
+    unchanged, the diagonal being 0): one read and one write of the matrix per k."""
     cp = require_cupy()
     inf = UNREACHABLE
     d = cp.where(d_mat < 0, inf, d_mat).astype(cp.int32)
+    relax = _relax_through_k()
     for k in range(d.shape[0]):
-        cp.minimum(d, d[:, k, None] + d[None, k, :], out=d)
+        relax(d[:, k].copy()[:, None], d[k].copy()[None, :], d)
     return cp.where(d >= inf, NO_EDGE, d).astype(cp.int32)
