@@ -21,7 +21,8 @@
 // four k of one of its rows with one 16-byte load.
 // Distances use the NTHU convention (1073741823 = unreachable, so a + b never overflows int32);
 // n must be a multiple of BF. Launch: phase 1 grid (1, 1) block (32, 32); phase 2 grid (R, 2) and
-// phase 3 grid (R, R), block (BF / 8, BF / 8), dynamic shared memory SHARED_BYTES (see below).
+// phase 3 grid (R, R) (or see its `part`), block (BF / 8, BF / 8), dynamic shared memory two
+// stages (see STAGE_INTS below).
 
 #ifndef BF
 #define BF 128
@@ -238,12 +239,25 @@ extern "C" __global__ void __launch_bounds__(THREADS, 2) fw_minplus_phase2(int* 
 }
 
 // Phase 3: every tile off the pivot row and column, C = min(C, A (x) B). Changes from
-// fw_blocked_registers_phase3: BF 128 tiles, 8 x 8 results per thread, operands staged in chunks
-// by asynchronous copies instead of all at once, A read along k rather than transposed.
-extern "C" __global__ void __launch_bounds__(THREADS, 2) fw_minplus_phase3(int* d, int n, int r)
+// fw_blocked_registers_phase3: 8 x 8 results per thread, operands staged in chunks by
+// asynchronous copies instead of all at once, A read along k rather than transposed.
+// `part` splits the round for a look-ahead (labs.fw.blocked.LookaheadPlan): 1 relaxes only the
+// tiles of row and column r + 1 (grid (R, 2)), which round r + 1's phases 1 and 2 read, so that
+// those phases can run beside part 2, every other tile (grid (R, R)); 0 is the whole round.
+extern "C" __global__ void __launch_bounds__(THREADS, 2) fw_minplus_phase3(int* d, int n, int r, int part)
 {
-    int ti = blockIdx.y, tj = blockIdx.x;
-    if (ti == r || tj == r) return;  // uniform across the block: those tiles were phase 2's
+    int ti, tj;
+    if (part == 1) {
+        int t = blockIdx.x, q = r + 1;
+        if (t == r || (blockIdx.y == 1 && t == q)) return;  // phase 2's tiles; (q, q) once
+        ti = blockIdx.y == 0 ? q : t;
+        tj = blockIdx.y == 0 ? t : q;
+    } else {
+        ti = blockIdx.y;
+        tj = blockIdx.x;
+        if (ti == r || tj == r) return;  // uniform across the block: those tiles were phase 2's
+        if (part == 2 && (ti == r + 1 || tj == r + 1)) return;
+    }
     minplus_tile(d + (size_t)ti * BF * n + r * BF, d + (size_t)r * BF * n + tj * BF,
                  d + (size_t)ti * BF * n + tj * BF, n);
 }

@@ -161,3 +161,66 @@ def test_operand_table_reads_the_sweep_and_names_the_fastest_per_n():
     assert table.attrs["best"][8192]["variant"] == "min-plus BF 128, 8x8 + DPX"
     assert blocked.kernel_label(sweep.iloc[2]) == "registers 8x8 + DPX"
     assert blocked.kernel_label(pd.Series({"kernel": "registers", "tile": float("nan"), "dpx": False})) == "registers 4x4"
+
+
+def _emulate(schedule, d: np.ndarray, bf: int, lane_first: int) -> None:
+    """Runs a blocked schedule on the host, phase by phase as fw_blocked_minplus.cu computes it;
+    between two meetings of the lanes, all of lane ``lane_first`` runs before the other's."""
+    from cudalab.labs.fw import harness as fw
+
+    def tile(i, j):
+        return d[i * bf:(i + 1) * bf, j * bf:(j + 1) * bf]
+
+    def product(a, b, c):  # c = min(c, a (x) b), every read before the write
+        c[...] = np.minimum(c, (a[:, :, None] + b[None, :, :]).min(axis=1))
+
+    def run(x):
+        r, rounds = int(x.args[2]), d.shape[0] // bf
+        if x.phase == "phase 1":
+            p = tile(r, r)
+            for k in range(bf):
+                np.minimum(p, p[:, k, None] + p[None, k, :], out=p)
+        elif x.phase == "phase 2":
+            for t in range(rounds):
+                if t != r:
+                    product(tile(r, r).copy(), tile(r, t), tile(r, t))
+                    product(tile(t, r), tile(r, r).copy(), tile(t, r))
+        else:
+            part = int(x.args[3]) if len(x.args) > 3 else 0
+            cells = ({(r + 1, t) for t in range(rounds)} | {(t, r + 1) for t in range(rounds)} if part == 1
+                     else {(i, j) for i in range(rounds) for j in range(rounds)
+                           if not (part == 2 and r + 1 in (i, j))})
+            for i, j in sorted(c for c in cells if r not in c):
+                product(tile(i, r), tile(r, j), tile(i, j))
+
+    segment: list = []
+    for x in list(schedule) + [fw.LANES_MEET]:
+        if isinstance(x, fw.LanesMeet):
+            for launch in sorted(segment, key=lambda y: y.lane != lane_first):
+                run(launch)
+            segment = []
+        else:
+            segment.append(x)
+
+
+@pytest.mark.parametrize("lane_first", [0, 1])
+@pytest.mark.parametrize("rounds", [1, 2, 5])
+def test_lookahead_schedule_solves_whichever_lane_runs_first(lane_first, rounds):
+    """The look-ahead's lanes never touch what the other writes between two meetings: run either
+    lane's work first and the answer is Floyd-Warshall's, zero-weight edges and unreachable
+    pairs included."""
+    from cudalab.labs.fw.reference import floyd_warshall_numpy
+
+    bf, rng = 4, np.random.default_rng(rounds)
+    n = bf * rounds
+    lab = np.where(rng.random((n, n)) < 0.3, rng.integers(0, 3, (n, n)), -1).astype(np.int32)
+    np.fill_diagonal(lab, 0)
+    work = np.where(lab < 0, blocked.INF, lab).astype(np.int64)
+    phases = tuple(blocked.Phase(name, None, blocked.PHASE_GRIDS[name], (1, 1)) for name in blocked.PHASE_GRIDS)
+    p3 = phases[2]
+    phases = phases[:2] + (blocked.dataclasses.replace(p3, args=lambda w, m, r: (w, m, r, 0)),)
+    schedule = list(blocked.LookaheadPlan(bf, phases).launches(work))
+    assert sum(1 for x in schedule if getattr(x, "lane", 0) == 1) == 3 * (rounds - 1) + 2
+    _emulate(schedule, work, bf, lane_first)
+    want = floyd_warshall_numpy(lab)
+    np.testing.assert_array_equal(np.where(work >= blocked.INF, -1, work), want)

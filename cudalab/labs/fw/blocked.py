@@ -92,18 +92,51 @@ class BlockedPlan:
     def prepare(self, d_input):
         return to_blocked(d_input, self.bf)
 
-    def launches(self, work) -> Iterator[fw.Launch]:
+    def launches(self, work) -> Iterator[fw.Launch | fw.LanesMeet]:
         n = work.shape[0]
         rounds = n // self.bf
         for r in range(rounds):
             for p in self.phases:
-                yield fw.Launch(p.kernel, p.grid(rounds), p.block, p.args(work, n, r), p.shared_mem)
+                yield self.launch(p, work, r)
+
+    def launch(self, p: Phase, work, r: int, *, grid: Optional[tuple[int, ...]] = None, args: Optional[tuple] = None,
+               lane: int = 0) -> fw.Launch:
+        """Phase ``p`` of round ``r`` (its own grid and arguments unless given)."""
+        n = work.shape[0]
+        return fw.Launch(p.kernel, grid or p.grid(n // self.bf), p.block, args or p.args(work, n, r), p.shared_mem,
+                         lane=lane, phase=p.name)
 
     def finish(self, work, n: int):
         return from_blocked(work, n)
 
-    def phase_of(self, launch_index: int) -> str:
-        return self.phases[launch_index % len(self.phases)].name
+
+@dataclass
+class LookaheadPlan(BlockedPlan):
+    """Rounds with a look-ahead (``fw_blocked_minplus.cu``): round r's phase 3 first relaxes the
+    tiles of row and column r + 1 on a second lane, which then runs round r + 1's phases 1 and 2
+    there, beside the rest of round r's phase 3 on the first lane. The serial phases 1 and 2,
+    which fill one SM and 2(R - 1) tiles, no longer leave the GPU waiting between rounds.
+
+    Order: phases 1 and 2 of a round read only tiles that the look-ahead part has finished, and
+    the rest of a round's phase 3 reads pivot tiles that phase 2 finished before the lanes met."""
+
+    def launches(self, work) -> Iterator[fw.Launch | fw.LanesMeet]:
+        n = work.shape[0]
+        rounds = n // self.bf
+        p1, p2, p3 = self.phases
+        yield fw.LANES_MEET
+        yield self.launch(p1, work, 0, lane=1)
+        yield self.launch(p2, work, 0, lane=1)
+        for r in range(rounds):
+            yield fw.LANES_MEET
+            if r + 1 == rounds:
+                yield self.launch(p3, work, r)
+                break
+            yield self.launch(p3, work, r, args=(work, np.int32(n), np.int32(r), np.int32(2)))
+            yield self.launch(p3, work, r, grid=(rounds, 2), args=(work, np.int32(n), np.int32(r), np.int32(1)), lane=1)
+            yield self.launch(p1, work, r + 1, lane=1)
+            yield self.launch(p2, work, r + 1, lane=1)
+        yield fw.LANES_MEET
 
 
 PHASE_GRIDS: dict[str, Callable[[int], tuple[int, ...]]] = {
@@ -216,10 +249,13 @@ def registers_plan(bf: int = 64, dpx: bool = True, tile: int = 4) -> BlockedPlan
     return BlockedPlan(bf, base.phases[:2] + (phase3,))
 
 
-def minplus_plan(bf: int = 64, dpx: bool = True) -> BlockedPlan:
+def minplus_plan(bf: int = 64, dpx: bool = True, lookahead: bool = True) -> BlockedPlan:
     """The project's best kernel: every phase of ``fw_blocked_minplus.cu``, phases 2 and 3 as
-    min-plus products of 8 x 8 register tiles, with or without the DPX add-min instruction."""
-    return BlockedPlan(bf, tuple(_phase(spec) for spec in minplus_phase_launches(bf, dpx)))
+    min-plus products of 8 x 8 register tiles, with or without the DPX add-min instruction,
+    rounds overlapped by a look-ahead (``LookaheadPlan``) unless ``lookahead`` is False."""
+    p1, p2, p3 = (_phase(spec) for spec in minplus_phase_launches(bf, dpx))
+    p3 = dataclasses.replace(p3, args=lambda work, n, r: (work, np.int32(n), np.int32(r), np.int32(0)))
+    return (LookaheadPlan if lookahead else BlockedPlan)(bf, (p1, p2, p3))
 
 
 def variant(label: str, make: Callable[[], BlockedPlan], **fields: Any) -> fw.Variant:
@@ -428,30 +464,29 @@ def phase_split(variants: Sequence[fw.Variant], n: int, seed: int, repeats: int 
                 per_solve = []
                 for _ in range(repeats + 1):
                     cp.copyto(work, start)
-                    per_solve.append(_timed_launches(solver, plan, stream))
+                    per_solve.append(_timed_launches(solver, stream))
                 status = compare(plan.finish(work, n), reference, "CuPy's min-plus reference")
         except refusal_types() as exc:
             rows.append({**base, "status": "skipped", "reason": f"{type(exc).__name__}: {exc}"})
             continue
         times = pd.DataFrame(per_solve[1:])
         for phase in times.columns:
-            rows.append({**base, "phase": phase, "launches": sum(plan.phase_of(i) == phase for i in range(len(solver.launches))),
+            rows.append({**base, "phase": phase, "launches": sum(x.phase == phase for x in solver.launches),
                          **summarize(times[phase].to_numpy()), **status})
     return pd.DataFrame(rows)
 
 
-def _timed_launches(solver: fw.Solver, plan: BlockedPlan, stream) -> dict[str, float]:
+def _timed_launches(solver: fw.Solver, stream) -> dict[str, float]:
     cp = require_cupy()
     events = [cp.cuda.Event() for _ in range(len(solver.launches) + 1)]
     events[0].record(stream)
-    for i, x in enumerate(solver.launches):
+    for i, x in enumerate(solver.launches):  # one lane: every launch after the one before
         x.kernel(x.grid, x.block, x.args, shared_mem=x.shared_mem, stream=stream)
         events[i + 1].record(stream)
     events[-1].synchronize()
     totals: dict[str, float] = {}
-    for i in range(len(solver.launches)):
-        phase = plan.phase_of(i)
-        totals[phase] = totals.get(phase, 0.0) + cp.cuda.get_elapsed_time(events[i], events[i + 1])
+    for i, x in enumerate(solver.launches):
+        totals[x.phase] = totals.get(x.phase, 0.0) + cp.cuda.get_elapsed_time(events[i], events[i + 1])
     return totals
 
 

@@ -26,26 +26,39 @@ from cudalab.labs.fw.graphs import INPUTS, gen_matrix
 
 @dataclass
 class Launch:
-    """One kernel launch of a solve."""
+    """One kernel launch of a solve: on ``lane`` 0 (the solver's stream) or 1 (a second stream,
+    for work that may run beside lane 0's until the lanes next meet); ``phase`` names its part
+    of the algorithm for per-phase timing."""
 
     kernel: Any
     grid: tuple[int, ...]
     block: tuple[int, ...]
     args: tuple
     shared_mem: int = 0
+    lane: int = 0
+    phase: str = ""
+
+
+class LanesMeet:
+    """In a plan's launches: each lane waits for everything enqueued so far on the other, so what
+    follows on either lane runs after all that came before (``LANES_MEET``)."""
+
+
+LANES_MEET = LanesMeet()
 
 
 class Plan(Protocol):
     """How a kernel family solves an n x n matrix given in the labs' convention (-1 = no edge).
 
     ``prepare`` turns the input into what the kernels work on (the same array, or a padded copy
-    in another convention), ``launches`` lists the launches of one solve of that array, and
+    in another convention), ``launches`` lists the launches of one solve of that array (in
+    order; a plan that uses a second lane says where the lanes meet), and
     ``finish`` turns the solved array back into an n x n answer in the labs' convention.
     """
 
     def prepare(self, d_input) -> Any: ...
 
-    def launches(self, work) -> Iterator[Launch]: ...
+    def launches(self, work) -> Iterator["Launch | LanesMeet"]: ...
 
     def finish(self, work, n: int) -> Any: ...
 
@@ -90,8 +103,10 @@ class Solver:
     def __init__(self, plan: Plan, work, use_graph: bool = True, stream=None):
         cp = require_cupy()
         self.plan, self.work = plan, work
-        self.launches = list(plan.launches(work))
+        self.schedule = list(plan.launches(work))  # launches, and where the lanes meet
+        self.launches = [x for x in self.schedule if isinstance(x, Launch)]
         self.stream = stream or cp.cuda.Stream(non_blocking=True)
+        self.side = cp.cuda.Stream(non_blocking=True) if any(x.lane for x in self.launches) else None
         self.graph = None
         firsts = {}
         for x in self.launches:
@@ -116,8 +131,20 @@ class Solver:
         self.launch_mode = "cuda-graph" if self.graph is not None else "stream"
 
     def _enqueue(self) -> None:
-        for x in self.launches:
-            x.kernel(x.grid, x.block, x.args, shared_mem=x.shared_mem)
+        """Every launch on its lane's stream; where the lanes meet, each stream waits on an event
+        recorded on the other (in a capture, that forks the graph and joins it again)."""
+        cp = require_cupy()
+        lanes = (self.stream, self.side)
+        for x in self.schedule:
+            if isinstance(x, LanesMeet):
+                if self.side is not None:
+                    main_done, side_done = cp.cuda.Event(disable_timing=True), cp.cuda.Event(disable_timing=True)
+                    main_done.record(self.stream)
+                    side_done.record(self.side)
+                    self.side.wait_event(main_done)
+                    self.stream.wait_event(side_done)
+                continue
+            x.kernel(x.grid, x.block, x.args, shared_mem=x.shared_mem, stream=lanes[x.lane])
 
     def run(self) -> None:
         if self.graph is not None:
