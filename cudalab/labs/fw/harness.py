@@ -107,7 +107,7 @@ class Solver:
         self.launches = [x for x in self.schedule if isinstance(x, Launch)]
         self.stream = stream or cp.cuda.Stream(non_blocking=True)
         self.side = cp.cuda.Stream(non_blocking=True) if any(x.lane for x in self.launches) else None
-        self.graph = None
+        self.graph, self.capture_error = None, ""
         firsts = {}
         for x in self.launches:
             firsts.setdefault((id(x.kernel), x.grid, x.block, x.shared_mem), x)
@@ -126,25 +126,36 @@ class Solver:
                         self._enqueue()
                     finally:
                         self.graph = self.stream.end_capture()
-            except Exception:  # capture unsupported here: plain launches measure the same kernels
-                self.graph = None
+            except Exception as exc:  # capture unsupported here: plain launches measure the same kernels
+                self.graph, self.capture_error = None, f"{type(exc).__name__}: {exc}"
         self.launch_mode = "cuda-graph" if self.graph is not None else "stream"
 
     def _enqueue(self) -> None:
-        """Every launch on its lane's stream; where the lanes meet, each stream waits on an event
-        recorded on the other (in a capture, that forks the graph and joins it again)."""
+        """Every launch on its lane's stream. Where the lanes meet, the solver's stream waits for
+        the second's work so far (a join) and marks the point that the second's next launch
+        waits for (a fork); the second lane is joined at the end. In a capture this forks the
+        graph and joins it again: the second stream only ever waits on events of the capture."""
         cp = require_cupy()
-        lanes = (self.stream, self.side)
+
+        def mark(stream):
+            event = cp.cuda.Event(disable_timing=True)
+            event.record(stream)
+            return event
+
+        meeting, side_joined = mark(self.stream), True
         for x in self.schedule:
             if isinstance(x, LanesMeet):
-                if self.side is not None:
-                    main_done, side_done = cp.cuda.Event(disable_timing=True), cp.cuda.Event(disable_timing=True)
-                    main_done.record(self.stream)
-                    side_done.record(self.side)
-                    self.side.wait_event(main_done)
-                    self.stream.wait_event(side_done)
+                if not side_joined:
+                    self.stream.wait_event(mark(self.side))
+                    side_joined = True
+                meeting = mark(self.stream)
                 continue
-            x.kernel(x.grid, x.block, x.args, shared_mem=x.shared_mem, stream=lanes[x.lane])
+            if x.lane and side_joined:
+                self.side.wait_event(meeting)
+                side_joined = False
+            x.kernel(x.grid, x.block, x.args, shared_mem=x.shared_mem, stream=self.side if x.lane else self.stream)
+        if not side_joined:
+            self.stream.wait_event(mark(self.side))
 
     def run(self) -> None:
         if self.graph is not None:
