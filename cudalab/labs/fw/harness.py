@@ -90,6 +90,17 @@ def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def _priority_stream():
+    """A non-blocking stream of the device's highest priority: its blocks are dispatched before
+    those of a kernel already running on a normal stream, as SMs free up (a hint, no preemption)."""
+    cp = require_cupy()
+    _, greatest = cp.cuda.runtime.deviceGetStreamPriorityRange()
+    try:
+        return cp.cuda.Stream(non_blocking=True, priority=greatest)
+    except TypeError:  # a CuPy without the argument: the lanes still overlap, unprioritized
+        return cp.cuda.Stream(non_blocking=True)
+
+
 class Solver:
     """Runs the launches of one solve on one device matrix, as a CUDA graph when CuPy can
     capture one (else as plain launches on the stream).
@@ -106,7 +117,7 @@ class Solver:
         self.schedule = list(plan.launches(work))  # launches, and where the lanes meet
         self.launches = [x for x in self.schedule if isinstance(x, Launch)]
         self.stream = stream or cp.cuda.Stream(non_blocking=True)
-        self.side = cp.cuda.Stream(non_blocking=True) if any(x.lane for x in self.launches) else None
+        self.side = _priority_stream() if any(x.lane for x in self.launches) else None
         self.graph, self.capture_error = None, ""
         firsts = {}
         for x in self.launches:
