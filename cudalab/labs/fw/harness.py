@@ -94,9 +94,8 @@ def _priority_stream():
     """A non-blocking stream of the device's highest priority: its blocks are dispatched before
     those of a kernel already running on a normal stream, as SMs free up (a hint, no preemption)."""
     cp = require_cupy()
-    _, greatest = cp.cuda.runtime.deviceGetStreamPriorityRange()
-    try:
-        return cp.cuda.Stream(non_blocking=True, priority=greatest)
+    try:  # CUDA clamps a priority beyond the device's range to its highest
+        return cp.cuda.Stream(non_blocking=True, priority=-(2**16))
     except TypeError:  # a CuPy without the argument: the lanes still overlap, unprioritized
         return cp.cuda.Stream(non_blocking=True)
 
