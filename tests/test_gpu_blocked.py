@@ -189,3 +189,20 @@ def test_weights_that_could_reach_unreachable_are_refused_as_the_host_refuses_th
     with pytest.raises(CaseFormatError, match="shortest path could weigh"):
         nthu_gpu.solve_file(tmp_path / "heavy.in", tmp_path / "heavy.out", blocked.KernelSpec("registers", 64).plan())
     assert not (tmp_path / "heavy.out").exists()
+
+
+def test_precompile_fills_the_module_cache_before_first_use(cp):
+    from cudalab.core import kernels
+
+    launches = blocked.minplus_phase_launches(64, dpx=False)
+    builds = [(x["file"], x["options"]) for x in launches]
+    assert kernels.precompile(builds + builds) == 1  # three phases, one build
+    path = kernels.kernel_path(blocked.MINPLUS_FILE)
+    assert any(key[0] == str(path) and key[2][-1] == "-DNO_DPX" for key in kernels._modules)
+
+
+def test_lookahead_solves_as_plain_launches_on_large_matrices_and_as_a_graph_below(cp):
+    plan = blocked.minplus_plan(64)
+    small, large = cp.zeros((128, 128), dtype=cp.int32), cp.zeros((4096, 4096), dtype=cp.int32)
+    assert fw.Solver(plan, small).launch_mode == "cuda-graph"
+    assert fw.Solver(plan, large).launch_mode == "stream"

@@ -13,7 +13,7 @@ import json
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 import pandas as pd
 
@@ -115,6 +115,15 @@ class Chapter:
                                     f"{self.profile.name} --record`")
         atomic_write(path, lambda tmp: shutil.copyfile(src, tmp))
         return pd.read_csv(src, dtype=dtype)
+
+    def precompile(self, launches: Iterable[dict[str, Any]]) -> None:
+        """Compile every kernel build among ``launches`` (dicts with ``file`` and ``options``, as
+        the kernel families' ``launches()`` list them) in parallel before the first is timed, when
+        measuring; a replay compiles nothing."""
+        if self.mode == "measure":
+            from cudalab.core.kernels import precompile
+
+            precompile((launch["file"], launch["options"]) for launch in launches)
 
     def tables(self, names: dict[str, tuple[str, ...]], measure: Callable[[], tuple[pd.DataFrame, ...]]) -> tuple[pd.DataFrame, ...]:
         """Several tables that one measurement produces together (e.g. GPU and CPU timings);

@@ -65,6 +65,29 @@ def load_module(filename: str | Path, options: Iterable[str] = ()):
     return module
 
 
+def precompile(builds: Iterable[tuple[str | Path, Iterable[str]]], workers: Optional[int] = None) -> int:
+    """Compile many builds (file, options) at once, before their first launch, and return how many.
+
+    A chapter that times dozens of kernel builds would otherwise compile them one by one as each
+    is first used. NVRTC compiles outside Python's interpreter lock, so threads compile in
+    parallel; the modules land in ``load_module``'s cache (and CuPy's on disk). A build that
+    fails to compile is left for its first use to report, where the chapter says which."""
+    from concurrent.futures import ThreadPoolExecutor
+    import os
+
+    unique = list(dict.fromkeys((str(f), tuple(o)) for f, o in builds))
+
+    def one(build: tuple[str, tuple[str, ...]]) -> None:
+        try:
+            load_module(*build)
+        except KernelCompileError:
+            pass
+
+    with ThreadPoolExecutor(max_workers=workers or min(16, os.cpu_count() or 1)) as pool:
+        list(pool.map(one, unique))
+    return len(unique)
+
+
 def load_kernel(filename: str | Path, name: str, options: Iterable[str] = ()):
     """One ``extern "C"`` kernel of a ``.cu`` file, as a ``cupy.RawKernel``."""
     return load_module(filename, options).get_function(name)

@@ -118,7 +118,19 @@ class LookaheadPlan(BlockedPlan):
     which fill one SM and 2(R - 1) tiles, no longer leave the GPU waiting between rounds.
 
     Order: phases 1 and 2 of a round read only tiles that the look-ahead part has finished, and
-    the rest of a round's phase 3 reads pivot tiles that phase 2 finished before the lanes met."""
+    the rest of a round's phase 3 reads pivot tiles that phase 2 finished before the lanes met.
+
+    The second lane is a stream of the highest priority, so that its blocks are dispatched as
+    SMs free up rather than after the running phase 3. A CUDA graph drops that priority (CuPy
+    instantiates graphs without node priorities), so from ``PLAIN_LAUNCHES_FROM`` vertices on,
+    where a round is long enough for Python's launches to keep ahead of the GPU, the solve is
+    launched plainly instead of captured."""
+
+    PLAIN_LAUNCHES_FROM = 4096
+
+    def capture(self, work) -> bool:
+        """Whether the solver should capture this solve in a CUDA graph."""
+        return work.shape[0] < self.PLAIN_LAUNCHES_FROM
 
     def launches(self, work) -> Iterator[fw.Launch | fw.LanesMeet]:
         n = work.shape[0]

@@ -53,7 +53,9 @@ class Plan(Protocol):
     ``prepare`` turns the input into what the kernels work on (the same array, or a padded copy
     in another convention), ``launches`` lists the launches of one solve of that array (in
     order; a plan that uses a second lane says where the lanes meet), and
-    ``finish`` turns the solved array back into an n x n answer in the labs' convention.
+    ``finish`` turns the solved array back into an n x n answer in the labs' convention. A plan
+    may also say, by ``capture(work) -> bool``, that a solve is better launched plainly than as a
+    CUDA graph.
     """
 
     def prepare(self, d_input) -> Any: ...
@@ -128,7 +130,7 @@ class Solver:
             for x in firsts.values():  # a trial of each configuration: refusals surface here
                 launch(x.kernel, x.grid, x.block, x.args, x.shared_mem)
         self.stream.synchronize()
-        if use_graph:
+        if use_graph and getattr(plan, "capture", lambda work: True)(work):
             try:
                 with self.stream:
                     self.stream.begin_capture()
