@@ -35,7 +35,8 @@ def test_extends_inherits_lab_data_but_not_gpu_matching():
     h100 = load_profile("h100")
     assert h100.device.name == "GeForce GTX 680"
     assert h100.chapter("01_block_size").published is not None
-    assert max(h100.chapter_params("01_block_size")["sizes"]) == 4096
+    assert h100.chapter_params("01_block_size")["sizes"][:3] == [256, 512, 1024]  # its own grid, not the lab's
+    assert load_profile("gtx680").chapter_params("01_block_size")["sizes"][:3] == [250, 500, 1000]
     assert load_profile("generic").match == []
 
 

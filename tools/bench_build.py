@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How long the report takes to build: cold, cached and replayed (``make bench``).
 
-    python tools/bench_build.py [--profile h100] [--record] [--skip-cold]
+    python tools/bench_build.py [--profile h100] [--record] [--record-results] [--skip-cold]
 
 - **cold** (GPU only): every chapter measured, into a fresh output folder, with a fresh CuPy
   kernel cache (``CUPY_CACHE_DIR``) and compiler-report cache (``CUDALAB_CACHE_DIR``), so every
@@ -55,7 +55,8 @@ def machine() -> dict[str, object]:
             "slug": gpu_slug(name) if name else f"no-gpu-{os.cpu_count()}-cores"}
 
 
-def run(profile: str, skip_cold: bool, formats: str, skip_replay: bool = False) -> dict[str, object]:
+def run(profile: str, skip_cold: bool, formats: str, skip_replay: bool = False,
+        record_results: bool = False) -> dict[str, object]:
     env = {**os.environ}
     times: dict[str, dict[str, object]] = {}
     from cudalab.toolchain.nvcc import cache_dir
@@ -68,7 +69,8 @@ def run(profile: str, skip_cold: bool, formats: str, skip_replay: bool = False) 
             env_cold = {**env, "CUPY_CACHE_DIR": str(work / "cupy-cache"), "CUDALAB_CACHE_DIR": str(work / "cudalab-cache")}
             for label in ("cold", "cached"):
                 print(f"{label}: building profile {profile} (measuring) ...", file=sys.stderr, flush=True)
-                seconds, rc, tail = _build(["--gpu", profile, "--format", formats, "--out", str(out)], env_cold)
+                extra = ["--record"] if record_results and label == "cold" else []
+                seconds, rc, tail = _build(["--gpu", profile, "--format", formats, "--out", str(out), *extra], env_cold)
                 times[label] = {"seconds": round(seconds, 1), "exit_status": rc, "log_tail": tail}
                 print(f"{label}: {seconds:.1f} s (exit status {rc})", file=sys.stderr, flush=True)
         if not skip_replay:
@@ -94,8 +96,10 @@ def main(argv: list[str] | None = None) -> int:
                                                                    "is for a machine without a GPU)")
     parser.add_argument("--record", action="store_true",
                         help=f"keep the figures in results/{BUILD_TIMES}/<machine>-<profile>.json for BENCHMARKS.md")
+    parser.add_argument("--record-results", action="store_true",
+                        help="the cold build also records its measurements in results/ (build_report.py --record)")
     args = parser.parse_args(argv)
-    result = run(args.profile, args.skip_cold, args.formats, args.skip_replay)
+    result = run(args.profile, args.skip_cold, args.formats, args.skip_replay, args.record_results)
     print(f"\nbuild times, profile {args.profile}, on {result['machine']['gpu_name']} "
           f"({result['machine']['cpu_count']} CPU cores), {result['date_utc']}")
     print(f"{'build':<8} {'seconds':>8} {'goal':>6}  result")

@@ -53,7 +53,7 @@ def _enough(samples: list[float], min_repeats: int, max_repeats: int, min_total_
     return len(samples) >= max_repeats or (len(samples) >= min_repeats and sum(samples) >= min_total_ms)
 
 
-SLOW_CALL_S = 2.0  # a call this long is its own warm-up: see time_gpu
+SLOW_CALL_S = 0.25  # a call this long is its own warm-up: see time_gpu
 
 
 def time_gpu(run: Callable[[], None], *, setup: Optional[Callable[[], None]] = None, warmup: int = 1,
@@ -67,7 +67,7 @@ def time_gpu(run: Callable[[], None], *, setup: Optional[Callable[[], None]] = N
 
     Repeats follow the expected time: a warm-up call that takes ``SLOW_CALL_S`` or more is timed
     with events and kept as the first sample (what a warm-up removes, module loads and cold
-    caches, is milliseconds, not a measurable part of seconds), so a 10-second solve costs three
+    caches, is a millisecond or two, under 1% of a quarter second), so a slow solve costs three
     calls, not four.
     """
     from cudalab.core.gpu import require_cupy

@@ -103,16 +103,17 @@ def distinct_launches(launches: Iterable[Mapping[str, Any]]) -> list[dict[str, A
     return list(merged.values())
 
 
-def _prefetch(launches: Iterable[Mapping[str, Any]], cc: str, workers: int = max(2, os.cpu_count() or 2)) -> None:
-    """Compile each distinct (file, options) once, a few at a time (``kernel_resources_for_cc``
-    caches the reports): nvcc runs are most of the table's time."""
+def _prefetch(per_cc: Mapping[str, Iterable[Mapping[str, Any]]], workers: int = max(2, os.cpu_count() or 2)) -> None:
+    """Compile each distinct (file, options, compute capability) once, all GPUs' builds side by
+    side (``kernel_resources_for_cc`` caches the reports): nvcc runs are most of the table's time."""
     from concurrent.futures import ThreadPoolExecutor
 
-    builds = list(dict.fromkeys((launch["file"], tuple(launch.get("options", ()))) for launch in launches))
+    builds = list(dict.fromkeys((launch["file"], tuple(launch.get("options", ())), cc)
+                                for cc, launches in per_cc.items() for launch in launches))
     if len(builds) < 2:
         return
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        list(pool.map(lambda build: kernel_resources_for_cc(build[0], cc, build[1]), builds))
+        list(pool.map(lambda build: kernel_resources_for_cc(build[0], build[2], build[1]), builds))
 
 
 def occupancy_by_gpu(launches: Launches, gpus: Mapping[str, str]) -> tuple[pd.DataFrame, list[str]]:
@@ -125,11 +126,11 @@ def occupancy_by_gpu(launches: Launches, gpus: Mapping[str, str]) -> tuple[pd.Da
     on the GPU (the shared memory a block may opt in to). An empty frame where ``gpus`` is empty;
     ``ToolUnavailable`` where nvcc is not installed."""
     frames, notes = [], []
+    listed = {name: distinct_launches(launches(resolve_cc(cc)[0]) if callable(launches) else launches)
+              for name, cc in gpus.items()}
+    _prefetch({resolve_cc(cc)[0]: listed[name] for name, cc in gpus.items()})
     for name, cc in gpus.items():
-        key = resolve_cc(cc)[0]
-        listed = distinct_launches(launches(key) if callable(launches) else launches)
-        _prefetch(listed, key)
-        frame, why = launch_occupancy(listed, cc)
+        frame, why = launch_occupancy(listed[name], cc)
         frames.append(frame.assign(gpu=name))
         for part in (part for n in why for part in n.split("; ")):
             if part not in notes:
