@@ -8,24 +8,27 @@
 // where (A (x) B)[i][j] = min over k of A[i][k] + B[k][j]. So one tile kernel, a register-tiled
 // min-plus GEMM with K = BF, serves both phases, and phase 2 loses its barrier per k.
 //
-// Why BF = 128 (-DBF=128, the default; 64 also builds): each tile of a round reads and writes its
-// own BF x BF cells once (8 B per cell) for BF relaxations per cell, BF / 8 relaxations per DRAM
-// byte. At BF = 64 that is 8, below two times what an H100 needs to keep its add-min pipe fed from
-// HBM (16 T relaxations/s over 3.35 TB/s = 4.8); at 128 it is 16. The pivot operands come from L2.
+// BF (-DBF=64, the default, or 128): each tile of a round reads and writes its own BF x BF cells
+// once (8 B per cell) for BF relaxations per cell, BF / 8 relaxations per DRAM byte: 8 at BF 64,
+// above the 4.8 an H100 needs to feed its add-min pipe from HBM (16 T relaxations/s over
+// 3.35 TB/s), 16 at BF 128. BF 128 halves the traffic but measures slower on the H100: its 256
+// threads of 8 x 8 cells need more than the 128 registers two blocks per SM leave them, so they
+// spill, and its phase 1 (BF^3 relaxations on one SM) is eight times longer. The pivot operands
+// come from L2.
 // Each thread owns an 8 x 8 patch of results (rows and columns in two groups of four, BF / 2
 // apart, so that a warp's 16-byte shared loads are contiguous), 64 accumulators in registers.
 // Per k it reads 8 + 8 operands in four 16-byte shared loads for 64 relaxations.
-// The operands are staged in chunks of KC = 32 k through two shared-memory buffers filled by
-// cp.async (compute capability 8.0 and later; a plain copy before), so that the next chunk is in
-// flight while this one is used; A stays row-major (no transpose on the way in): a thread reads
-// four k of one of its rows with one 16-byte load.
+// The operands are staged in four chunks of KC = BF / 4 k through two shared-memory buffers, so
+// that the next chunk is in flight while this one is used: B's rows by cp.async (compute
+// capability 8.0 and later; a plain copy before), A's block through registers, stored transposed
+// so that a thread's eight d[i][k] are two 16-byte loads.
 // Distances use the NTHU convention (1073741823 = unreachable, so a + b never overflows int32);
 // n must be a multiple of BF. Launch: phase 1 grid (1, 1) block (32, 32); phase 2 grid (R, 2) and
 // phase 3 grid (R, R) (or see its `part`), block (BF / 8, BF / 8), dynamic shared memory two
 // stages (see STAGE_INTS below).
 
 #ifndef BF
-#define BF 128
+#define BF 64
 #endif
 #if BF != 64 && BF != 128
 #error "BF must be 64 or 128"

@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 from dataclasses import asdict, dataclass, replace
 from functools import cache, lru_cache
 from pathlib import Path
@@ -196,24 +197,34 @@ def cache_dir() -> Path:
     return Path(root) / "ptxas"
 
 
-@lru_cache(maxsize=256)
-def _resources(path: str, mtime_ns: int, arch: str, options: tuple[str, ...]) -> tuple[PtxasUsage, ...]:
-    """``ptxas -v`` of one build, from the disk cache when the same source, headers, options,
-    architecture and nvcc produced it before (a report is a pure function of those)."""
+def _report_file(path: str | Path, arch: str, options: Iterable[str]) -> Path:
     key = hashlib.sha256(json.dumps([_source_digest(Path(path)), arch, list(options), nvcc_version()]).encode()).hexdigest()
-    cached = cache_dir() / f"{key}.json"
-    try:
-        return tuple(PtxasUsage(**u) for u in json.loads(cached.read_text()))
-    except (OSError, ValueError, TypeError):
-        pass
-    usages = tuple(nvcc_check(path, arch, options))
+    return cache_dir() / f"{key}.json"
+
+
+def remember_resources(path: str | Path, arch: str, options: Iterable[str], usages: Sequence[PtxasUsage]) -> None:
+    """Keep a build's ``ptxas -v`` report in the disk cache, for a compile made for another reason
+    (the SASS table's) to spare the occupancy table its own."""
+    cached = _report_file(path, arch, options)
     try:
         cached.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+        tmp = cached.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
         tmp.write_text(json.dumps([asdict(u) for u in usages]))
         tmp.replace(cached)
     except OSError:  # a read-only home: no cache, same answer
         pass
+
+
+@lru_cache(maxsize=256)
+def _resources(path: str, mtime_ns: int, arch: str, options: tuple[str, ...]) -> tuple[PtxasUsage, ...]:
+    """``ptxas -v`` of one build, from the disk cache when the same source, headers, options,
+    architecture and nvcc produced it before (a report is a pure function of those)."""
+    try:
+        return tuple(PtxasUsage(**u) for u in json.loads(_report_file(path, arch, options).read_text()))
+    except (OSError, ValueError, TypeError):
+        pass
+    usages = tuple(nvcc_check(path, arch, options))
+    remember_resources(path, arch, options, usages)
     return usages
 
 

@@ -12,7 +12,7 @@ from typing import Iterable, Optional
 
 from cudalab.core.errors import ToolUnavailable
 from cudalab.core.kernels import kernel_path
-from cudalab.toolchain.nvcc import cuda_tool, nvcc_cubin
+from cudalab.toolchain.nvcc import cuda_tool, nvcc_cubin, parse_ptxas, remember_resources
 
 
 _SASS_FUNCTION = re.compile(r"Function : (?P<name>\S+)")
@@ -39,10 +39,12 @@ def sass_opcodes(filename: str | Path, arch: str, options: Iterable[str] = ()) -
     cuobjdump = cuda_tool("cuobjdump")
     if cuobjdump is None:
         raise ToolUnavailable("cuobjdump is needed to read SASS; it is not installed here")
+    path, options = kernel_path(filename), tuple(options)
     with tempfile.TemporaryDirectory() as tmp:
         cubin = Path(tmp) / "k.cubin"
-        nvcc_cubin(kernel_path(filename), arch, options, str(cubin))
+        log = nvcc_cubin(path, arch, options, str(cubin), ("-Xptxas", "-v"))
         dump = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
+    remember_resources(path, arch, options, parse_ptxas(log))  # the occupancy table's report, for free
     return parse_sass(dump)
 
 
