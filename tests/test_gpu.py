@@ -59,10 +59,14 @@ def test_graph_and_stream_launches_agree(cp, basic_kernel, rng):
     np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.parametrize("n", [1, 50, 300])
+@pytest.mark.parametrize("n", [1, 17, 50, 300])
 def test_cupy_reference_matches_cpu(cp, rng, n):
-    mat = random_graph(rng, n, 0.03, 500)
-    np.testing.assert_array_equal(cp.asnumpy(floyd_warshall_cupy(cp.asarray(mat))), floyd_warshall_c(mat))
+    """The grouped reference (16 steps per pass) on sizes that are and are not a multiple of the
+    group, sparse heavy graphs and graphs of zero-weight cycles; one step per pass too."""
+    for mat in (random_graph(rng, n, 0.03, 500), random_graph(rng, n, 0.2, 1)):
+        want = floyd_warshall_c(mat)
+        np.testing.assert_array_equal(cp.asnumpy(floyd_warshall_cupy(cp.asarray(mat))), want)
+        np.testing.assert_array_equal(cp.asnumpy(floyd_warshall_cupy(cp.asarray(mat), group=1)), want)
 
 
 def test_cupy_checked_sizes_are_not_raced_by_the_solver(cp, basic_kernel):

@@ -62,20 +62,42 @@ def floyd_warshall_numpy(mat: np.ndarray) -> np.ndarray:
 
 
 @cache
-def _relax_through_k():
+def _relax_through_group():
     cp = require_cupy()
-    return cp.ElementwiseKernel("int32 dik, int32 dkj", "int32 d", "d = min(d, dik + dkj)", "cudalab_reference_relax")
+    return cp.ElementwiseKernel(
+        "raw int32 cols, raw int32 rows, int32 b, int32 n", "int32 d",
+        """
+        const ptrdiff_t r = i / n, c = i % n;
+        int best = d;
+        for (int m = 0; m < b; ++m) best = min(best, cols[r * b + m] + rows[(ptrdiff_t)m * n + c]);
+        d = best;
+        """, "cudalab_reference_relax_group")
 
 
-def floyd_warshall_cupy(d_mat) -> Any:
-    """Reference on the GPU through CuPy's own elementwise kernels (min-plus on int32,
-    unreachable = 2**30-1 so that two of them still fit in an int32). Each step k is one fused
-    elementwise kernel over the matrix, fed copies of row and column k (which step k leaves
-    unchanged, the diagonal being 0): one read and one write of the matrix per k."""
+def floyd_warshall_cupy(d_mat, group: int = 16) -> Any:
+    """Reference on the GPU through CuPy's own array operations (min-plus on int32, unreachable =
+    2**30-1 so that two of them still fit in an int32; the diagonal is 0).
+
+    Floyd-Warshall's step k adds one candidate, d[i][k] + d[k][j], to every entry, with row and
+    column k as they stand after the steps before; so ``group`` steps at once are
+    d[i][j] = min(d[i][j], min over m of col_m[i] + row_m[j]), where col_m and row_m are column
+    and row k0 + m after steps k0 .. k0 + m - 1. Those come from running the group's steps on the
+    group's own columns and rows (an N x group strip each, every step k the textbook update on
+    them), then one elementwise pass applies the group to the whole matrix: it is read and
+    written once per ``group`` steps instead of once per step."""
     cp = require_cupy()
     inf = UNREACHABLE
     d = cp.where(d_mat < 0, inf, d_mat).astype(cp.int32)
-    relax = _relax_through_k()
-    for k in range(d.shape[0]):
-        relax(d[:, k].copy()[:, None], d[k].copy()[None, :], d)
+    n = d.shape[0]
+    relax = _relax_through_group()
+    for k0 in range(0, n, group):
+        ks = slice(k0, min(k0 + group, n))
+        b = ks.stop - k0
+        col, row = d[:, ks].copy(), d[ks, :].copy()  # the group's columns (n x b) and rows (b x n)
+        cols, rows = cp.empty_like(col), cp.empty_like(row)
+        for m in range(b):
+            cols[:, m], rows[m] = col[:, m], row[m]  # column and row k0 + m as step k0 + m reads them
+            cp.minimum(col, col[:, m, None] + row[m, None, ks], out=col)
+            cp.minimum(row, col[ks, m, None] + row[m, None, :], out=row)
+        relax(cols, rows, np.int32(b), np.int32(n), d)
     return cp.where(d >= inf, NO_EDGE, d).astype(cp.int32)
