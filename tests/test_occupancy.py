@@ -300,7 +300,7 @@ def test_every_launch_of_every_chapter_compiles_and_gets_an_occupancy(chapter):
 
     code = "".join("".join(c["source"]) for c in __import__("json").loads(find(chapter).path.read_text())["cells"]
                    if c["cell_type"] == "code")
-    assert "occupancy_section(" in code and all(call in code for call in NOTEBOOK_CALLS[chapter])
+    assert "lab.occupancy(" in code and all(call in code for call in NOTEBOOK_CALLS[chapter])
     launches = _chapter_launches(chapter, _chapter_params(chapter))
     occ, notes = occupancy_by_gpu(launches, {"lab GPU": "3.0", "this run": "9.0"})
     listed = {cc: distinct_launches(launches(cc) if callable(launches) else launches) for cc in ("3.0", "9.0")}

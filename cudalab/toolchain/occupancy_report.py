@@ -201,6 +201,15 @@ def occupancy_section(launches: Launches, gpus: Mapping[str, str], keys: Sequenc
     except ToolUnavailable as exc:
         display(Markdown(f"*Occupancy not computed: {exc}. It needs nvcc (the CUDA toolkit), not a GPU.*"))
         return None
+    return show_occupancy(occ, notes, keys, per_launch=per_launch, after=after)
+
+
+def show_occupancy(occ: pd.DataFrame, notes: Sequence[str], keys: Sequence[str], *, per_launch: bool = False,
+                   after: str = "") -> Optional[pd.DataFrame]:
+    """Display an occupancy table (``occupancy_by_gpu``'s, computed now or recorded) as
+    ``occupancy_section`` does; None where it is empty."""
+    from IPython.display import Markdown, display
+
     if not len(occ):
         return None
     display(occupancy_styled(occ, notes, list(keys)),
