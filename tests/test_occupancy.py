@@ -13,6 +13,7 @@ Each expected value is computed in the comment beside it, not by the code under 
 """
 
 import pytest
+import pandas as pd
 
 from cudalab.core.errors import ProfileError
 from cudalab.core.occupancy import SM_LIMITS, cc_key, occupancy, occupancy_table, resident_blocks, sm_limits
@@ -300,7 +301,7 @@ def test_every_launch_of_every_chapter_compiles_and_gets_an_occupancy(chapter):
 
     code = "".join("".join(c["source"]) for c in __import__("json").loads(find(chapter).path.read_text())["cells"]
                    if c["cell_type"] == "code")
-    assert "lab.occupancy(" in code and all(call in code for call in NOTEBOOK_CALLS[chapter])
+    assert "occupancy_section(" in code and "table=lab.table" in code and all(call in code for call in NOTEBOOK_CALLS[chapter])
     launches = _chapter_launches(chapter, _chapter_params(chapter))
     occ, notes = occupancy_by_gpu(launches, {"lab GPU": "3.0", "this run": "9.0"})
     listed = {cc: distinct_launches(launches(cc) if callable(launches) else launches) for cc in ("3.0", "9.0")}
@@ -410,3 +411,37 @@ def test_occupancy_by_gpu_table_and_summary():
     assert "4x4: 16 blocks (25% of the warps), limited by blocks per SM" in text
     short = binding_summary(occ, "block", per_launch=False)
     assert "1 of 2 limited by blocks per SM (25% of the warps)" in short
+
+
+@needs_nvcc
+def test_occupancy_section_records_its_table_and_replays_it_without_compiling(tmp_path, monkeypatch):
+    """Measured once through the chapter's ``table`` (a CSV round trip, as ``lab.table`` does),
+    the section replays from the recording without calling the compiler; a recording without the
+    table is computed."""
+    import cudalab.toolchain.occupancy_report as report
+    from cudalab.core.errors import NoRecordedResults
+    from cudalab.labs.fw import per_k
+
+    launches = [per_k.launch("basic", b) for b in (8, 16)]
+    gpus = {"lab GPU": "3.0", "this run": "9.0"}
+
+    def measure_table(name, compute, *, axes, dtype=None):
+        frame = compute()
+        assert set(axes) <= set(frame.columns)
+        frame.to_csv(tmp_path / f"{name}.csv", index=False)
+        return frame
+
+    def replay_table(name, compute, *, axes, dtype=None):
+        path = tmp_path / f"{name}.csv"
+        if not path.is_file():
+            raise NoRecordedResults(name)
+        return pd.read_csv(path, dtype=dtype)
+
+    measured = report.occupancy_section(launches, gpus, ["block"], table=measure_table)
+    monkeypatch.setattr(report, "occupancy_by_gpu", lambda *a, **k: pytest.fail("the replay compiled"))
+    replayed = report.occupancy_section(launches, gpus, ["block"], table=replay_table)
+    pd.testing.assert_frame_equal(measured.reset_index(drop=True), replayed.reset_index(drop=True), check_dtype=False)
+    assert replayed["compute_capability"].tolist() == ["3.0", "3.0", "9.0", "9.0"]
+    (tmp_path / "occupancy.csv").unlink()
+    monkeypatch.undo()
+    assert len(report.occupancy_section(launches, gpus, ["block"], table=replay_table)) == 4

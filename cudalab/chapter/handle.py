@@ -13,7 +13,7 @@ import json
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Optional
 
 import pandas as pd
 
@@ -124,36 +124,6 @@ class Chapter:
             from cudalab.core.kernels import precompile
 
             precompile((launch["file"], launch["options"]) for launch in launches)
-
-    def occupancy(self, launches: Any, keys: Sequence[str], *, per_launch: bool = False, after: str = "") -> Optional[pd.DataFrame]:
-        """The chapter's occupancy section (``toolchain.occupancy_report``) on the lab's GPU and this
-        run's, for ``launches`` (a list of launch dicts, or a function of the compute capability
-        that returns them), each named by ``keys``.
-
-        Computed from the compiler's reports when measuring and recorded with the chapter's tables
-        (``occupancy.csv``, with where the numbers come from in its ``notes`` column), so that a
-        replay shows the recorded table without compiling; a recording made before the table was
-        recorded computes it (that needs nvcc, not a GPU)."""
-        from IPython.display import Markdown, display
-
-        from cudalab.core.errors import ToolUnavailable
-        from cudalab.toolchain.occupancy_report import chapter_gpus, occupancy_by_gpu, show_occupancy
-
-        def compute() -> pd.DataFrame:
-            occ, notes = occupancy_by_gpu(launches, chapter_gpus(self.profile.device, self.provenance))
-            return occ.assign(notes="; ".join(notes))
-
-        axes = ("gpu", *keys)
-        try:
-            if self.mode == "replay" and not (self.recorded_dir / self.id / "occupancy.csv").is_file():
-                occ = compute()
-            else:
-                occ = self.table("occupancy", compute, axes=axes, dtype={"compute_capability": str, "notes": str})
-        except ToolUnavailable as exc:
-            display(Markdown(f"*Occupancy not computed: {exc}. It needs nvcc (the CUDA toolkit), not a GPU.*"))
-            return None
-        notes = [n for n in str(occ["notes"].iloc[0]).split("; ") if n and n != "nan"] if len(occ) else []
-        return show_occupancy(occ.drop(columns="notes"), notes, keys, per_launch=per_launch, after=after)
 
     def tables(self, names: dict[str, tuple[str, ...]], measure: Callable[[], tuple[pd.DataFrame, ...]]) -> tuple[pd.DataFrame, ...]:
         """Several tables that one measurement produces together (e.g. GPU and CPU timings);

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 import pandas as pd
 
-from cudalab.core.errors import ProfileError, ToolUnavailable
+from cudalab.core.errors import NoRecordedResults, ProfileError, ToolUnavailable
 from cudalab.core.occupancy import SM_LIMITS, cc_key, occupancy, sm_limits
 from cudalab.toolchain.nvcc import kernel_resources_for_cc
 
@@ -190,18 +190,33 @@ def binding_summary(occ: pd.DataFrame, key: str, per_launch: bool = True) -> str
 
 
 def occupancy_section(launches: Launches, gpus: Mapping[str, str], keys: Sequence[str], *, per_launch: bool = False,
-                      after: str = "") -> Optional[pd.DataFrame]:
+                      after: str = "", table: Optional[Callable[..., pd.DataFrame]] = None) -> Optional[pd.DataFrame]:
     """A chapter's occupancy section as the notebook shows it: the table (``keys`` name each
     launch), then which limit binds (each launch's, ``per_launch``, or grouped by limit), then
-    ``after`` (the chapter's reading of it). Without nvcc it says what is missing and returns None."""
+    ``after`` (the chapter's reading of it). Without nvcc it says what is missing and returns None.
+
+    ``table`` (the chapter's ``lab.table``) records the table with the chapter's measurements
+    (``occupancy``, where the numbers come from in its ``notes`` column), so that a replay shows
+    the recording without compiling; a recording made before it was recorded computes it."""
     from IPython.display import Markdown, display
 
-    try:
+    def compute() -> pd.DataFrame:
         occ, notes = occupancy_by_gpu(launches, gpus)
+        return occ.assign(notes="; ".join(notes))
+
+    try:
+        if table is None:
+            occ = compute()
+        else:
+            try:
+                occ = table("occupancy", compute, axes=("gpu", *keys), dtype={"compute_capability": str, "notes": str})
+            except NoRecordedResults:
+                occ = compute()
     except ToolUnavailable as exc:
         display(Markdown(f"*Occupancy not computed: {exc}. It needs nvcc (the CUDA toolkit), not a GPU.*"))
         return None
-    return show_occupancy(occ, notes, keys, per_launch=per_launch, after=after)
+    notes = [n for n in str(occ["notes"].iloc[0]).split("; ") if n and n != "nan"] if len(occ) else []
+    return show_occupancy(occ.drop(columns="notes"), notes, keys, per_launch=per_launch, after=after)
 
 
 def show_occupancy(occ: pd.DataFrame, notes: Sequence[str], keys: Sequence[str], *, per_launch: bool = False,
