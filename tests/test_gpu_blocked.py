@@ -77,13 +77,14 @@ def test_phase_split_times_every_phase_and_checks(cp):
     assert rounds[("shared BF 16", "phase 1")] == blocked.padded_size(200, 16) // 16
 
 
+@pytest.mark.parametrize("kernel", ["minplus:64", "registers:64"])
 @pytest.mark.parametrize("v,density", [(1, 0.0), (70, 0.0), (70, 0.05), (300, 0.01)])
-def test_nthu_case_solved_on_gpu_matches_cpu(cp, tmp_path, v, density):
+def test_nthu_case_solved_on_gpu_matches_cpu(cp, tmp_path, v, density, kernel):
     from cudalab.labs.fw import nthu_gpu
 
     edges = nthu.generate_case(v, density, seed=v)
     nthu.write_case(tmp_path / "c.in", v, edges)
-    ms, solved_v = nthu_gpu.solve_file(tmp_path / "c.in", tmp_path / "c.out", blocked.KernelSpec("registers", 64).plan())
+    ms, solved_v = nthu_gpu.solve_file(tmp_path / "c.in", tmp_path / "c.out", blocked.KernelSpec.parse(kernel).plan())
     want = nthu.solve_cpu(v, edges)
     dist = nthu.read_output(tmp_path / "c.out", v)
     assert solved_v == v
@@ -152,7 +153,7 @@ def test_the_gpu_output_file_is_byte_identical_through_many_staging_blocks(cp, t
     edges[:, 1] = np.where(edges[:, 0] < 40, (edges[:, 1] % 40), edges[:, 1])  # a cluster, and vertices it cannot reach
     nthu.write_case(tmp_path / "c.in", v, edges)
     monkeypatch.setattr(nthu_gpu, "STAGING_BYTES", 4 * v * 7)  # 7 rows per block: 43 blocks through two buffers
-    nthu_gpu.solve_file(tmp_path / "c.in", tmp_path / "gpu.out", blocked.KernelSpec("registers", 64).plan())
+    nthu_gpu.solve_file(tmp_path / "c.in", tmp_path / "gpu.out", blocked.KernelSpec("minplus", 64).plan())
     nthu.write_output(tmp_path / "cpu.out", nthu.solve_cpu(v, edges))
     assert (tmp_path / "gpu.out").read_bytes() == (tmp_path / "cpu.out").read_bytes()
 
