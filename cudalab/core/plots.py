@@ -130,10 +130,17 @@ def is_published_column(column) -> bool:
     return "published" in text or text.startswith("lab")
 
 
-def styled(frame: pd.DataFrame, formats=None, *, caption: Optional[str] = None, index: bool = False):
+def styled(frame: pd.DataFrame, formats=None, *, caption: Optional[str] = None, index: bool = False,
+           whole_header_words: bool = False):
     """A table as the report shows it: ``formats`` (one format, or a dict by column) applied, a
-    missing lab number read as "not published" and any other gap as "–", never ``NaN``."""
+    missing lab number read as "not published" and any other gap as "–", never ``NaN``.
+
+    In print, headers may break anywhere so that a wide table keeps every column on the page;
+    ``whole_header_words`` keeps each header word whole, for a table whose headers are short
+    words that fit (the report's CSS class ``cudalab-words``)."""
     st = frame.style
+    if whole_header_words:
+        st = st.set_table_attributes('class="cudalab-words"')
     for column in frame.columns:
         fmt = formats.get(column) if isinstance(formats, dict) else formats
         st = st.format(fmt, subset=[column], na_rep=NOT_PUBLISHED if is_published_column(column) else "–")
