@@ -6,11 +6,13 @@ PROFILE ?= gtx680
 # CuPy comes along where a GPU is present; replay and tests need none.
 EXTRAS := test$(shell command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && echo ,gpu)
 
-.PHONY: help venv report test test-gpu lab wheelhouse stamp gpu-check benchmarks bench clean
+.PHONY: help venv report lint test test-gpu lab wheelhouse stamp gpu-check benchmarks bench clean
 
 help:
 	@echo "make report     set up .venv and build the report (PROFILE=$(PROFILE)): build/report-$(PROFILE)/report.html"
-	@echo "make test       set up .venv and run the test suite (GPU tests skip without a GPU)"
+	@echo "make test       set up .venv, lint (ruff check, ruff format --check) and run the test suite"
+	@echo "                (GPU tests skip without a GPU)"
+	@echo "make lint       only the linter and the formatter's check (ruff format $(LINTED) fixes the layout)"
 	@echo "                (PYTEST_ARGS=--kernel-resources adds the table of every kernel's registers and spills)"
 	@echo "make lab        open the notebooks in JupyterLab (installed once; as root: --allow-root --no-browser)"
 	@echo "make wheelhouse download the wheels an offline GPU node needs (wheelhouse/) and stamp the source"
@@ -30,7 +32,14 @@ venv: $(VENV)/.installed
 report: venv
 	$(PY) build_report.py --gpu $(PROFILE)
 
-test: venv
+# The linter and the formatter first (seconds): the tree must pass both, as CI checks.
+LINTED := cudalab tools tests build_report.py
+
+lint: venv
+	$(VENV)/bin/ruff check $(LINTED)
+	$(VENV)/bin/ruff format --check $(LINTED)
+
+test: lint
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 test-gpu: venv

@@ -12,7 +12,6 @@ import argparse
 import shlex
 import sys
 from pathlib import Path
-from typing import Optional
 
 from cudalab.chapter.profiles import available_profiles
 from cudalab.core.errors import CudalabError
@@ -63,49 +62,93 @@ def _formats(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(("html", *chosen)))
 
 
-def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="build_report.py", description=DESCRIPTION,
-                                     epilog=EPILOG.format(profiles=", ".join(available_profiles())),
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--gpu", metavar="NAME|PATH", default="auto",
-                        help="GPU profile: a name from params/ or a path to a YAML file "
-                             "(default: the detected GPU's profile; without a GPU, gtx680)")
-    parser.add_argument("--only", nargs="+", metavar="CHAPTER",
-                        help="only these chapters, by number (01) or name (01_block_size)")
-    parser.add_argument("--out", type=Path, metavar="DIR",
-                        help="output folder (default: build/report-<profile>)")
-    parser.add_argument("--quick", action="store_true",
-                        help="use the profile's small 'quick' grid: a smoke run in a minute or two")
-    parser.add_argument("--record", action="store_true",
-                        help="after measuring, copy each successful chapter's results into "
-                             "results/<gpu>/<profile>/ for replay (GPU only)")
-    parser.add_argument("--replay", action="store_true",
-                        help="replay recorded results even where a GPU is present")
-    parser.add_argument("--from", dest="from_gpu", metavar="GPU",
-                        help="replay the recording made on this GPU (a folder name under results/ or part of "
-                             "the GPU's name, e.g. h100); default: the newest recording of the profile")
-    parser.add_argument("--results", type=Path, default=RESULTS_DIR, metavar="DIR",
-                        help="where recorded results live (default: results/)")
-    parser.add_argument("--format", dest="formats", type=_formats, default=("html", "pdf"), metavar="html[,pdf]",
-                        help="what to write: html,pdf (default) or html; the PDF is the HTML printed by headless "
-                             "Chromium (Debian: apt-get install chromium); without it the HTML still comes out")
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="build_report.py",
+        description=DESCRIPTION,
+        epilog=EPILOG.format(profiles=", ".join(available_profiles())),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--gpu",
+        metavar="NAME|PATH",
+        default="auto",
+        help="GPU profile: a name from params/ or a path to a YAML file "
+        "(default: the detected GPU's profile; without a GPU, gtx680)",
+    )
+    parser.add_argument(
+        "--only", nargs="+", metavar="CHAPTER", help="only these chapters, by number (01) or name (01_block_size)"
+    )
+    parser.add_argument("--out", type=Path, metavar="DIR", help="output folder (default: build/report-<profile>)")
+    parser.add_argument(
+        "--quick", action="store_true", help="use the profile's small 'quick' grid: a smoke run in a minute or two"
+    )
+    parser.add_argument(
+        "--record",
+        action="store_true",
+        help="after measuring, copy each successful chapter's results into "
+        "results/<gpu>/<profile>/ for replay (GPU only)",
+    )
+    parser.add_argument("--replay", action="store_true", help="replay recorded results even where a GPU is present")
+    parser.add_argument(
+        "--from",
+        dest="from_gpu",
+        metavar="GPU",
+        help="replay the recording made on this GPU (a folder name under results/ or part of "
+        "the GPU's name, e.g. h100); default: the newest recording of the profile",
+    )
+    parser.add_argument(
+        "--results",
+        type=Path,
+        default=RESULTS_DIR,
+        metavar="DIR",
+        help="where recorded results live (default: results/)",
+    )
+    parser.add_argument(
+        "--format",
+        dest="formats",
+        type=_formats,
+        default=("html", "pdf"),
+        metavar="html[,pdf]",
+        help="what to write: html,pdf (default) or html; the PDF is the HTML printed by headless "
+        "Chromium (Debian: apt-get install chromium); without it the HTML still comes out",
+    )
     parser.add_argument("--no-pdf", action="store_true", help="the same as --format html")
-    parser.add_argument("--handout", action="store_true",
-                        help="also write the student handout (handout/: the whole lab and one file per chapter): "
-                             "aim, kernel listings, launch configurations, what to measure, an empty results "
-                             "table and discussion questions with space for answers; no measured result")
-    parser.add_argument("--answers", action="store_true",
-                        help="also write the instructor's answer key (answers/): the handout plus this run's "
-                             "results and a model answer to each question, written from this run's data")
-    parser.add_argument("--cell-timeout", type=int, default=1800, metavar="SECONDS",
-                        help="fail a notebook cell that runs longer than this (default: 1800)")
-    parser.add_argument("--point-time-limit", type=_seconds, default=120.0, metavar="SECONDS",
-                        help="skip (with its reason) a sweep point whose one timed call runs longer than this; "
-                             "a running kernel is not interrupted, the limit is checked after each call "
-                             "(default: 120; 0: no limit)")
-    parser.add_argument("--force", action="store_true",
-                        help="run every chapter; by default a chapter that the last build into --out finished "
-                             "with the same inputs (GPU or recording, parameters, source) is kept")
+    parser.add_argument(
+        "--handout",
+        action="store_true",
+        help="also write the student handout (handout/: the whole lab and one file per chapter): "
+        "aim, kernel listings, launch configurations, what to measure, an empty results "
+        "table and discussion questions with space for answers; no measured result",
+    )
+    parser.add_argument(
+        "--answers",
+        action="store_true",
+        help="also write the instructor's answer key (answers/): the handout plus this run's "
+        "results and a model answer to each question, written from this run's data",
+    )
+    parser.add_argument(
+        "--cell-timeout",
+        type=int,
+        default=1800,
+        metavar="SECONDS",
+        help="fail a notebook cell that runs longer than this (default: 1800)",
+    )
+    parser.add_argument(
+        "--point-time-limit",
+        type=_seconds,
+        default=120.0,
+        metavar="SECONDS",
+        help="skip (with its reason) a sweep point whose one timed call runs longer than this; "
+        "a running kernel is not interrupted, the limit is checked after each call "
+        "(default: 120; 0: no limit)",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="run every chapter; by default a chapter that the last build into --out finished "
+        "with the same inputs (GPU or recording, parameters, source) is kept",
+    )
     parser.add_argument("--fail-fast", action="store_true", help="stop at the first chapter that fails")
     parser.add_argument("--debug", action="store_true", help="show the traceback of an unexpected error")
     return parser.parse_args(argv)
@@ -126,17 +169,32 @@ def _log(msg: str) -> None:
         _log_open = False
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from cudalab.report.build import run  # after --help: papermill and nbconvert load slowly
 
     command = "python build_report.py " + shlex.join(argv if argv is not None else sys.argv[1:])
     try:
-        summary = run(args.gpu, only=args.only, out=args.out, quick=args.quick, record=args.record,
-                      replay=args.replay, results=args.results, from_gpu=args.from_gpu, pdf="pdf" in args.formats and not args.no_pdf,
-                      cell_timeout=args.cell_timeout, command=command, log=_log, progress_bar=sys.stderr.isatty(),
-                      force=args.force, fail_fast=args.fail_fast, point_time_limit=args.point_time_limit,
-                      handout=args.handout, answers=args.answers)
+        summary = run(
+            args.gpu,
+            only=args.only,
+            out=args.out,
+            quick=args.quick,
+            record=args.record,
+            replay=args.replay,
+            results=args.results,
+            from_gpu=args.from_gpu,
+            pdf="pdf" in args.formats and not args.no_pdf,
+            cell_timeout=args.cell_timeout,
+            command=command,
+            log=_log,
+            progress_bar=sys.stderr.isatty(),
+            force=args.force,
+            fail_fast=args.fail_fast,
+            point_time_limit=args.point_time_limit,
+            handout=args.handout,
+            answers=args.answers,
+        )
     except CudalabError as exc:
         _log(f"error: {exc}")
         return 2

@@ -22,7 +22,6 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Optional
 
 import numpy as np
 
@@ -36,8 +35,12 @@ CHAPTER = "04_blocking_factor"
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m cudalab.apsp", description=__doc__.split("\n\n")[0],
-                                epilog=__doc__.split("\n\n", 2)[2], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m cudalab.apsp",
+        description=__doc__.split("\n\n")[0],
+        epilog=__doc__.split("\n\n", 2)[2],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = p.add_subparsers(dest="command", required=True)
     g = sub.add_parser("generate", help="write a random test case")
     g.add_argument("v", type=int, help="vertices")
@@ -49,9 +52,15 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("input")
     s.add_argument("output")
     s.add_argument("--check", action="store_true", help="compare the answer with the CPU reference (slow for large V)")
-    s.add_argument("--cpu", action="store_true", help="solve with the sequential C reference even where a GPU is present")
-    s.add_argument("--kernel", metavar="KIND:BF", help="blocked kernel: minplus:64|128[:nodpx], registers:BF[:t4|:t8][:nodpx] or shared:BF "
-                                                       "(default: chapter 04's recorded best for this GPU's profile)")
+    s.add_argument(
+        "--cpu", action="store_true", help="solve with the sequential C reference even where a GPU is present"
+    )
+    s.add_argument(
+        "--kernel",
+        metavar="KIND:BF",
+        help="blocked kernel: minplus:64|128[:nodpx], registers:BF[:t4|:t8][:nodpx] or shared:BF "
+        "(default: chapter 04's recorded best for this GPU's profile)",
+    )
     v = sub.add_parser("verify", help="compare an output file with the CPU reference")
     v.add_argument("input")
     v.add_argument("output")
@@ -91,8 +100,11 @@ def _solve_gpu(args: argparse.Namespace, v: int, edges: np.ndarray) -> np.ndarra
     text, source = (args.kernel, "--kernel") if args.kernel else recorded_best_kernel(name)
     spec = KernelSpec.parse(text)
     ms, _ = nthu_gpu.solve_file(args.input, args.output, spec.plan())
-    print(f"{args.output}: V = {v}, E = {len(edges)}, solved on {name} with {spec.label()} ({source}); "
-          + ", ".join(f"{stage} {t:.1f} ms" for stage, t in ms.items()) + f"; total {sum(ms.values()):.1f} ms")
+    print(
+        f"{args.output}: V = {v}, E = {len(edges)}, solved on {name} with {spec.label()} ({source}); "
+        + ", ".join(f"{stage} {t:.1f} ms" for stage, t in ms.items())
+        + f"; total {sum(ms.values()):.1f} ms"
+    )
     return nthu.read_output(args.output, v)
 
 
@@ -107,7 +119,7 @@ def _check_output_path(input_path: str, output_path: str) -> None:
         raise CaseFormatError(f"{output_path}: the folder {out.parent} does not exist")
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "generate":
@@ -122,8 +134,10 @@ def main(argv: Optional[list[str]] = None) -> int:
                 t0 = time.perf_counter()
                 dist = nthu.solve_cpu(v, edges)
                 nthu.write_output(args.output, dist)
-                print(f"{args.output}: V = {v}, E = {len(edges)}, solved on the CPU in {time.perf_counter() - t0:.3f} s"
-                      + ("" if args.cpu else " (no CUDA device here)"))
+                print(
+                    f"{args.output}: V = {v}, E = {len(edges)}, solved on the CPU in {time.perf_counter() - t0:.3f} s"
+                    + ("" if args.cpu else " (no CUDA device here)")
+                )
                 # the answer came from the C code: check it with an implementation that shares none of it
                 return _compare(dist, nthu.solve_numpy(v, edges), "a NumPy Floyd-Warshall") if args.check else 0
             dist = _solve_gpu(args, v, edges)

@@ -21,7 +21,6 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Optional
 
 from cudalab.core.errors import CudalabError
 from cudalab.core.gpu import gpu_available, gpu_name
@@ -29,22 +28,35 @@ from cudalab.labs.kmeans import files, reference
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m cudalab.kmeans", description=__doc__.split("\n\n")[0],
-                                epilog=__doc__.split("\n\n", 2)[2], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m cudalab.kmeans",
+        description=__doc__.split("\n\n")[0],
+        epilog=__doc__.split("\n\n", 2)[2],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("-i", dest="input", required=True, metavar="FILE", help="input file")
     p.add_argument("-n", dest="k", required=True, type=int, metavar="K", help="number of clusters")
-    p.add_argument("-t", dest="threshold", type=float, default=reference.THRESHOLD, metavar="THRESHOLD",
-                   help=f"stop when at most this fraction of objects changes cluster (default {reference.THRESHOLD})")
+    p.add_argument(
+        "-t",
+        dest="threshold",
+        type=float,
+        default=reference.THRESHOLD,
+        metavar="THRESHOLD",
+        help=f"stop when at most this fraction of objects changes cluster (default {reference.THRESHOLD})",
+    )
     p.add_argument("-b", dest="binary", action="store_true", help="the input is binary (default: text)")
     p.add_argument("-o", dest="prefix", metavar="PREFIX", help="output prefix (default: the input file's path)")
     p.add_argument("--cpu", action="store_true", help="run the classic sequential code even where a GPU is present")
-    p.add_argument("--variant", default=None,
-                   help="GPU variant (default: tiled, chapter 06's fastest at D = K = 32 on the H100; fused where "
-                        "tiled cannot take the shape)")
+    p.add_argument(
+        "--variant",
+        default=None,
+        help="GPU variant (default: tiled, chapter 06's fastest at D = K = 32 on the H100; fused where "
+        "tiled cannot take the shape)",
+    )
     return p
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return _run(args)

@@ -7,13 +7,17 @@ from cudalab.core.gpu import gpu_available
 
 
 def pytest_addoption(parser):
-    parser.addoption("--kernel-resources", action="store_true",
-                     help="end the run with a table of every compiled kernel's registers, shared memory and spills")
+    parser.addoption(
+        "--kernel-resources",
+        action="store_true",
+        help="end the run with a table of every compiled kernel's registers, shared memory and spills",
+    )
 
 
 def pytest_report_header(config):
-    return "GPU tests: " + ("run on the CUDA device present" if gpu_available() else
-                            "skipped, no CUDA device (or no CuPy) here")
+    return "GPU tests: " + (
+        "run on the CUDA device present" if gpu_available() else "skipped, no CUDA device (or no CuPy) here"
+    )
 
 
 def pytest_collection_modifyitems(config, items):
@@ -55,5 +59,6 @@ def pytest_terminal_summary(terminalreporter, config):
     terminalreporter.section("kernel resources (nvcc -Xptxas -v)")
     terminalreporter.write_line(f"{'file':36} {'kernel':24} {'arch':6} {'regs':>5} {'smem B':>7} {'spill B':>8}")
     for name, u in sorted(_RESOURCES, key=lambda r: (r[0], r[1].kernel, r[1].arch)):
-        terminalreporter.write_line(f"{name:36} {u.kernel:24} {u.arch:6} {u.registers:5d} {u.shared_bytes:7d} "
-                                    f"{u.spill_store_bytes:8d}")
+        terminalreporter.write_line(
+            f"{name:36} {u.kernel:24} {u.arch:6} {u.registers:5d} {u.shared_bytes:7d} {u.spill_store_bytes:8d}"
+        )

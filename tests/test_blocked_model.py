@@ -59,8 +59,11 @@ def test_ceiling_closed_form_matches_a_direct_simulation():
 
 
 @needs_nvcc
-@pytest.mark.parametrize("label,filename,options", blocked.sass_builds([8, 16, 32, 64, 128], [64, 128]),
-                         ids=lambda v: v if isinstance(v, str) else " ".join(v))
+@pytest.mark.parametrize(
+    "label,filename,options",
+    blocked.sass_builds([8, 16, 32, 64, 128], [64, 128]),
+    ids=lambda v: v if isinstance(v, str) else " ".join(v),
+)
 def test_every_build_variant_compiles(label, filename, options):
     usages = nvcc_check(filename, arch="sm_90", options=options)
     assert usages and all(u.registers > 0 for u in usages)
@@ -73,10 +76,15 @@ def test_ladder_steps_change_one_build_option_at_a_time():
             assert len(set(before.options) ^ set(after.options)) <= 2, (before.name, after.name)
 
 
-@pytest.mark.parametrize("text,spec", [("registers:64", blocked.KernelSpec("registers", 64)),
-                                       ("registers:128:t8", blocked.KernelSpec("registers", 128, True, 8)),
-                                       ("registers:64:t8:nodpx", blocked.KernelSpec("registers", 64, False, 8)),
-                                       ("shared:32", blocked.KernelSpec("shared", 32))])
+@pytest.mark.parametrize(
+    "text,spec",
+    [
+        ("registers:64", blocked.KernelSpec("registers", 64)),
+        ("registers:128:t8", blocked.KernelSpec("registers", 128, True, 8)),
+        ("registers:64:t8:nodpx", blocked.KernelSpec("registers", 64, False, 8)),
+        ("shared:32", blocked.KernelSpec("shared", 32)),
+    ],
+)
 def test_a_kernel_spec_reads_and_writes_its_text(text, spec):
     assert blocked.KernelSpec.parse(text) == spec and spec.as_text() == text
 
@@ -100,16 +108,23 @@ def test_the_register_tile_sets_the_phase_3_block_and_options():
 def test_a_sweep_point_expected_over_budget_is_chosen_by_its_time_at_a_smaller_n():
     from cudalab.labs.fw.harness import expected_s
 
-    rows = [{"variant": "shared BF 8", "n": 8192, "status": "ok", "time_ms": 650.0},
-            {"variant": "shared BF 8", "n": 4096, "status": "ok", "time_ms": 81.0},
-            {"variant": "registers", "n": 8192, "status": "wrong", "time_ms": 1.0}]
+    rows = [
+        {"variant": "shared BF 8", "n": 8192, "status": "ok", "time_ms": 650.0},
+        {"variant": "shared BF 8", "n": 4096, "status": "ok", "time_ms": 81.0},
+        {"variant": "registers", "n": 8192, "status": "wrong", "time_ms": 1.0},
+    ]
     assert expected_s(rows, "shared BF 8", 16384) == pytest.approx(5.2)  # from the largest smaller n, as n^3
     assert expected_s(rows, "registers", 16384) is None, "a wrong result predicts nothing"
     assert expected_s(rows, "shared BF 8", 4096) is None
 
 
-@pytest.mark.parametrize("text,spec", [("minplus:64", blocked.KernelSpec("minplus", 64, True, 8)),
-                                       ("minplus:128:nodpx", blocked.KernelSpec("minplus", 128, False, 8))])
+@pytest.mark.parametrize(
+    "text,spec",
+    [
+        ("minplus:64", blocked.KernelSpec("minplus", 64, True, 8)),
+        ("minplus:128:nodpx", blocked.KernelSpec("minplus", 128, False, 8)),
+    ],
+)
 def test_minplus_kernel_spec_round_trips(text, spec):
     assert blocked.KernelSpec.parse(text) == spec and spec.as_text() == text
     assert spec.label().startswith("min-plus BF")
@@ -137,30 +152,76 @@ def test_minplus_launches_match_the_kernel_file():
 def test_operand_model_counts_loads_and_relaxations_per_thread_and_k():
     shared = blocked.operand_model("shared", 64)
     assert (shared["cells_per_thread"], shared["shared_loads_per_k"]) == (4, 8)
-    r4, r8, mp = (blocked.operand_model("registers", 64, 4), blocked.operand_model("registers", 64, 8),
-                  blocked.operand_model("min-plus", 128))
+    r4, r8, mp = (
+        blocked.operand_model("registers", 64, 4),
+        blocked.operand_model("registers", 64, 8),
+        blocked.operand_model("min-plus", 128),
+    )
     assert (r4["shared_loads_per_k"], r4["relaxations_per_k"], r4["relaxations_per_shared_load"]) == (2, 16, 8)
     assert (r8["shared_loads_per_k"], r8["relaxations_per_k"], r8["relaxations_per_shared_load"]) == (4, 64, 16)
     assert mp["relaxations_per_shared_load"] == 16 and mp["dram_bytes_per_relaxation"] == 8 / 128
 
 
 def test_operand_table_reads_the_sweep_and_names_the_fastest_per_n():
-    sweep = pd.DataFrame([
-        {"n": 8192, "variant": "shared BF 32", "kernel": "shared", "block_factor": 32, "time_ms": 150.0, "status": "ok"},
-        {"n": 8192, "variant": "shared BF 64", "kernel": "shared", "block_factor": 64, "time_ms": 69.0, "status": "ok"},
-        {"n": 8192, "variant": "registers BF 64, 8x8 + DPX", "kernel": "registers", "block_factor": 64, "tile": 8,
-         "dpx": True, "time_ms": 53.0, "status": "ok"},
-        {"n": 8192, "variant": "min-plus BF 64, 8x8 + DPX", "kernel": "min-plus", "block_factor": 64, "tile": 8,
-         "dpx": True, "time_ms": 42.0, "status": "wrong"},
-        {"n": 8192, "variant": "min-plus BF 128, 8x8 + DPX", "kernel": "min-plus", "block_factor": 128, "tile": 8,
-         "dpx": True, "time_ms": 45.0, "status": "ok"}])
+    sweep = pd.DataFrame(
+        [
+            {
+                "n": 8192,
+                "variant": "shared BF 32",
+                "kernel": "shared",
+                "block_factor": 32,
+                "time_ms": 150.0,
+                "status": "ok",
+            },
+            {
+                "n": 8192,
+                "variant": "shared BF 64",
+                "kernel": "shared",
+                "block_factor": 64,
+                "time_ms": 69.0,
+                "status": "ok",
+            },
+            {
+                "n": 8192,
+                "variant": "registers BF 64, 8x8 + DPX",
+                "kernel": "registers",
+                "block_factor": 64,
+                "tile": 8,
+                "dpx": True,
+                "time_ms": 53.0,
+                "status": "ok",
+            },
+            {
+                "n": 8192,
+                "variant": "min-plus BF 64, 8x8 + DPX",
+                "kernel": "min-plus",
+                "block_factor": 64,
+                "tile": 8,
+                "dpx": True,
+                "time_ms": 42.0,
+                "status": "wrong",
+            },
+            {
+                "n": 8192,
+                "variant": "min-plus BF 128, 8x8 + DPX",
+                "kernel": "min-plus",
+                "block_factor": 128,
+                "tile": 8,
+                "dpx": True,
+                "time_ms": 45.0,
+                "status": "ok",
+            },
+        ]
+    )
     table = blocked.operand_table(blocked.with_rates(sweep, 16e12))
     assert list(table["variant"]) == ["shared BF 64", "registers BF 64, 8x8 + DPX", "min-plus BF 128, 8x8 + DPX"]
     assert table.loc[2, "fraction_at_8192"] == pytest.approx(8192**3 / 45e-3 / 16e12)
     # a wrong result is never the best, however fast
     assert table.attrs["best"][8192]["variant"] == "min-plus BF 128, 8x8 + DPX"
     assert blocked.kernel_label(sweep.iloc[2]) == "registers 8x8 + DPX"
-    assert blocked.kernel_label(pd.Series({"kernel": "registers", "tile": float("nan"), "dpx": False})) == "registers 4x4"
+    assert (
+        blocked.kernel_label(pd.Series({"kernel": "registers", "tile": float("nan"), "dpx": False})) == "registers 4x4"
+    )
 
 
 def _emulate(schedule, d: np.ndarray, bf: int, lane_first: int) -> None:
@@ -169,7 +230,7 @@ def _emulate(schedule, d: np.ndarray, bf: int, lane_first: int) -> None:
     from cudalab.labs.fw import harness as fw
 
     def tile(i, j):
-        return d[i * bf:(i + 1) * bf, j * bf:(j + 1) * bf]
+        return d[i * bf : (i + 1) * bf, j * bf : (j + 1) * bf]
 
     def product(a, b, c):  # c = min(c, a (x) b), every read before the write
         c[...] = np.minimum(c, (a[:, :, None] + b[None, :, :]).min(axis=1))
@@ -187,9 +248,11 @@ def _emulate(schedule, d: np.ndarray, bf: int, lane_first: int) -> None:
                     product(tile(t, r), tile(r, r).copy(), tile(t, r))
         else:
             part = int(x.args[3]) if len(x.args) > 3 else 0
-            cells = ({(r + 1, t) for t in range(rounds)} | {(t, r + 1) for t in range(rounds)} if part == 1
-                     else {(i, j) for i in range(rounds) for j in range(rounds)
-                           if not (part == 2 and r + 1 in (i, j))})
+            cells = (
+                {(r + 1, t) for t in range(rounds)} | {(t, r + 1) for t in range(rounds)}
+                if part == 1
+                else {(i, j) for i in range(rounds) for j in range(rounds) if not (part == 2 and r + 1 in (i, j))}
+            )
             for i, j in sorted(c for c in cells if r not in c):
                 product(tile(i, r), tile(r, j), tile(i, j))
 

@@ -10,9 +10,8 @@ import sys
 
 import pytest
 
-from cudalab.chapter import catalog
+from cudalab.chapter import catalog, recorded
 from cudalab.core.gpu import gpu_available
-from cudalab.chapter import recorded
 from cudalab.core.paths import ROOT
 
 GTX680 = recorded.find("gtx680")[0].path
@@ -21,8 +20,14 @@ pytestmark = pytest.mark.slow
 
 
 def build(*args, env=None):
-    return subprocess.run([sys.executable, str(ROOT / "build_report.py"), *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=900, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, str(ROOT / "build_report.py"), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def test_help_explains():
@@ -85,12 +90,13 @@ def test_replay_report_holds_both_chapters_figures_and_no_errors(replay_report):
     out, proc = replay_report
     html = (out / "report.html").read_text()
     assert "Replayed, not measured here" in html
-    first_page = html[html.index("<body"): html.index('id="chapter-00_gpu_capabilities"')]
+    first_page = html[html.index("<body") : html.index('id="chapter-00_gpu_capabilities"')]
     assert "Replayed" in first_page and re.search(r"recorded by this pipeline on\s*<b>NVIDIA", first_page)
     assert "Measured on</th><td>NVIDIA" in first_page, "the first page names the GPU that measured it"
     headline = json.loads((out / "data" / "01_block_size" / "summary.json").read_text())[0]["text"]
-    assert "What this run found" in first_page and html_lib.escape(headline) in first_page, \
+    assert "What this run found" in first_page and html_lib.escape(headline) in first_page, (
         "the first page sums up the run from the chapters' recorded headlines"
+    )
     assert re.search(r"results/nvidia-[a-z0-9-]+/gtx680", proc.stderr), "the build says which recording it replays"
     assert "WARNING" not in proc.stderr, "no third-party warnings in a normal build"
     chapters = catalog.discover()
@@ -116,7 +122,7 @@ def test_the_summary_page_has_a_row_per_chapter_from_its_scorecard(replay_report
     of its ceiling and the lab's figure, rendered from the scorecard the notebook recorded."""
     out, _ = replay_report
     html = (out / "report.html").read_text()
-    summary = html[html.index("<h2>Summary</h2>"): html.index("<h2>Contents</h2>")]
+    summary = html[html.index("<h2>Summary</h2>") : html.index("<h2>Contents</h2>")]
     for chapter in catalog.discover():
         card = json.loads((out / "data" / chapter.id / "scorecard.json").read_text())
         assert card["best"] and html_lib.escape(card["best"]) in summary, chapter.id
@@ -145,13 +151,18 @@ def test_the_pdf_holds_every_chapter_and_every_table_header(replay_report):
     page = (out / "report.html").read_text()
     for chapter in catalog.discover():
         assert _flat(chapter.title.split(":")[0]) in flat, chapter.id
-    heads = {html_lib.unescape(re.sub(r"<[^>]+>", "", h)).strip() for h in re.findall(r"<th[^>]*>(.*?)</th>", page, re.S)}
+    heads = {
+        html_lib.unescape(re.sub(r"<[^>]+>", "", h)).strip() for h in re.findall(r"<th[^>]*>(.*?)</th>", page, re.S)
+    }
     heads = {h for h in heads if len(h) >= 3 and not h.replace(".", "").isdigit()}
     assert len(heads) > 50, "the report's tables were found"
     missing = sorted(h for h in heads if _flat(h) not in flat)
     assert not missing, f"{len(missing)} of {len(heads)} table headers are not in the PDF, e.g. {missing[:5]}"
-    pages = int(re.search(r"Pages:\s+(\d+)", subprocess.run(["pdfinfo", str(pdf)], capture_output=True,
-                                                               text=True).stdout).group(1))
+    pages = int(
+        re.search(
+            r"Pages:\s+(\d+)", subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True).stdout
+        ).group(1)
+    )
     assert f"page 1 of {pages}" in text and f"page {pages} of {pages}" in text, "every page is numbered"
     assert "open_chapter(" not in text and "lab.table(" not in text, "folded code is not printed"
     cells = re.findall(r"<t[dh][^>]*>\s*(nan|NaN|None|<NA>|&lt;NA&gt;)\s*</t[dh]>", page)
@@ -203,14 +214,25 @@ def test_maxwell_team5_headings_and_captions_name_only_its_own_lab_gpus(tmp_path
     proc = build("--gpu", "maxwell_team5", "--replay", "--no-pdf", "--out", str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-2000:]
     sections = _sections((tmp_path / "report.html").read_text())
-    all_gpus = {t.gpu for c in prof.chapters.values() if c.published
-                for t in (c.published.values() if isinstance(c.published, dict) else [c.published])}
-    markers = {"GeForce GTX 680": "GTX 680", "team 5's GPU (compute capability 5.x)": "team 5",
-               "CS475 lab GPU (not named)": "CS475", "NTHU course cluster GPU (not named)": "NTHU"}
+    all_gpus = {
+        t.gpu
+        for c in prof.chapters.values()
+        if c.published
+        for t in (c.published.values() if isinstance(c.published, dict) else [c.published])
+    }
+    markers = {
+        "GeForce GTX 680": "GTX 680",
+        "team 5's GPU (compute capability 5.x)": "team 5",
+        "CS475 lab GPU (not named)": "CS475",
+        "NTHU course cluster GPU (not named)": "NTHU",
+    }
     checked = 0
     for chapter_id, cfg in prof.chapters.items():
-        own = {t.gpu for t in (cfg.published.values() if isinstance(cfg.published, dict) else [cfg.published])} \
-            if cfg.published else set()
+        own = (
+            {t.gpu for t in (cfg.published.values() if isinstance(cfg.published, dict) else [cfg.published])}
+            if cfg.published
+            else set()
+        )
         if chapter_id.startswith("00"):
             own |= {"team 5's GPU (compute capability 5.x)"}
         text = sections.get(f"chapter-{chapter_id}", "")

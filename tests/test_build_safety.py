@@ -17,8 +17,14 @@ pytestmark = pytest.mark.slow
 
 
 def build(*args, **kw):
-    return subprocess.run([sys.executable, str(ROOT / "build_report.py"), "--replay", "--no-pdf", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600, **kw)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "build_report.py"), "--replay", "--no-pdf", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        **kw,
+    )
 
 
 @pytest.mark.parametrize("where", [".", "notebooks", "cudalab/core", "results", ".."])
@@ -68,12 +74,17 @@ def test_one_build_at_a_time(tmp_path):
     assert not (tmp_path / outdir.LOCK).exists()
 
 
-@pytest.mark.parametrize("after,finished", [("cudalab: profile", 0), ("] 01_block_size ...", 1),
-                                            ("01_block_size: ok", 2)])
+@pytest.mark.parametrize(
+    "after,finished", [("cudalab: profile", 0), ("] 01_block_size ...", 1), ("01_block_size: ok", 2)]
+)
 def test_sigterm_keeps_the_finished_chapters_and_marks_the_report_incomplete(tmp_path, after, finished):
     out = tmp_path / "r"
-    proc = subprocess.Popen([sys.executable, str(ROOT / "build_report.py"), "--replay", "--no-pdf", "--out", str(out)],
-                            cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "build_report.py"), "--replay", "--no-pdf", "--out", str(out)],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.time() + 300
     for line in proc.stderr:
         if after in line or time.time() > deadline:
@@ -139,10 +150,12 @@ def test_fail_fast_stops_at_the_first_failed_chapter(tmp_path):
 
 def test_profile_text_cannot_inject_markup_into_the_report(tmp_path):
     prof = tmp_path / "evil.yaml"
-    prof.write_text("name: gtx680\nextends: gtx680\ndevice: {name: '<script>alert(1)</script>', source: '<b>s</b>'}\n"
-                    "chapters:\n  01_block_size:\n    published:\n      source: '<img src=x onerror=alert(2)>'\n"
-                    "      gpu: '<i>lab GPU</i> & co'\n      lab: '000'\n      where: w\n      coordinates: [n, block_edge]\n"
-                    "      rows:\n        - {n: 5000, block_edge: 16, speedup_vs_cpu: 21.1, cite: q}\n")
+    prof.write_text(
+        "name: gtx680\nextends: gtx680\ndevice: {name: '<script>alert(1)</script>', source: '<b>s</b>'}\n"
+        "chapters:\n  01_block_size:\n    published:\n      source: '<img src=x onerror=alert(2)>'\n"
+        "      gpu: '<i>lab GPU</i> & co'\n      lab: '000'\n      where: w\n      coordinates: [n, block_edge]\n"
+        "      rows:\n        - {n: 5000, block_edge: 16, speedup_vs_cpu: 21.1, cite: q}\n"
+    )
     proc = build("--gpu", str(prof), "--only", "00", "01", "--out", str(tmp_path / "r"))
     assert proc.returncode == 0, proc.stderr[-2000:]
     html = (tmp_path / "r" / "report.html").read_text()
@@ -164,8 +177,11 @@ def test_a_replay_shows_the_chapters_its_recording_holds_and_says_which_it_leave
     assert sorted(p.name for p in (tmp_path / "r" / "notebooks").iterdir()) == ["00_gpu_capabilities.ipynb"]
     assert "left out: 01_block_size" in (tmp_path / "r" / "report.html").read_text()  # on the first page too
     named = build("--results", str(tmp_path / "results"), "--out", str(tmp_path / "r2"), "--only", "01")
-    assert named.returncode == 1 and "no recorded results for chapter 01_block_size" in named.stderr + (
-        tmp_path / "r2" / "report.html").read_text()
+    assert (
+        named.returncode == 1
+        and "no recorded results for chapter 01_block_size"
+        in named.stderr + (tmp_path / "r2" / "report.html").read_text()
+    )
 
 
 def test_a_reader_that_stops_reading_does_not_cost_the_report(tmp_path):

@@ -16,8 +16,11 @@ pytestmark = pytest.mark.skipif(gpu_available(), reason="opens chapters in repla
 def _defaults(chapter_id):
     """The notebook's parameters cell, executed: what JupyterLab's namespace holds after it."""
     ns: dict = {}
-    cell = next(c for c in json.loads(catalog.chapter(chapter_id).path.read_text())["cells"]
-                if "parameters" in c.get("metadata", {}).get("tags", []))
+    cell = next(
+        c
+        for c in json.loads(catalog.chapter(chapter_id).path.read_text())["cells"]
+        if "parameters" in c.get("metadata", {}).get("tags", [])
+    )
     exec("".join(cell["source"]), ns)
     return ns
 
@@ -55,8 +58,12 @@ def test_headlines_are_recorded_with_unit_table_and_rows(tmp_path):
 def test_plots_order_numbers_inside_labels_by_value():
     from cudalab.core import plots
 
-    assert plots.natural_order(["kslices 16", "kslices 4", "kslices 32", "row 128", "kslices 4"]) == \
-        ["kslices 4", "kslices 16", "kslices 32", "row 128"]
+    assert plots.natural_order(["kslices 16", "kslices 4", "kslices 32", "row 128", "kslices 4"]) == [
+        "kslices 4",
+        "kslices 16",
+        "kslices 32",
+        "row 128",
+    ]
 
 
 def test_plots_colour_a_source_by_whether_it_was_published_not_by_its_position():
@@ -72,6 +79,7 @@ def test_plots_colour_a_source_by_whether_it_was_published_not_by_its_position()
 def test_a_missing_lab_number_reads_not_published_and_never_nan():
     import numpy as np
     import pandas as pd
+
     from cudalab.core import plots
 
     frame = pd.DataFrame({"step": ["a", "b"], "time_s": [1.0, np.nan], "lab_time_s": [2.0, np.nan]})
@@ -82,10 +90,17 @@ def test_a_missing_lab_number_reads_not_published_and_never_nan():
 
 def test_a_roofline_places_each_kernel_under_the_lower_roof_at_its_intensity():
     import pandas as pd
+
     from cudalab.core import plots
 
-    points = pd.DataFrame({"label": ["streaming", "tiled", "wrong"], "intensity": [0.125, 8.0, 8.0],
-                           "ops_per_s": [0.3e12, 10e12, 99e12], "status": ["ok", "ok", "wrong"]})
+    points = pd.DataFrame(
+        {
+            "label": ["streaming", "tiled", "wrong"],
+            "intensity": [0.125, 8.0, 8.0],
+            "ops_per_s": [0.3e12, 10e12, 99e12],
+            "status": ["ok", "ok", "wrong"],
+        }
+    )
     table = plots.roofline_table(points, memory={"DRAM": 3e12}, compute={"add+min": 16e12}).set_index("kernel")
     assert list(table.index) == ["streaming", "tiled"], "a wrong result is never placed"
     assert table.loc["streaming", "roof_ops_per_s"] == 0.125 * 3e12 and table.loc["streaming", "bound_by"] == "DRAM"
@@ -95,6 +110,7 @@ def test_a_roofline_places_each_kernel_under_the_lower_roof_at_its_intensity():
 
 def test_the_blocked_bytes_model_counts_the_own_tile_once_per_round():
     from types import SimpleNamespace
+
     from cudalab.labs.fw import blocked, per_k
 
     assert blocked.bytes_per_relaxation(SimpleNamespace(kernel_family="per-k", block_factor=float("nan"))) == 8.0
@@ -104,12 +120,15 @@ def test_the_blocked_bytes_model_counts_the_own_tile_once_per_round():
 
 def test_chapters_read_the_ceilings_chapter_00_measured_in_the_same_run(tmp_path):
     from types import SimpleNamespace
+
     from cudalab.chapter.handle import CEILINGS_CHAPTER, Chapter
 
     folder = tmp_path / "rec" / CEILINGS_CHAPTER
     folder.mkdir(parents=True)
     (folder / "ceilings.csv").write_text("ceiling,value,unit\ndram_copy_bandwidth,2904.0,GB/s\n")
-    (folder / "add_min_ceiling.csv").write_text("instruction,relaxations_per_s,status\na,1.5e13,ok\nb,1.6e13,ok\nc,9e13,wrong\n")
+    (folder / "add_min_ceiling.csv").write_text(
+        "instruction,relaxations_per_s,status\na,1.5e13,ok\nb,1.6e13,ok\nc,9e13,wrong\n"
+    )
     replay = SimpleNamespace(mode="replay", recorded_dir=tmp_path / "rec", data_dir=tmp_path / "none")
     assert Chapter.ceilings(replay) == {"dram_Bps": 2904.0e9, "add_min_per_s": 1.6e13}
     measure = SimpleNamespace(mode="measure", recorded_dir=tmp_path / "rec", data_dir=tmp_path / "none")

@@ -33,12 +33,17 @@ def _cases():
     """One case per published table or device spec: (lab, [(what, quote, value), ...])."""
     for profile in PROFILES.values():
         for where, table in _published(profile):
-            yield pytest.param(table.lab, [(f"{c['column']}={c['value']}", c["quote"], c["value"]) for c in table.citations()],
-                               id=where)
+            yield pytest.param(
+                table.lab,
+                [(f"{c['column']}={c['value']}", c["quote"], c["value"]) for c in table.citations()],
+                id=where,
+            )
         if profile.device and profile.device.cite:
-            yield pytest.param(profile.device.lab, [(field, quote, getattr(profile.device, field))
-                                                    for field, quote in profile.device.cite.items()],
-                               id=f"{profile.name}/device")
+            yield pytest.param(
+                profile.device.lab,
+                [(field, quote, getattr(profile.device, field)) for field, quote in profile.device.cite.items()],
+                id=f"{profile.name}/device",
+            )
 
 
 @pytest.mark.parametrize("lab,cited", list(_cases()))
@@ -57,15 +62,21 @@ def test_every_quote_is_the_labs_own_words(lab, cited):
 
 def test_every_cited_lab_has_a_reference_entry():
     for profile in PROFILES.values():
-        labs = {t.lab for _, t in _published(profile)} | ({profile.device.lab} if profile.device and profile.device.lab else set())
-        assert labs <= set(profile.references), f"{profile.name}: no references entry for {labs - set(profile.references)}"
+        labs = {t.lab for _, t in _published(profile)} | (
+            {profile.device.lab} if profile.device and profile.device.lab else set()
+        )
+        assert labs <= set(profile.references), (
+            f"{profile.name}: no references entry for {labs - set(profile.references)}"
+        )
 
 
 def _profile(tmp_path, rows: str) -> str:
     path = tmp_path / "p.yaml"
-    path.write_text("name: p\nextends: gtx680\nchapters:\n  01_block_size:\n    published:\n"
-                    "      source: s\n      gpu: g\n      lab: '000'\n      where: w\n      coordinates: [n, block_edge]\n"
-                    f"      rows:\n{rows}")
+    path.write_text(
+        "name: p\nextends: gtx680\nchapters:\n  01_block_size:\n    published:\n"
+        "      source: s\n      gpu: g\n      lab: '000'\n      where: w\n      coordinates: [n, block_edge]\n"
+        f"      rows:\n{rows}"
+    )
     return str(path)
 
 
@@ -73,18 +84,42 @@ def test_the_validator_refuses_a_published_value_without_a_citation(tmp_path):
     with pytest.raises(ProfileError, match=r"rows\[0\]: speedup_vs_cpu without a citation"):
         load_profile(_profile(tmp_path, "        - {n: 5000, block_edge: 8, speedup_vs_cpu: 17.3}\n"))
     with pytest.raises(ProfileError, match=r"rows\[0\]: time_ms without a citation"):
-        load_profile(_profile(tmp_path, "        - {n: 5000, block_edge: 8, speedup_vs_cpu: 17.3, time_ms: 1.0,\n"
-                                        "           cite: {speedup_vs_cpu: 'q'}}\n"))
+        load_profile(
+            _profile(
+                tmp_path,
+                "        - {n: 5000, block_edge: 8, speedup_vs_cpu: 17.3, time_ms: 1.0,\n"
+                "           cite: {speedup_vs_cpu: 'q'}}\n",
+            )
+        )
     with pytest.raises(ProfileError, match=r"rows\[0\]: no block_edge \(every row gives each coordinate"):
         load_profile(_profile(tmp_path, "        - {n: 5000, speedup_vs_cpu: 17.3, cite: q}\n"))
     with pytest.raises(ProfileError, match=r"inferred: gpu_clock is not a coordinate"):
-        load_profile(_profile(tmp_path, "        - {n: 5000, block_edge: 8, speedup_vs_cpu: 17.3, cite: q,\n"
-                                        "           inferred: {gpu_clock: guess}}\n"))
-    ok = load_profile(_profile(tmp_path, "        - {n: 5000, block_edge: 8, speedup_vs_cpu: 17.3, cite: q,\n"
-                                         "           inferred: {n: 'for large N'}}\n"))
+        load_profile(
+            _profile(
+                tmp_path,
+                "        - {n: 5000, block_edge: 8, speedup_vs_cpu: 17.3, cite: q,\n"
+                "           inferred: {gpu_clock: guess}}\n",
+            )
+        )
+    ok = load_profile(
+        _profile(
+            tmp_path,
+            "        - {n: 5000, block_edge: 8, speedup_vs_cpu: 17.3, cite: q,\n"
+            "           inferred: {n: 'for large N'}}\n",
+        )
+    )
     cited = ok.chapter("01_block_size").published.citations()
-    assert cited == [{"column": "speedup_vs_cpu", "value": 17.3, "coordinates": {"n": 5000, "block_edge": 8}, "quote": "q",
-                      "inferred": {"n": "for large N"}, "lab": "000", "where": "w"}]
+    assert cited == [
+        {
+            "column": "speedup_vs_cpu",
+            "value": 17.3,
+            "coordinates": {"n": 5000, "block_edge": 8},
+            "quote": "q",
+            "inferred": {"n": "for large N"},
+            "lab": "000",
+            "where": "w",
+        }
+    ]
 
 
 def test_a_device_number_without_a_citation_is_refused(tmp_path):
@@ -129,5 +164,5 @@ def test_no_notebook_markdown_types_a_published_figure(path):
         # a number with the unit a lab figure carries: 21.1x, 2.18 s, 0.364 s, 6113.4 MB/s, 740 GOPS
         for m in re.finditer(r"(?<![\w.§-])(\d+(?:\.\d+)?)\s?(?:x|s|ms|GB/s|MB/s|GOPS)(?![\w/])", text):
             if m.group(1) in typed:
-                found.append(text[max(0, m.start() - 40): m.end() + 10].replace("\n", " "))
+                found.append(text[max(0, m.start() - 40) : m.end() + 10].replace("\n", " "))
     assert not found, "render lab figures from the profile (lab.cited(...)), not as typed text: " + " | ".join(found)

@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
-
 from conftest import random_graph
-from cudalab.labs.fw.reference import floyd_warshall_c, floyd_warshall_numpy
+
 from cudalab.labs.fw.graphs import gen_matrix
+from cudalab.labs.fw.reference import floyd_warshall_c, floyd_warshall_numpy
 
 
 def test_small_graph_by_hand():

@@ -7,12 +7,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import random_graph
+
 from cudalab.labs.fw import harness as fw
 from cudalab.labs.fw.graphs import gen_matrix
-from cudalab.labs.fw.reference import floyd_warshall_cupy
-from cudalab.labs.fw.reference import floyd_warshall_c
+from cudalab.labs.fw.reference import floyd_warshall_c, floyd_warshall_cupy
 from cudalab.labs.fw.scaling import with_speedups
 
 pytestmark = pytest.mark.gpu
@@ -34,8 +33,9 @@ def basic_kernel():
 
 
 def basic_variant(kernel, b):
-    return fw.Variant(f"{b}x{b}", {"block_edge": b},
-                      lambda n: fw.PerKLaunch(kernel, (fw.ceil_div(n, b), fw.ceil_div(n, b)), (b, b)))
+    return fw.Variant(
+        f"{b}x{b}", {"block_edge": b}, lambda n: fw.PerKLaunch(kernel, (fw.ceil_div(n, b), fw.ceil_div(n, b)), (b, b))
+    )
 
 
 def solve(cp, variant, mat, use_graph=True):
@@ -45,7 +45,11 @@ def solve(cp, variant, mat, use_graph=True):
 @pytest.mark.parametrize("block", [4, 8, 16, 32])
 @pytest.mark.parametrize("n", [1, 2, 31, 33, 100, 257])
 def test_basic_kernel_matches_cpu(cp, basic_kernel, rng, block, n):
-    for mat in (random_graph(rng, n, 0.05, 1000), random_graph(rng, n, 0.5, 30), gen_matrix(n, int(rng.integers(1 << 30)))):
+    for mat in (
+        random_graph(rng, n, 0.05, 1000),
+        random_graph(rng, n, 0.5, 30),
+        gen_matrix(n, int(rng.integers(1 << 30))),
+    ):
         got, mode = solve(cp, basic_variant(basic_kernel, block), mat)
         np.testing.assert_array_equal(got, floyd_warshall_c(mat))
     assert mode == "cuda-graph"
@@ -141,8 +145,8 @@ def test_nvrtc_compile_error_names_cu_file_and_line(tmp_path):
 
 
 def test_gpu_timer_and_copy_bandwidth_are_sane(cp):
-    from cudalab.labs.bandwidth import copy_bandwidth
     from cudalab.core.timing import time_gpu
+    from cudalab.labs.bandwidth import copy_bandwidth
 
     x = cp.random.random(1 << 22, dtype=cp.float32)
     samples = time_gpu(lambda: cp.sqrt(x), min_repeats=5, min_total_s=0)

@@ -5,8 +5,8 @@ add+min ceiling's own check."""
 
 import numpy as np
 import pytest
-
 from conftest import random_graph
+
 from cudalab.labs.fw import blocked, nthu
 from cudalab.labs.fw import harness as fw
 from cudalab.labs.fw.graphs import NO_EDGE, gen_matrix
@@ -24,9 +24,13 @@ def cp():
 
 
 def every_variant():
-    return (blocked.ladder_variants() + blocked.blocking_factor_variants([8, 16, 32, 64, 128])
-            + blocked.expert_variants([64, 128], dpx=[True, False]) + blocked.expert_variants([64], dpx=[True], tiles=[8])
-            + blocked.minplus_variants([64, 128], dpx=[True, False]))
+    return (
+        blocked.ladder_variants()
+        + blocked.blocking_factor_variants([8, 16, 32, 64, 128])
+        + blocked.expert_variants([64, 128], dpx=[True, False])
+        + blocked.expert_variants([64], dpx=[True], tiles=[8])
+        + blocked.minplus_variants([64, 128], dpx=[True, False])
+    )
 
 
 def no_edges(n):
@@ -40,8 +44,12 @@ def test_every_blocked_kernel_matches_cpu(cp, rng, n):
     sparse = random_graph(rng, n, 0.03, 1000)
     sparse[:, -1] = NO_EDGE  # no edge into the last vertex: nothing else reaches it
     sparse[-1, -1] = 0
-    graphs = {"sparse, unreachable pairs": sparse, "weights 0 and 1, zero-weight cycles": random_graph(rng, n, 0.05, 1),
-              "lab GenMatrix": gen_matrix(n, int(rng.integers(1 << 30))), "no edges": no_edges(n)}
+    graphs = {
+        "sparse, unreachable pairs": sparse,
+        "weights 0 and 1, zero-weight cycles": random_graph(rng, n, 0.05, 1),
+        "lab GenMatrix": gen_matrix(n, int(rng.integers(1 << 30))),
+        "no edges": no_edges(n),
+    }
     if n >= 2:
         assert (floyd_warshall_c(sparse) < 0).any(), "the test graph should leave some pairs unreachable"
     for v in every_variant():
@@ -69,8 +77,9 @@ def test_a_wrong_blocked_kernel_is_flagged(cp):
 
 
 def test_phase_split_times_every_phase_and_checks(cp):
-    split = blocked.phase_split(blocked.expert_variants([64], dpx=[True]) + blocked.blocking_factor_variants([16]),
-                                200, seed=4, repeats=2)
+    split = blocked.phase_split(
+        blocked.expert_variants([64], dpx=[True]) + blocked.blocking_factor_variants([16]), 200, seed=4, repeats=2
+    )
     assert set(split["phase"]) == {"phase 1", "phase 2", "phase 3"}
     assert split["status"].eq("ok").all() and split["time_ms"].gt(0).all()
     rounds = split.set_index(["variant", "phase"])["launches"]
@@ -97,8 +106,9 @@ def test_nthu_case_solved_on_gpu_matches_cpu(cp, tmp_path, v, density, kernel):
 def test_time_split_rows_per_stage(cp, tmp_path):
     from cudalab.labs.fw import nthu_gpu
 
-    split = nthu_gpu.time_split([100, 700], 0.05, seed=1, workdir=tmp_path, repeats=2,
-                                plan_factory=blocked.KernelSpec("shared", 32).plan)
+    split = nthu_gpu.time_split(
+        [100, 700], 0.05, seed=1, workdir=tmp_path, repeats=2, plan_factory=blocked.KernelSpec("shared", 32).plan
+    )
     assert len(split) == 2 * len(nthu_gpu.STAGES)
     assert split["status"].eq("ok").all()
     assert (split["input_over_fromfile"] > 0).all() and (split["output_over_host_write"] > 0).all()
@@ -133,8 +143,13 @@ def test_nsight_counters_or_a_clear_reason(cp):
     if reason is not None:
         assert "ncu" in reason
         pytest.skip(reason)
-    frame = blocked.profile_phase3([{"label": "BF 16", "kind": "shared", "bf": 16},
-                                   {"label": "reg 64", "kind": "registers", "bf": 64, "dpx": True}], 300)
+    frame = blocked.profile_phase3(
+        [
+            {"label": "BF 16", "kind": "shared", "bf": 16},
+            {"label": "reg 64", "kind": "registers", "bf": 64, "dpx": True},
+        ],
+        300,
+    )
     assert list(frame["variant"]) == ["BF 16", "reg 64"]
     assert frame["kernel_time_ms"].gt(0).all() and frame["integer_instructions"].gt(0).all()
     assert frame["global_load_GBps"].gt(0).all() and frame["shared_load_GBps"].gt(0).all()

@@ -71,8 +71,13 @@ def test_the_command_runs_on_the_gpu_and_writes_the_classic_outputs(gpu, tmp_pat
 
     points = reference.blobs(3000, 4, 5, seed=9)
     files.write_text(tmp_path / "blobs.txt", points)
-    proc = subprocess.run([sys.executable, "-m", "cudalab.kmeans", "-i", str(tmp_path / "blobs.txt"), "-n", "5"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "cudalab.kmeans", "-i", str(tmp_path / "blobs.txt"), "-n", "5"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "tiled on" in proc.stdout and "iterations:" in proc.stdout
     classic = reference.classic(files.read(tmp_path / "blobs.txt", binary=False), 5)
@@ -80,9 +85,15 @@ def test_the_command_runs_on_the_gpu_and_writes_the_classic_outputs(gpu, tmp_pat
     assert (got == classic.membership).mean() > 0.999
 
 
-@pytest.mark.parametrize("knobs", [{"SUMS_BY_WARP": 0}, {"SUMS_BY_WARP": 0, "POINTS": 2, "CENTRE_UNROLL": 4},
-                                   {"SUMS_BY_WARP": 0, "CENTRES_IN_SHARED": 1, "CENTRE_UNROLL": 4}],
-                         ids=["lane-atomics", "two-points", "shared-centres"])
+@pytest.mark.parametrize(
+    "knobs",
+    [
+        {"SUMS_BY_WARP": 0},
+        {"SUMS_BY_WARP": 0, "POINTS": 2, "CENTRE_UNROLL": 4},
+        {"SUMS_BY_WARP": 0, "CENTRES_IN_SHARED": 1, "CENTRE_UNROLL": 4},
+    ],
+    ids=["lane-atomics", "two-points", "shared-centres"],
+)
 def test_the_fused_kernels_other_paths_are_correct_too(gpu, knobs, monkeypatch):
     monkeypatch.setattr(gpu, "FUSED_OPTIONS", {**gpu.FUSED_OPTIONS, **knobs})
     problem = gpu.Problem(reference.blobs(3001, 8, 6, seed=3), 6)

@@ -9,12 +9,24 @@ from cudalab.labs import matmul as mm
 pytestmark = pytest.mark.gpu
 
 ODD_SIZES = [1, 17, 33, 100, 257]
-KERNELS = [mm.naive(2), mm.naive(32), mm.naive(32, register=True), mm.shared_tile(16), mm.shared_tile(32),
-           mm.shared_tile(32, unroll=16), mm.footprint(16, 32), mm.footprint(16, 48), mm.footprint(32, 64),
-           mm.footprint(16, 32, aligned_copy=True), mm.footprint(16, 32, ktile=64),
-           mm.register_blocked(), mm.register_blocked(double_buffer=False), mm.register_blocked(64, 64, 16, 4, 4),
-           mm.register_blocked(64, 128, 8, 4, 8),   # a non-square block tile
-           mm.register_blocked(128, 64, 16, 8, 4)]  # and its transpose, with a non-square thread tile
+KERNELS = [
+    mm.naive(2),
+    mm.naive(32),
+    mm.naive(32, register=True),
+    mm.shared_tile(16),
+    mm.shared_tile(32),
+    mm.shared_tile(32, unroll=16),
+    mm.footprint(16, 32),
+    mm.footprint(16, 48),
+    mm.footprint(32, 64),
+    mm.footprint(16, 32, aligned_copy=True),
+    mm.footprint(16, 32, ktile=64),
+    mm.register_blocked(),
+    mm.register_blocked(double_buffer=False),
+    mm.register_blocked(64, 64, 16, 4, 4),
+    mm.register_blocked(64, 128, 8, 4, 8),  # a non-square block tile
+    mm.register_blocked(128, 64, 16, 8, 4),
+]  # and its transpose, with a non-square thread tile
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +50,11 @@ def test_every_kernel_matches_cublas_at_small_odd_n(cp, kernel):
 
 
 def test_the_check_catches_a_kernel_that_skips_the_last_k(cp, tmp_path):
-    src = (KERNELS_DIR / "mm_00_naive.cu").read_text().replace("for (int k = 0; k < n; k++)\n        sum",
-                                                                   "for (int k = 0; k < n - 1; k++)\n        sum")
+    src = (
+        (KERNELS_DIR / "mm_00_naive.cu")
+        .read_text()
+        .replace("for (int k = 0; k < n; k++)\n        sum", "for (int k = 0; k < n - 1; k++)\n        sum")
+    )
     broken = tmp_path / "mm_00_naive.cu"
     broken.write_text(src)
     wrong = mm.MatmulKernel("skips k = n-1", "naive", str(broken), "mm_naive_register", (16, 16), (16, 16))

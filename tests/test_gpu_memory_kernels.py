@@ -3,8 +3,8 @@ multiple of any block or segment; the as-published faulty kernels flagged; vecMa
 
 import numpy as np
 import pytest
-
 from conftest import random_graph
+
 from cudalab.labs import vecmax as access_pattern
 from cudalab.labs.fw import harness as fw
 from cudalab.labs.fw.graphs import gen_matrix
@@ -53,8 +53,12 @@ def test_coalesced_kernel(cp, rng, n, threads):
 @pytest.mark.parametrize("segment", [1, 2, 3, 8])
 def test_segmented_kernel(cp, rng, n, segment):
     k = load("fw_coalesced.cu", "fw_coalesced_segment")
-    plan = lambda m: fw.PerKLaunch(k, (fw.ceil_div(m * m, 128 * segment),), (128,),
-                                   args=lambda d, kk, nn: (d, np.int32(kk), np.int32(nn), np.int32(segment)))
+    plan = lambda m: fw.PerKLaunch(
+        k,
+        (fw.ceil_div(m * m, 128 * segment),),
+        (128,),
+        args=lambda d, kk, nn: (d, np.int32(kk), np.int32(nn), np.int32(segment)),
+    )
     check(fw.Variant("s", {}, plan), graphs(rng, n))
 
 
@@ -79,8 +83,10 @@ def test_fixed_kslices_kernel(cp, rng, n, b):
 
 def test_published_kslices_kernel_is_flagged_by_the_check(cp):
     k = load("fw_shared_kslices.cu", "fw_shared_kslices_published")
-    variants = [fw.Variant(f"published {b}x{b}", {"published": True}, square(k, b, shared=4 * b, floor=True).plan)
-                for b in (8, 16)]
+    variants = [
+        fw.Variant(f"published {b}x{b}", {"published": True}, square(k, b, shared=4 * b, floor=True).plan)
+        for b in (8, 16)
+    ]
     table = fw.correctness(variants, [96, 100], seed=11)
     sparse = table[table["input"].eq("sparse, heavy weights")]
     assert (sparse["status"] == "wrong").all(), sparse
@@ -94,7 +100,10 @@ def test_published_barrier_kernels_are_checked_at_awkward_n(cp):
     must be right at the same N."""
     tile = load("fw_shared_tile.cu", "fw_shared_tile_published", "-DTILE=16")
     row = load("fw_shared_row.cu", "fw_shared_row_published")
-    variants = [square(tile, 16), fw.Variant("row 64", {}, lambda m: fw.PerKLaunch(row, (m, fw.ceil_div(m, 64)), (1, 64)))]
+    variants = [
+        square(tile, 16),
+        fw.Variant("row 64", {}, lambda m: fw.PerKLaunch(row, (m, fw.ceil_div(m, 64)), (1, 64))),
+    ]
     table = fw.correctness(variants, [96, 100], seed=5)
     assert set(table["status"]) <= {"ok", "wrong", "skipped"} and len(table) == 8
     print(table[["variant", "n", "input", "status", "mismatches"]].to_string())
@@ -114,8 +123,8 @@ def test_vecmax_kernels_match_cupy_max_and_flag_a_wrong_one(cp):
 
 
 def test_vecmax02_refuses_a_length_not_multiple_of_4(cp):
-    from cudalab.labs import vecmax
     from cudalab.core.launch import LaunchRefused
+    from cudalab.labs import vecmax
 
     with pytest.raises(LaunchRefused, match="float4"):
         vecmax.measure(load("vecmax_coalescing.cu", "vecmax02"), "vecmax02", cp.ones(1001, cp.float32), 2, 32, 1.0, {})

@@ -60,14 +60,16 @@ def _driver_blocks(cp, kernel, threads, dynamic):
 
 def test_the_table_matches_the_present_gpu(cc):
     lim, attrs = SM_LIMITS[cc], attributes()
-    seen = {"max_threads_per_sm": attrs["MaxThreadsPerMultiProcessor"],
-            "max_blocks_per_sm": attrs["MaxBlocksPerMultiprocessor"],
-            "registers_per_sm": attrs["MaxRegistersPerMultiprocessor"],
-            "max_registers_per_block": attrs["MaxRegistersPerBlock"],
-            "max_shared_per_sm": attrs["MaxSharedMemoryPerMultiprocessor"],
-            "max_shared_per_block": attrs.get("MaxSharedMemoryPerBlockOptin", lim.max_shared_per_block),
-            "reserved_shared_per_block": attrs.get("ReservedSharedMemoryPerBlock", lim.reserved_shared_per_block),
-            "max_threads_per_block": attrs["MaxThreadsPerBlock"]}
+    seen = {
+        "max_threads_per_sm": attrs["MaxThreadsPerMultiProcessor"],
+        "max_blocks_per_sm": attrs["MaxBlocksPerMultiprocessor"],
+        "registers_per_sm": attrs["MaxRegistersPerMultiprocessor"],
+        "max_registers_per_block": attrs["MaxRegistersPerBlock"],
+        "max_shared_per_sm": attrs["MaxSharedMemoryPerMultiprocessor"],
+        "max_shared_per_block": attrs.get("MaxSharedMemoryPerBlockOptin", lim.max_shared_per_block),
+        "reserved_shared_per_block": attrs.get("ReservedSharedMemoryPerBlock", lim.reserved_shared_per_block),
+        "max_threads_per_block": attrs["MaxThreadsPerBlock"],
+    }
     assert {k: getattr(lim, k) for k in seen} == seen
 
 
@@ -86,8 +88,10 @@ def test_blocks_per_sm_match_the_driver(cp, cc, filename, name, options, dynamic
             if ours["blocks_per_sm"] != driver:
                 mismatches.append((threads, dynamic, ours["blocks_per_sm"], driver, ours["limited_by"]))
     assert checked
-    assert not mismatches, (f"{name} ({regs} registers, {static} B static shared) on cc {cc}: "
-                            f"(threads, dynamic B, ours, driver, limited by) {mismatches}")
+    assert not mismatches, (
+        f"{name} ({regs} registers, {static} B static shared) on cc {cc}: "
+        f"(threads, dynamic B, ours, driver, limited by) {mismatches}"
+    )
 
 
 def test_opted_in_dynamic_shared_memory_matches_the_driver(cp, cc):

@@ -19,9 +19,27 @@ CHAPTERS = ("00", "01")
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     out = tmp_path_factory.mktemp("handout")
-    proc = subprocess.run([sys.executable, str(ROOT / "build_report.py"), "--gpu", "gtx680", "--replay", "--format",
-                           "html", "--handout", "--answers", "--only", *CHAPTERS, "--out", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "build_report.py"),
+            "--gpu",
+            "gtx680",
+            "--replay",
+            "--format",
+            "html",
+            "--handout",
+            "--answers",
+            "--only",
+            *CHAPTERS,
+            "--out",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out
 
@@ -49,14 +67,19 @@ def test_the_handout_holds_no_measured_number_and_the_key_does(built):
         assert figures, f"{chapter.id}: the test found measured figures to look for"
         leaked = sorted(f for f in figures if f in handout)
         assert not leaked, f"{chapter.id}: the handout shows measured results {leaked[:5]}"
-        assert sum(f in key for f in figures) >= len(figures) // 2, f"{chapter.id}: the answer key lacks this run's results"
+        assert sum(f in key for f in figures) >= len(figures) // 2, (
+            f"{chapter.id}: the answer key lacks this run's results"
+        )
         qs = questions(json.loads(chapter.path.read_text()))
         answers = json.loads((built / "data" / chapter.id / "answers.json").read_text())
         assert sorted(answers, key=int) == [str(i) for i in range(1, len(qs) + 1)], "one model answer per question"
         for text in answers.values():
             assert text[:60].split(" (")[0] in key  # every model answer is in the key ...
             assert text[:60].split(" (")[0] not in handout  # ... and none in the handout
-        assert handout.count("Discussion questions") == 1 and "cudalab-blank" in (built / "handout" / f"{chapter.id}.html").read_text()
+        assert (
+            handout.count("Discussion questions") == 1
+            and "cudalab-blank" in (built / "handout" / f"{chapter.id}.html").read_text()
+        )
         assert "Listing: kernels_cu/" in handout or chapter.id.startswith("00"), "the kernels are listed"
     whole = _text(built / "handout" / "handout.html")
     assert all(c.title.split(":")[0] in whole for c in catalog.select(list(CHAPTERS)))
@@ -76,7 +99,14 @@ def test_every_chapter_asks_three_to_five_questions_and_answers_each_from_data(c
 
 
 def test_questions_are_the_numbered_items_of_the_tagged_cell():
-    nb = {"cells": [{"cell_type": "markdown", "metadata": {"tags": ["questions"]},
-                     "source": ["## Q\n", "\n", "1. Why is\n", "   it slow?\n", "2. What binds?\n"]},
-                    {"cell_type": "markdown", "metadata": {}, "source": ["1. not a question\n"]}]}
+    nb = {
+        "cells": [
+            {
+                "cell_type": "markdown",
+                "metadata": {"tags": ["questions"]},
+                "source": ["## Q\n", "\n", "1. Why is\n", "   it slow?\n", "2. What binds?\n"],
+            },
+            {"cell_type": "markdown", "metadata": {}, "source": ["1. not a question\n"]},
+        ]
+    }
     assert questions(nb) == ["Why is it slow?", "What binds?"]

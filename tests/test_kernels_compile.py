@@ -5,8 +5,8 @@ import shutil
 import pytest
 
 from cudalab.core.kernels import KernelCompileError, first_error
-from cudalab.toolchain.nvcc import nvcc_check, parse_ptxas
 from cudalab.core.paths import KERNELS_DIR
+from cudalab.toolchain.nvcc import nvcc_check, parse_ptxas
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 KERNEL_FILES = sorted(KERNELS_DIR.glob("*.cu"))
@@ -35,21 +35,26 @@ def test_compile_error_names_file_and_line(tmp_path):
     with pytest.raises(KernelCompileError) as err:
         nvcc_check(bad)
     assert err.value.line == 3
-    assert f"{bad}:3" in str(err.value) or f"broken.cu:3" in str(err.value)
+    assert f"{bad}:3" in str(err.value) or "broken.cu:3" in str(err.value)
     assert "undefined_name" in str(err.value)
     assert "compiler log" in str(err.value)
 
 
 def test_first_error_reads_nvrtc_logs():
-    log = ('/repo/kernels_cu/fw_basic_2d.cu(7): warning #177-D: variable "x" was declared but never referenced\n'
-           '/repo/kernels_cu/fw_basic_2d.cu(12): error: identifier "Mn" is undefined\n'
-           '1 error detected in the compilation of "fw_basic_2d.cu".\n')
+    log = (
+        '/repo/kernels_cu/fw_basic_2d.cu(7): warning #177-D: variable "x" was declared but never referenced\n'
+        '/repo/kernels_cu/fw_basic_2d.cu(12): error: identifier "Mn" is undefined\n'
+        '1 error detected in the compilation of "fw_basic_2d.cu".\n'
+    )
     assert first_error(log) == ("/repo/kernels_cu/fw_basic_2d.cu", 12, 'identifier "Mn" is undefined')
 
 
 def test_first_error_without_location_keeps_the_message():
     assert first_error("nvcc fatal   : Unsupported gpu architecture 'sm_1'\n") == (
-        None, None, "nvcc fatal   : Unsupported gpu architecture 'sm_1'")
+        None,
+        None,
+        "nvcc fatal   : Unsupported gpu architecture 'sm_1'",
+    )
 
 
 def test_parse_ptxas_reads_registers_shared_memory_and_spills():
@@ -65,28 +70,62 @@ ptxas info    : Used 12 registers, used 0 barriers
 """
     tiled, plain = parse_ptxas(log)
     assert (tiled.kernel, tiled.registers, tiled.shared_bytes, tiled.stack_bytes, tiled.spill_store_bytes) == (
-        "tiled", 40, 8192, 8, 4)
+        "tiled",
+        40,
+        8192,
+        8,
+        4,
+    )
     assert (plain.kernel, plain.registers, plain.shared_bytes) == ("plain", 12, 0)
 
 
 # The compile-time variants the chapters (and chapter 04's blocking factors) build.
-VARIANTS = [("fw_shared_tile.cu", f"-DTILE={t}") for t in (8, 16, 32)] + \
-           [("fw_blocked.cu", f"-DBF={bf}") for bf in (8, 16, 32, 64)] + [("vecmax_coalescing.cu", "-DTRACE_ACCESS")]
+VARIANTS = (
+    [("fw_shared_tile.cu", f"-DTILE={t}") for t in (8, 16, 32)]
+    + [("fw_blocked.cu", f"-DBF={bf}") for bf in (8, 16, 32, 64)]
+    + [("vecmax_coalescing.cu", "-DTRACE_ACCESS")]
+)
 # Chapter 05's ladder and the shapes its profiles tune over that must not spill (16 x 16 results per
 # thread spill by design: the tuning sweep shows that cliff).
 VARIANTS += [("mm_01_shared_tile.cu", o) for o in ("-DTILE=16", "-DTILE=32", "-DTILE=32 -DUNROLL=16")]
 VARIANTS += [("mm_02_footprint.cu", f"-DBLOCK={b} -DFOOT={f}") for b, f in ((16, 32), (16, 48), (16, 64), (32, 64))]
-VARIANTS += [("mm_02_footprint.cu", o) for o in ("-DBLOCK=16 -DFOOT=32 -DALIGNED_COPY=1", "-DBLOCK=16 -DFOOT=32 -DKTILE=64")]
-VARIANTS += [("mm_03_register_blocked.cu", o) for o in (
-    "-DDOUBLE_BUFFER=0", "-DBM=128 -DBN=256", "-DBM=128 -DBN=256 -DTN=16", "-DBM=256 -DBN=128 -DTM=16",
-    "-DBM=64 -DBN=128 -DTM=4 -DBK=16", "-DBM=128 -DBN=64 -DTN=4 -DBK=16")]
+VARIANTS += [
+    ("mm_02_footprint.cu", o) for o in ("-DBLOCK=16 -DFOOT=32 -DALIGNED_COPY=1", "-DBLOCK=16 -DFOOT=32 -DKTILE=64")
+]
+VARIANTS += [
+    ("mm_03_register_blocked.cu", o)
+    for o in (
+        "-DDOUBLE_BUFFER=0",
+        "-DBM=128 -DBN=256",
+        "-DBM=128 -DBN=256 -DTN=16",
+        "-DBM=256 -DBN=128 -DTM=16",
+        "-DBM=64 -DBN=128 -DTM=4 -DBK=16",
+        "-DBM=128 -DBN=64 -DTN=4 -DBK=16",
+    )
+]
 # Chapter 06's fused k-means pass in the shapes its grids use, on both of its paths.
-VARIANTS += [("km_03_fused.cu", o) for o in ("-DSUMS_BY_WARP=1", "-DSUMS_BY_WARP=1 -DK=32 -DD=64", "-DK=128 -DD=32 -DCOPIES=2",
-                                            "-DK=8 -DD=2 -DSUMS_BY_WARP=1", "-DPOINTS=2 -DCENTRE_UNROLL=4")]
+VARIANTS += [
+    ("km_03_fused.cu", o)
+    for o in (
+        "-DSUMS_BY_WARP=1",
+        "-DSUMS_BY_WARP=1 -DK=32 -DD=64",
+        "-DK=128 -DD=32 -DCOPIES=2",
+        "-DK=8 -DD=2 -DSUMS_BY_WARP=1",
+        "-DPOINTS=2 -DCENTRE_UNROLL=4",
+    )
+]
 # The tiled pass in the blockings gpu.tiled_shape picks for those grids (and an odd K, which loads
 # its centres one by one).
-VARIANTS += [("km_04_tiled.cu", o) for o in ("", "-DK=8 -DD=2 -DG=1 -DTHREADS=64", "-DK=128 -DD=32 -DG=16",
-                                            "-DK=32 -DD=64", "-DK=7 -DD=5 -DTQ=7 -DG=1 -DTHREADS=64")]
+VARIANTS += [
+    ("km_04_tiled.cu", o)
+    for o in (
+        "",
+        "-DK=8 -DD=2 -DG=1 -DTHREADS=64",
+        "-DK=128 -DD=32 -DG=16",
+        "-DK=32 -DD=64",
+        "-DK=7 -DD=5 -DTQ=7 -DG=1 -DTHREADS=64",
+    )
+]
 
 
 @needs_nvcc

@@ -94,15 +94,18 @@ def _binary(tmp_path, header, values, name="bad.bin"):
     return path
 
 
-@pytest.mark.parametrize("header,values,message", [
-    ((3, 2), [1, 2, 3, 4, 5], r"should be 32 bytes; it is 28: truncated: the data ends inside object 2"),
-    ((2, 2), [1, 2, 3, 4, 5], r"4 bytes follow the last object \(from byte offset 24\)"),
-    ((0, 2), [], r"N = 0 objects; N must be at least 1"),
-    ((2, -1), [], r"D = -1 coordinates"),
-    ((2, 2), [1, np.nan, 3, 4], r"object 0, coordinate 1 \(byte offset 12\): value nan is not a finite number"),
-    ((2, 2), [1, 2, np.inf, 4], r"object 1, coordinate 0"),
-    ((1 << 30, 1 << 10), [], r"more than this reader accepts"),
-])
+@pytest.mark.parametrize(
+    "header,values,message",
+    [
+        ((3, 2), [1, 2, 3, 4, 5], r"should be 32 bytes; it is 28: truncated: the data ends inside object 2"),
+        ((2, 2), [1, 2, 3, 4, 5], r"4 bytes follow the last object \(from byte offset 24\)"),
+        ((0, 2), [], r"N = 0 objects; N must be at least 1"),
+        ((2, -1), [], r"D = -1 coordinates"),
+        ((2, 2), [1, np.nan, 3, 4], r"object 0, coordinate 1 \(byte offset 12\): value nan is not a finite number"),
+        ((2, 2), [1, 2, np.inf, 4], r"object 1, coordinate 0"),
+        ((1 << 30, 1 << 10), [], r"more than this reader accepts"),
+    ],
+)
 def test_malformed_binary_files_are_refused_with_the_offset(tmp_path, header, values, message):
     with pytest.raises(CaseFormatError, match=message) as err:
         files.read(_binary(tmp_path, header, values), binary=True)
@@ -115,22 +118,31 @@ def test_a_binary_file_shorter_than_its_header(tmp_path):
         files.read(tmp_path / "tiny.bin", binary=True)
 
 
-@pytest.mark.parametrize("text,message", [
-    ("0 1.0 2.0\n1 3.0\n", r"bad.txt:2: 1 values where the first object has 2"),
-    ("0 1.0 x\n", r"bad.txt:1: 'x' is not a number"),
-    ("0 1.0 nan\n", r"object 0, coordinate 1: value nan is not a finite number"),
-    ("0 1e39 1\n", r"beyond float32's range"),
-    ("\n\n", r"no objects"),
-    ("7\n", r"bad.txt:1: an object is an id followed by its coordinates"),
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("0 1.0 2.0\n1 3.0\n", r"bad.txt:2: 1 values where the first object has 2"),
+        ("0 1.0 x\n", r"bad.txt:1: 'x' is not a number"),
+        ("0 1.0 nan\n", r"object 0, coordinate 1: value nan is not a finite number"),
+        ("0 1e39 1\n", r"beyond float32's range"),
+        ("\n\n", r"no objects"),
+        ("7\n", r"bad.txt:1: an object is an id followed by its coordinates"),
+    ],
+)
 def test_malformed_text_files_are_refused_with_the_line(tmp_path, text, message):
     (tmp_path / "bad.txt").write_text(text)
     with pytest.raises(CaseFormatError, match=message):
         files.read(tmp_path / "bad.txt", binary=False)
 
 
-@pytest.mark.parametrize("k,message", [(0, "K = 0 clusters; K must be at least 1"),
-                                       (-3, "K must be at least 1"), (5, "K = 5 clusters but only 4 objects")])
+@pytest.mark.parametrize(
+    "k,message",
+    [
+        (0, "K = 0 clusters; K must be at least 1"),
+        (-3, "K must be at least 1"),
+        (5, "K = 5 clusters but only 4 objects"),
+    ],
+)
 def test_k_outside_1_to_n_is_refused(k, message):
     with pytest.raises(CaseFormatError, match=message):
         reference.classic(np.zeros((4, 2), dtype=np.float32), k)
@@ -157,8 +169,9 @@ def test_random_and_bit_flipped_binary_files_get_a_clean_answer(tmp_path):
 
 
 def run_face(*args):
-    return subprocess.run([sys.executable, "-m", "cudalab.kmeans", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "cudalab.kmeans", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_the_command_reproduces_the_classic_code_on_the_cpu(tmp_path):
@@ -175,10 +188,12 @@ def test_the_command_reproduces_the_classic_code_on_the_cpu(tmp_path):
 
 def test_the_command_refuses_bad_requests_without_a_traceback(tmp_path):
     files.write_binary(tmp_path / "p.bin", reference.blobs(10, 2, 2, 1))
-    for args, message in [(("-n", "11", "-b"), "K = 11 clusters but only 10 objects"),
-                          (("-n", "0", "-b"), "K must be at least 1"),
-                          (("-n", "2"), "is not a number (a binary file? read it with -b)"),
-                          (("-n", "2", "-b", "-t", "2"), "threshold is a fraction")]:
+    for args, message in [
+        (("-n", "11", "-b"), "K = 11 clusters but only 10 objects"),
+        (("-n", "0", "-b"), "K must be at least 1"),
+        (("-n", "2"), "is not a number (a binary file? read it with -b)"),
+        (("-n", "2", "-b", "-t", "2"), "threshold is a fraction"),
+    ]:
         proc = run_face("-i", str(tmp_path / "p.bin"), *args, "--cpu")
         assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     proc = run_face("-i", str(tmp_path / "p.bin.membership"), "-n", "2", "-o", str(tmp_path / "p.bin"), "--cpu")

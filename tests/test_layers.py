@@ -54,7 +54,9 @@ def _imports(path: Path, name: str) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else [])
+                )
             if not base.startswith("cudalab"):
                 continue
             for a in node.names:
@@ -78,8 +80,13 @@ def test_every_module_lives_in_a_layer_or_is_a_known_face():
 
 @pytest.mark.parametrize("layer", LAYERS)
 def test_layer_imports_only_what_it_may(layer):
-    crossed = [(m, dep) for m, deps in GRAPH.items() if _layer(m) == layer for dep in deps
-               if dep != "cudalab" and _layer(dep) not in MAY_IMPORT[layer]]
+    crossed = [
+        (m, dep)
+        for m, deps in GRAPH.items()
+        if _layer(m) == layer
+        for dep in deps
+        if dep != "cudalab" and _layer(dep) not in MAY_IMPORT[layer]
+    ]
     assert not crossed, f"{layer} may import only {sorted(MAY_IMPORT[layer])}: {crossed}"
 
 
@@ -91,7 +98,7 @@ def test_no_import_cycles():
         state[m] = 1
         for d in edges[m]:
             if state.get(d) == 1:
-                raise AssertionError("import cycle: " + " -> ".join(stack[stack.index(d):] + [d]) if d in stack else d)
+                raise AssertionError("import cycle: " + " -> ".join(stack[stack.index(d) :] + [d]) if d in stack else d)
             if d not in state:
                 visit(d, stack + [d])
         state[m] = 2
@@ -109,7 +116,9 @@ def test_argparse_and_main_only_in_faces():
         text = path.read_text()
         if "argparse" in text or "__main__" in text:
             offenders.append(name)
-    assert not offenders, f"command lines belong to faces (build_report.py, cudalab/apsp.py, cudalab/kmeans.py, tools/): {offenders}"
+    assert not offenders, (
+        f"command lines belong to faces (build_report.py, cudalab/apsp.py, cudalab/kmeans.py, tools/): {offenders}"
+    )
 
 
 def test_child_targets_are_only_entry_points_under_labs():
@@ -124,7 +133,8 @@ def test_every_exception_class_derives_from_the_one_base():
     for name, path in MODULES.items():
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ClassDef) and any(
-                    getattr(b, "id", getattr(b, "attr", "")).endswith(("Error", "Exception")) for b in node.bases):
+                getattr(b, "id", getattr(b, "attr", "")).endswith(("Error", "Exception")) for b in node.bases
+            ):
                 defined.append((name, node.name))
     assert all(m == "cudalab.core.errors" for m, _ in defined), f"exceptions live in core/errors.py: {defined}"
     for cls in vars(errors).values():
@@ -133,11 +143,13 @@ def test_every_exception_class_derives_from_the_one_base():
 
 
 def test_report_layer_runs_without_cupy_or_lab_code():
-    code = ("import sys; sys.modules['cupy'] = None\n"
-            "import cudalab.report.build, cudalab.report.benchmarks, cudalab.report.compare\n"
-            "bad = sorted(m for m in sys.modules if m.startswith(('cudalab.labs', 'cudalab.toolchain')))\n"
-            "assert not bad, bad\n"
-            "from cudalab.core.gpu import gpu_available; assert not gpu_available()\n")
+    code = (
+        "import sys; sys.modules['cupy'] = None\n"
+        "import cudalab.report.build, cudalab.report.benchmarks, cudalab.report.compare\n"
+        "bad = sorted(m for m in sys.modules if m.startswith(('cudalab.labs', 'cudalab.toolchain')))\n"
+        "assert not bad, bad\n"
+        "from cudalab.core.gpu import gpu_available; assert not gpu_available()\n"
+    )
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
 
@@ -146,7 +158,9 @@ def test_report_layer_runs_without_cupy_or_lab_code():
 def test_notebooks_open_their_chapter_with_one_import_and_no_report_code(path):
     code = "\n".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code")
     assert "from cudalab import open_chapter\n" in code
-    assert f'open_chapter("{path.stem}", globals())' in code, "parameters are declared once: open_chapter(id, globals())"
+    assert f'open_chapter("{path.stem}", globals())' in code, (
+        "parameters are declared once: open_chapter(id, globals())"
+    )
     imported = _imports_from_code(code)
     assert not [m for m in imported if _layer(m) == "report"], "a notebook never imports report assembly"
 
@@ -155,5 +169,7 @@ def _imports_from_code(code: str) -> set[str]:
     found = set()
     for node in ast.walk(ast.parse(code)):
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("cudalab"):
-            found |= {f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in MODULES else node.module for a in node.names}
+            found |= {
+                f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in MODULES else node.module for a in node.names
+            }
     return found

@@ -18,15 +18,18 @@ def test_lab002_footprint_shapes():
     assert mm.footprint(16, 48).results_per_thread == 9
 
 
-@pytest.mark.parametrize("kernel,reason", [
-    (mm.footprint(32, 48), "footprint 48 is not a multiple of the block edge 32"),
-    (mm.footprint(16, 96), "73,728 bytes of shared memory per block exceeds the limit of 49,152"),
-    (mm.naive(48), "block 48x48 = 2304 threads exceeds the limit of 1024 threads per block"),
-    (mm.register_blocked(128, 128, 8, 8, 6), "not a multiple of the thread tile 8x6"),
-    (mm.register_blocked(64, 64, 8, 8, 16), "do not tile as whole warps of 4 x 8 lanes"),
-    (mm.register_blocked(128, 128, 6, 8, 8), "TM, TN and BK must be multiples of 4"),
-    (mm.register_blocked(256, 256, 16, 8, 8), "bytes of shared memory per block exceeds"),
-])
+@pytest.mark.parametrize(
+    "kernel,reason",
+    [
+        (mm.footprint(32, 48), "footprint 48 is not a multiple of the block edge 32"),
+        (mm.footprint(16, 96), "73,728 bytes of shared memory per block exceeds the limit of 49,152"),
+        (mm.naive(48), "block 48x48 = 2304 threads exceeds the limit of 1024 threads per block"),
+        (mm.register_blocked(128, 128, 8, 8, 6), "not a multiple of the thread tile 8x6"),
+        (mm.register_blocked(64, 64, 8, 8, 16), "do not tile as whole warps of 4 x 8 lanes"),
+        (mm.register_blocked(128, 128, 6, 8, 8), "TM, TN and BK must be multiples of 4"),
+        (mm.register_blocked(256, 256, 16, 8, 8), "bytes of shared memory per block exceeds"),
+    ],
+)
 def test_a_shape_the_gpu_cannot_hold_is_refused_with_the_limit_named(kernel, reason):
     assert reason in mm.refusal(kernel, LIMITS)
 
@@ -97,13 +100,16 @@ def test_tuning_grid_is_the_cross_product():
 def test_fp32_peak_of_a_spec():
     from cudalab.labs.capabilities import fp32_peak_GFLOPs
 
-    assert fp32_peak_GFLOPs({"cuda_cores_per_multiprocessor": 128, "multiprocessors": 132, "gpu_clock_MHz": 1980}) == \
-        pytest.approx(66908.16)
+    assert fp32_peak_GFLOPs(
+        {"cuda_cores_per_multiprocessor": 128, "multiprocessors": 132, "gpu_clock_MHz": 1980}
+    ) == pytest.approx(66908.16)
     assert math.isnan(fp32_peak_GFLOPs({"multiprocessors": 8}))
 
 
 def test_a_footprint_beyond_the_register_file_is_refused_before_compiling():
-    assert "needs at least 288 registers per thread, over the 255" in mm.refusal(mm.register_blocked(128, 128, 8, 16, 16), LIMITS)
+    assert "needs at least 288 registers per thread, over the 255" in mm.refusal(
+        mm.register_blocked(128, 128, 8, 16, 16), LIMITS
+    )
     why = mm.refusal(mm.register_blocked(256, 256, 8, 8, 8), LIMITS)  # 1024 threads: 64 registers each
     assert "needs at least 80 registers per thread, over the 64 it can have (1024 threads share 65,536" in why
     assert mm.refusal(mm.register_blocked(128, 256, 8, 8, 16), LIMITS) == ""  # 152 of 255: the H100's best

@@ -3,12 +3,11 @@
 import numpy as np
 import pytest
 
-from cudalab.labs.vecmax import owners, pattern_frame, per_thread
+from cudalab.chapter.profiles import _merge, launch_shape
 from cudalab.core.rates import effective_GBps
 from cudalab.labs.fw.per_k import solve_bytes as floyd_warshall_bytes
 from cudalab.labs.fw.per_k import step_bytes as floyd_warshall_step_bytes
-from cudalab.labs.vecmax import reduction_bytes
-from cudalab.chapter.profiles import _merge, launch_shape
+from cudalab.labs.vecmax import owners, pattern_frame, per_thread, reduction_bytes
 
 
 def test_floyd_warshall_bytes_read_and_write_every_entry_each_step():
@@ -56,8 +55,17 @@ def test_unknown_kernel():
         owners("vecmax99", 8, 1, 1)
 
 
-@pytest.mark.parametrize("name,threads", [("block_sizes", 256), ("tile_edges", 256), ("kslice_edges", 256),
-                                          ("threads_per_block", 16), ("row_segment_threads", 16), ("vecmax_threads", 16)])
+@pytest.mark.parametrize(
+    "name,threads",
+    [
+        ("block_sizes", 256),
+        ("tile_edges", 256),
+        ("kslice_edges", 256),
+        ("threads_per_block", 16),
+        ("row_segment_threads", 16),
+        ("vecmax_threads", 16),
+    ],
+)
 def test_launch_shape_names(name, threads):
     _, count = launch_shape(name)
     assert count(16) == threads
@@ -68,9 +76,16 @@ def test_non_shape_names_are_not_checked():
 
 
 def test_extends_never_blends_two_devices_or_two_published_tables():
-    base = {"device": {"name": "A", "multiprocessors": 8}, "chapters": {"c": {"params": {"x": 1},
-            "published": {"t1": {"source": "s", "gpu": "A", "note": "n", "rows": []}}}}}
-    over = {"device": {"name": "B"}, "chapters": {"c": {"published": {"t1": {"source": "s2", "gpu": "B", "rows": [1]}}}}}
+    base = {
+        "device": {"name": "A", "multiprocessors": 8},
+        "chapters": {
+            "c": {"params": {"x": 1}, "published": {"t1": {"source": "s", "gpu": "A", "note": "n", "rows": []}}}
+        },
+    }
+    over = {
+        "device": {"name": "B"},
+        "chapters": {"c": {"published": {"t1": {"source": "s2", "gpu": "B", "rows": [1]}}}},
+    }
     merged = _merge(base, over)
     assert merged["device"] == {"name": "B"}
     assert merged["chapters"]["c"]["published"]["t1"] == {"source": "s2", "gpu": "B", "rows": [1]}

@@ -39,14 +39,21 @@ def test_select_by_number_name_and_prefix():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(__import__("cudalab.core.gpu", fromlist=["x"]).gpu_available(), reason="replays; a GPU would measure")
+@pytest.mark.skipif(
+    __import__("cudalab.core.gpu", fromlist=["x"]).gpu_available(), reason="replays; a GPU would measure"
+)
 def test_a_notebook_runs_top_to_bottom_with_its_defaults(tmp_path):
     """As in JupyterLab: no parameters injected; without a GPU it replays the default profile's recording."""
     import papermill
 
     out = tmp_path / "01.ipynb"
-    papermill.execute_notebook(str(NOTEBOOKS_DIR / "01_block_size.ipynb"), str(out), kernel_name="python3",
-                               cwd=str(NOTEBOOKS_DIR), progress_bar=False,
-                               extra_arguments=["--IPKernelApp.log_level=ERROR"])
+    papermill.execute_notebook(
+        str(NOTEBOOKS_DIR / "01_block_size.ipynb"),
+        str(out),
+        kernel_name="python3",
+        cwd=str(NOTEBOOKS_DIR),
+        progress_bar=False,
+        extra_arguments=["--IPKernelApp.log_level=ERROR"],
+    )
     text = out.read_text()
     assert "Data: replayed." in text and "What the lab measured." in text

@@ -3,9 +3,20 @@
 import numpy as np
 import pytest
 
+from cudalab.labs.fw.nthu import (
+    UNREACHABLE,
+    CaseFormatError,
+    generate_case,
+    parse_case,
+    read_case,
+    read_output,
+    solve_cpu,
+    solve_numpy,
+    to_matrix,
+    write_case,
+    write_output,
+)
 from cudalab.labs.fw.reference import floyd_warshall_numpy
-from cudalab.labs.fw.nthu import (UNREACHABLE, CaseFormatError, generate_case, parse_case, read_case, read_output, solve_cpu,
-                          solve_numpy, to_matrix, write_case, write_output)
 
 
 def raw(*ints):
@@ -61,18 +72,24 @@ def test_cpu_solution_matches_an_independent_one(v, density):
     assert np.array_equal(solve_numpy(v, edges), solve_cpu(v, edges))
 
 
-@pytest.mark.parametrize("data,message", [
-    (b"\x01\x00\x00", r"truncated header: 3 bytes"),
-    (raw(0, 0), r"V = 0 at offset 0 must be positive"),
-    (raw(-4, 0), r"V = -4 at offset 0"),
-    (raw(3, -1), r"E = -1 at offset 4 must not be negative"),
-    (raw(2, 5), r"E = 5 at offset 4 exceeds V\*V = 4"),
-    (raw(3, 2, 0, 1, 5, 1, 2), r"truncated: E = 2 needs 32 bytes, the file has 28; edge 1 at offset 20 is incomplete"),
-    (raw(3, 1, 0, 1, 5, 9), r"4 unexpected bytes after the last edge, at offset 20"),
-    (raw(3, 2, 0, 1, 5, 1, 3, 2), r"edge 1 at offset 20: dst 3 is not a vertex of \[0, 3\)"),
-    (raw(3, 1, -1, 1, 5), r"edge 0 at offset 8: src -1 is not a vertex"),
-    (raw(3, 2, 0, 1, 5, 1, 2, -7), r"edge 1 at offset 20: negative weight -7"),
-])
+@pytest.mark.parametrize(
+    "data,message",
+    [
+        (b"\x01\x00\x00", r"truncated header: 3 bytes"),
+        (raw(0, 0), r"V = 0 at offset 0 must be positive"),
+        (raw(-4, 0), r"V = -4 at offset 0"),
+        (raw(3, -1), r"E = -1 at offset 4 must not be negative"),
+        (raw(2, 5), r"E = 5 at offset 4 exceeds V\*V = 4"),
+        (
+            raw(3, 2, 0, 1, 5, 1, 2),
+            r"truncated: E = 2 needs 32 bytes, the file has 28; edge 1 at offset 20 is incomplete",
+        ),
+        (raw(3, 1, 0, 1, 5, 9), r"4 unexpected bytes after the last edge, at offset 20"),
+        (raw(3, 2, 0, 1, 5, 1, 3, 2), r"edge 1 at offset 20: dst 3 is not a vertex of \[0, 3\)"),
+        (raw(3, 1, -1, 1, 5), r"edge 0 at offset 8: src -1 is not a vertex"),
+        (raw(3, 2, 0, 1, 5, 1, 2, -7), r"edge 1 at offset 20: negative weight -7"),
+    ],
+)
 def test_malformed_files_name_problem_and_offset(data, message):
     with pytest.raises(CaseFormatError, match=message):
         parse_case(data, "case.in")
@@ -186,7 +203,12 @@ def test_fuzzed_files_get_a_clean_error_or_a_correct_parse(rng):
         except CaseFormatError:
             continue
         assert raw(pv, len(pe)) + np.asarray(pe, dtype="<i4").tobytes() == data, "a parse must be the file, exactly"
-        assert (pe[:, :2] >= 0).all() and (pe[:, :2] < pv).all() and (pe[:, 2] >= 0).all() and (pe[:, 2] < UNREACHABLE).all()
+        assert (
+            (pe[:, :2] >= 0).all()
+            and (pe[:, :2] < pv).all()
+            and (pe[:, 2] >= 0).all()
+            and (pe[:, 2] < UNREACHABLE).all()
+        )
 
 
 def test_fuzzed_outputs_get_a_clean_error_or_the_right_size(tmp_path, rng):

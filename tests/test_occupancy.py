@@ -12,13 +12,19 @@ The rules (include/cuda_occupancy.h, the calculator's spreadsheet), applied by h
 Each expected value is computed in the comment beside it, not by the code under test.
 """
 
-import pytest
 import pandas as pd
+import pytest
 
 from cudalab.core.errors import ProfileError
 from cudalab.core.occupancy import SM_LIMITS, cc_key, occupancy, occupancy_table, resident_blocks, sm_limits
-from cudalab.toolchain.nvcc import (compile_arch, cuda_tool, kernel_base_name, kernel_resources_for,
-                                    kernel_resources_for_cc, supported_archs)
+from cudalab.toolchain.nvcc import (
+    compile_arch,
+    cuda_tool,
+    kernel_base_name,
+    kernel_resources_for,
+    kernel_resources_for_cc,
+    supported_archs,
+)
 
 needs_nvcc = pytest.mark.skipif(cuda_tool("nvcc") is None, reason="nvcc is not installed")
 
@@ -125,7 +131,12 @@ def test_a_register_heavy_block_that_just_fits_launches():
 
 def test_limits_per_resource_and_none_where_unused():
     got = occupancy("3.0", 64, 16, 0)
-    assert (got["limit_threads"], got["limit_blocks"], got["limit_registers"], got["limit_shared"]) == (32, 16, 64, None)
+    assert (got["limit_threads"], got["limit_blocks"], got["limit_registers"], got["limit_shared"]) == (
+        32,
+        16,
+        64,
+        None,
+    )
     # from cc 8.0 the driver's reserved KiB counts even for a kernel without shared memory
     assert occupancy("9.0", 32, 32, 0)["limit_shared"] == 228
     assert occupancy("9.0", 32, 0, 0)["limit_registers"] is None
@@ -139,17 +150,35 @@ def test_sm_limits_match_the_programming_guide_table():
         assert lim.register_allocation_unit == 256 and lim.register_allocation_granularity == "warp"
         assert lim.max_shared_per_block <= lim.max_shared_per_sm
     k, kib = SM_LIMITS["3.0"], 1024
-    assert (k.max_threads_per_sm, k.max_blocks_per_sm, k.registers_per_sm, k.max_registers_per_thread,
-            k.max_shared_per_sm, k.shared_allocation_unit, k.reserved_shared_per_block) == (2048, 16, 65536, 63, 48 * kib, 256, 0)
+    assert (
+        k.max_threads_per_sm,
+        k.max_blocks_per_sm,
+        k.registers_per_sm,
+        k.max_registers_per_thread,
+        k.max_shared_per_sm,
+        k.shared_allocation_unit,
+        k.reserved_shared_per_block,
+    ) == (2048, 16, 65536, 63, 48 * kib, 256, 0)
     assert SM_LIMITS["3.7"].registers_per_sm == 128 * kib and SM_LIMITS["3.7"].max_shared_per_sm == 112 * kib
     assert SM_LIMITS["5.2"].max_shared_per_sm == 96 * kib and SM_LIMITS["5.2"].max_blocks_per_sm == 32
     assert SM_LIMITS["6.0"].warp_allocation_granularity == 2
     t = SM_LIMITS["7.5"]
-    assert (t.max_threads_per_sm, t.max_blocks_per_sm, t.max_shared_per_sm, t.max_shared_per_block) == (1024, 16, 64 * kib, 64 * kib)
+    assert (t.max_threads_per_sm, t.max_blocks_per_sm, t.max_shared_per_sm, t.max_shared_per_block) == (
+        1024,
+        16,
+        64 * kib,
+        64 * kib,
+    )
     assert (SM_LIMITS["8.6"].max_threads_per_sm, SM_LIMITS["8.9"].max_blocks_per_sm) == (1536, 24)
     h = SM_LIMITS["9.0"]
-    assert (h.max_threads_per_sm, h.max_blocks_per_sm, h.max_shared_per_sm, h.max_shared_per_block,
-            h.shared_allocation_unit, h.reserved_shared_per_block) == (2048, 32, 228 * kib, 227 * kib, 128, kib)
+    assert (
+        h.max_threads_per_sm,
+        h.max_blocks_per_sm,
+        h.max_shared_per_sm,
+        h.max_shared_per_block,
+        h.shared_allocation_unit,
+        h.reserved_shared_per_block,
+    ) == (2048, 32, 228 * kib, 227 * kib, 128, kib)
 
 
 def test_compute_capability_spellings():
@@ -161,16 +190,27 @@ def test_compute_capability_spellings():
 
 
 def test_occupancy_table_is_tidy_and_carries_the_configuration():
-    rows = [("fw_basic_2d", 64, 16, 0), ("tiled", 128, 16, 10000, 0),
-            {"kernel": "big", "config": "32x32", "threads": 1025, "registers": 16}]
+    rows = [
+        ("fw_basic_2d", 64, 16, 0),
+        ("tiled", 128, 16, 10000, 0),
+        {"kernel": "big", "config": "32x32", "threads": 1025, "registers": 16},
+    ]
     frame = occupancy_table(rows, "3.0")
     assert list(frame["kernel"]) == ["fw_basic_2d", "tiled", "big"]
     assert list(frame["blocks_per_sm"]) == [16, 4, 0]
     assert list(frame["limited_by"]) == ["blocks per SM", "shared memory", "threads per block"]
     assert list(frame["occupancy_fraction"]) == [0.5, 0.25, 0.0]
     assert frame["config"].iloc[2] == "32x32"
-    for column in ("threads_per_block", "registers_per_thread", "shared_bytes_per_block", "warps_per_sm",
-                   "blocks_limit_registers", "blocks_limit_shared", "reason", "compute_capability"):
+    for column in (
+        "threads_per_block",
+        "registers_per_thread",
+        "shared_bytes_per_block",
+        "warps_per_sm",
+        "blocks_limit_registers",
+        "blocks_limit_shared",
+        "reason",
+        "compute_capability",
+    ):
         assert column in frame.columns
     assert frame["blocks_limit_shared"].isna().tolist() == [True, False, True]  # big uses no shared memory
     assert occupancy_table([], "9.0").empty
@@ -241,15 +281,31 @@ from cudalab.labs import vecmax  # noqa: E402
 from cudalab.labs.fw import blocked, per_k  # noqa: E402
 from cudalab.labs.kmeans import chapter as km  # noqa: E402
 from cudalab.labs.kmeans import gpu as km_gpu  # noqa: E402
-from cudalab.toolchain.occupancy_report import (binding_summary, chapter_gpus, distinct_launches,  # noqa: E402
-                                                occupancy_by_gpu, occupancy_styled)
+from cudalab.toolchain.occupancy_report import (  # noqa: E402
+    binding_summary,
+    chapter_gpus,
+    distinct_launches,
+    occupancy_by_gpu,
+    occupancy_styled,
+)
 
-CHAPTERS = ["01_block_size", "02_coalescing", "03_shared_memory", "04_blocking_factor", "05_matmul_footprint",
-            "06_kmeans_device_update"]
+CHAPTERS = [
+    "01_block_size",
+    "02_coalescing",
+    "03_shared_memory",
+    "04_blocking_factor",
+    "05_matmul_footprint",
+    "06_kmeans_device_update",
+]
 # what each notebook's occupancy cell calls, so that the lists below are the notebooks' own
-NOTEBOOK_CALLS = {"01_block_size": ["per_k.launch("], "02_coalescing": ["per_k.launch(", "vecmax.launches("],
-                  "03_shared_memory": ["per_k.launch("], "04_blocking_factor": ["blocked.launches("],
-                  "05_matmul_footprint": ["mm.launches("], "06_kmeans_device_update": ["km_gpu.launches("]}
+NOTEBOOK_CALLS = {
+    "01_block_size": ["per_k.launch("],
+    "02_coalescing": ["per_k.launch(", "vecmax.launches("],
+    "03_shared_memory": ["per_k.launch("],
+    "04_blocking_factor": ["blocked.launches("],
+    "05_matmul_footprint": ["mm.launches("],
+    "06_kmeans_device_update": ["km_gpu.launches("],
+}
 
 
 def _chapter_params(chapter: str) -> dict:
@@ -261,7 +317,9 @@ def _chapter_params(chapter: str) -> dict:
     from cudalab.chapter.catalog import chapter as find
     from cudalab.chapter.profiles import load_profile
 
-    defaults = {name: ast.literal_eval(p["default"]) for name, p in papermill.inspect_notebook(str(find(chapter).path)).items()}
+    defaults = {
+        name: ast.literal_eval(p["default"]) for name, p in papermill.inspect_notebook(str(find(chapter).path)).items()
+    }
     return {**defaults, **load_profile("gtx680").chapter_params(chapter)}
 
 
@@ -270,9 +328,12 @@ def _chapter_launches(chapter: str, p: dict):
     if chapter == "01_block_size":
         return [per_k.launch("basic", b) for b in p["block_sizes"]]
     if chapter == "02_coalescing":
-        return ([per_k.launch("basic", 16)] + [per_k.launch("coalesced", t) for t in p["threads_per_block"]]
-                + [per_k.launch("segment", s, p["segment_threads"]) for s in p["segment_sizes"]]
-                + vecmax.launches(p["vecmax_threads"]))
+        return (
+            [per_k.launch("basic", 16)]
+            + [per_k.launch("coalesced", t) for t in p["threads_per_block"]]
+            + [per_k.launch("segment", s, p["segment_threads"]) for s in p["segment_sizes"]]
+            + vecmax.launches(p["vecmax_threads"])
+        )
     if chapter == "03_shared_memory":
         out = [per_k.launch("basic", b) for b in p["kslice_edges"]]
         for published in (True, False):
@@ -281,14 +342,30 @@ def _chapter_launches(chapter: str, p: dict):
             out += [per_k.launch("kslices", b, published=published) for b in p["kslice_edges"]]
         return out
     if chapter == "04_blocking_factor":
-        return blocked.launches(p["block_factors"], p["expert_block_factors"], dpx=(True, False), basic_block=16,
-                                tiles=p.get("expert_tiles", [4]))
+        return blocked.launches(
+            p["block_factors"],
+            p["expert_block_factors"],
+            dpx=(True, False),
+            basic_block=16,
+            tiles=p.get("expert_tiles", [4]),
+        )
     if chapter == "05_matmul_footprint":
-        ladder = [mm.naive(2), mm.naive(32), mm.naive(32, register=True), mm.shared_tile(32), mm.shared_tile(32, unroll=16),
-                  mm.shared_tile(16), mm.footprint(16, 32), mm.register_blocked(double_buffer=False), mm.register_blocked()]
+        ladder = [
+            mm.naive(2),
+            mm.naive(32),
+            mm.naive(32, register=True),
+            mm.shared_tile(32),
+            mm.shared_tile(32, unroll=16),
+            mm.shared_tile(16),
+            mm.footprint(16, 32),
+            mm.register_blocked(double_buffer=False),
+            mm.register_blocked(),
+        ]
         footprints = [mm.footprint(b, f) for b in p["footprint_blocks"] for f in p["footprints"]]
         footprints += [mm.footprint(16, 32, aligned_copy=True), mm.footprint(16, 32, ktile=64)]
-        return mm.launches(ladder + footprints + mm.tuning_grid(p["tune_tiles"], p["tune_depths"], p["tune_thread_tiles"]))
+        return mm.launches(
+            ladder + footprints + mm.tuning_grid(p["tune_tiles"], p["tune_depths"], p["tune_thread_tiles"])
+        )
     configs = km.configurations(p["sizes"], p["dims"], p["clusters"], p["base_d"], p["base_k"])
     configs += [(p["check_n"], p["base_d"], p["base_k"])]
     return lambda cc: km_gpu.launches(configs, cc)
@@ -299,15 +376,25 @@ def _chapter_launches(chapter: str, p: dict):
 def test_every_launch_of_every_chapter_compiles_and_gets_an_occupancy(chapter):
     from cudalab.chapter.catalog import chapter as find
 
-    code = "".join("".join(c["source"]) for c in __import__("json").loads(find(chapter).path.read_text())["cells"]
-                   if c["cell_type"] == "code")
-    assert "occupancy_section(" in code and "table=lab.table" in code and all(call in code for call in NOTEBOOK_CALLS[chapter])
+    code = "".join(
+        "".join(c["source"])
+        for c in __import__("json").loads(find(chapter).path.read_text())["cells"]
+        if c["cell_type"] == "code"
+    )
+    assert (
+        "occupancy_section(" in code
+        and "table=lab.table" in code
+        and all(call in code for call in NOTEBOOK_CALLS[chapter])
+    )
     launches = _chapter_launches(chapter, _chapter_params(chapter))
     occ, notes = occupancy_by_gpu(launches, {"lab GPU": "3.0", "this run": "9.0"})
     listed = {cc: distinct_launches(launches(cc) if callable(launches) else launches) for cc in ("3.0", "9.0")}
     assert all(listed.values())
     assert len(occ) == sum(len(v) for v in listed.values())
-    assert list(occ.groupby("compute_capability").size().reindex(["3.0", "9.0"])) == [len(listed["3.0"]), len(listed["9.0"])]
+    assert list(occ.groupby("compute_capability").size().reindex(["3.0", "9.0"])) == [
+        len(listed["3.0"]),
+        len(listed["9.0"]),
+    ]
     assert occ["limited_by"].notna().all() and occ["limited_by"].str.len().gt(0).all()
     assert occ[["registers_per_thread", "blocks_per_sm", "occupancy_fraction"]].notna().all().all()
     assert occ["registers_per_thread"].gt(0).all()
@@ -315,8 +402,14 @@ def test_every_launch_of_every_chapter_compiles_and_gets_an_occupancy(chapter):
 
 
 def test_per_k_launch_is_what_each_recipe_launches():
-    assert per_k.launch("basic", 16) == {"block": "16x16", "file": "fw_basic_2d.cu", "kernel": "fw_basic_2d",
-                                         "options": (), "threads": 256, "dynamic_shared_bytes": 0}
+    assert per_k.launch("basic", 16) == {
+        "block": "16x16",
+        "file": "fw_basic_2d.cu",
+        "kernel": "fw_basic_2d",
+        "options": (),
+        "threads": 256,
+        "dynamic_shared_bytes": 0,
+    }
     assert per_k.launch("segment", 4, 128)["threads"] == 128
     assert per_k.launch("tile", 8)["options"] == ("-DTILE=8",)
     assert per_k.launch("tile", 8, published=True)["kernel"] == "fw_shared_tile_published"
@@ -340,14 +433,21 @@ def test_blocked_launches_follow_the_plans():
     assert len(got) == 3 * len(blocked.LADDER) + 3 + 3 + 1
     by = {(g["variant"], g["phase"]): g for g in got}
     # fw_blocked.cu at BF 8: 8 x 8 threads, one BF^2 int tile in phase 1, two in phases 2-3
-    assert (by[("shared BF 8", "phase 1")]["threads"], by[("shared BF 8", "phase 1")]["dynamic_shared_bytes"]) == (64, 256)
+    assert (by[("shared BF 8", "phase 1")]["threads"], by[("shared BF 8", "phase 1")]["dynamic_shared_bytes"]) == (
+        64,
+        256,
+    )
     assert by[("shared BF 8", "phase 3")]["dynamic_shared_bytes"] == 512
     # BF 64 runs 32 x 32 threads (4 cells each); step 7 adds the register cap
     assert by[("6. Large blocking factor", "phase 3")]["threads"] == 1024
     assert "--maxrregcount=22" in by[("7. Occupancy optimization", "phase 2")]["options"]
     # the register-tiled phase 3: (BF/4)^2 threads, ((BF + 4) + BF) * BF ints
     reg = by[("registers BF 64 + DPX", "phase 3")]
-    assert (reg["file"], reg["threads"], reg["dynamic_shared_bytes"]) == (blocked.REGISTERS_FILE, 256, 4 * (68 + 64) * 64)
+    assert (reg["file"], reg["threads"], reg["dynamic_shared_bytes"]) == (
+        blocked.REGISTERS_FILE,
+        256,
+        4 * (68 + 64) * 64,
+    )
     assert by[("registers BF 64 + DPX", "phase 1")]["kernel"] == "fw_blocked_phase1"
     assert by[("basic 16x16 (chapter 01)", "per k")]["threads"] == 256
     assert by[("1. GPU baseline", "phase 2")]["kernel"] == "fw_blocked_global"
@@ -379,7 +479,14 @@ def test_kmeans_launches_take_the_gpus_shared_memory():
 
 
 def test_distinct_launches_merge_one_build_listed_twice():
-    a = {"variant": "5. min", "phase": "phase 1", "file": "f.cu", "kernel": "k", "options": ("-DBF=32",), "threads": 1024}
+    a = {
+        "variant": "5. min",
+        "phase": "phase 1",
+        "file": "f.cu",
+        "kernel": "k",
+        "options": ("-DBF=32",),
+        "threads": 1024,
+    }
     b = {**a, "variant": "shared BF 32"}
     c = {**a, "options": ("-DBF=64",)}
     got = distinct_launches([a, b, c, b])
@@ -392,7 +499,9 @@ def test_chapter_gpus_and_an_empty_table():
         name, compute_capability = "GeForce GTX 680", "3.0"
 
     assert chapter_gpus(Device(), {"gpu_name": "H100", "compute_capability": "9.0"}) == {
-        "GeForce GTX 680 (lab GPU)": "3.0", "H100 (this run)": "9.0"}
+        "GeForce GTX 680 (lab GPU)": "3.0",
+        "H100 (this run)": "9.0",
+    }
     assert chapter_gpus(None, {}) == {}
     occ, notes = occupancy_by_gpu([], {})
     assert occ.empty and notes == []

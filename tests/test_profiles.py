@@ -2,8 +2,15 @@ import pytest
 
 from cudalab.chapter.profiles import ProfileError, available_profiles, load_profile, profile_for_gpu
 
-NOTEBOOKS = {"01_block_size": {"profile": "str", "sizes": "list[int]", "block_sizes": "list[int]",
-                               "cpu_max_n": "int", "seed": "int"}}
+NOTEBOOKS = {
+    "01_block_size": {
+        "profile": "str",
+        "sizes": "list[int]",
+        "block_sizes": "list[int]",
+        "cpu_max_n": "int",
+        "seed": "int",
+    }
+}
 
 
 def write(tmp_path, text, name="p.yaml"):
@@ -106,9 +113,11 @@ def test_unknown_chapter(tmp_path):
 
 
 def test_block_over_the_profiles_device_limit(tmp_path):
-    text = ("name: x\ndevice: {name: Old GPU, source: s, lab: '000', max_threads_per_block: 512,\n"
-            "         cite: {max_threads_per_block: 'Maximum number of threads per block: 512'}}\n"
-            "chapters:\n  01_block_size:\n    params: {block_sizes: [16, 32]}\n")
+    text = (
+        "name: x\ndevice: {name: Old GPU, source: s, lab: '000', max_threads_per_block: 512,\n"
+        "         cite: {max_threads_per_block: 'Maximum number of threads per block: 512'}}\n"
+        "chapters:\n  01_block_size:\n    params: {block_sizes: [16, 32]}\n"
+    )
     with pytest.raises(ProfileError) as err:
         load_profile(str(write(tmp_path, text)), notebooks=NOTEBOOKS)
     assert "32x32 threads = 1024 threads exceeds the profile's device (Old GPU)'s limit of 512" in str(err.value)
@@ -142,8 +151,10 @@ def test_detected_gpu_picks_profile():
     assert profile_for_gpu("NVIDIA RTX A4000") == "generic"
 
 
-@pytest.mark.parametrize("value,message", [("[]", "an empty list sweeps nothing"), ("[512, -4]", "-4 is not positive"),
-                                           ("[0]", "0 is not positive")])
+@pytest.mark.parametrize(
+    "value,message",
+    [("[]", "an empty list sweeps nothing"), ("[512, -4]", "-4 is not positive"), ("[0]", "0 is not positive")],
+)
 def test_empty_and_non_positive_sweeps(tmp_path, value, message):
     text = f"name: x\nchapters:\n  01_block_size:\n    params: {{sizes: {value}}}\n"
     with pytest.raises(ProfileError, match=f"chapters.01_block_size.params.sizes: {message}"):
@@ -169,7 +180,9 @@ def test_h200_validates_against_the_notebooks_and_marks_its_device_as_not_a_labs
     dev = h200.device
     assert dev.name == "NVIDIA H200" and dev.compute_capability == "9.0" and dev.multiprocessors == 132
     assert dev.lab is None and dev.cite == {}, "no lab ran on an H200: nothing may be cited from one"
-    given = {k for k, v in dev.model_dump(exclude={"name", "source", "lab", "cite", "inferred"}).items() if v is not None}
+    given = {
+        k for k, v in dev.model_dump(exclude={"name", "source", "lab", "cite", "inferred"}).items() if v is not None
+    }
     assert given == set(dev.inferred) and "NVIDIA" in dev.source
     # the numbers agree with NVIDIA's H200 datasheet: 67 TFLOP/s FP32, 4.8 TB/s, 141 GB
     assert 66_000 < dev.fp32_peak_GFLOPs() < 68_000
@@ -180,30 +193,48 @@ def test_h200_validates_against_the_notebooks_and_marks_its_device_as_not_a_labs
     assert h200.chapter("01_block_size").published == h100.chapter("01_block_size").published
     for chapter in ("01_block_size", "02_coalescing", "03_shared_memory", "04_blocking_factor", "05_matmul_footprint"):
         assert h200.chapter_params(chapter) == h100.chapter_params(chapter), chapter
-    assert max(h200.chapter_params("06_kmeans_device_update")["sizes"]) > max(h100.chapter_params("06_kmeans_device_update")["sizes"])
+    assert max(h200.chapter_params("06_kmeans_device_update")["sizes"]) > max(
+        h100.chapter_params("06_kmeans_device_update")["sizes"]
+    )
 
 
 def test_a_users_profile_outside_params_extends_a_shipped_one_and_its_values_are_used(tmp_path):
-    base = write(tmp_path, "extends: h100\nchapters:\n  01_block_size:\n    params: {sizes: [256, 768]}\n", "lab_base.yaml")
-    mine = write(tmp_path, f"extends: {base}\nchapters:\n  06_kmeans_device_update:\n    params: {{sizes: [524288]}}\n",
-                 "my_gpu.yaml")
+    base = write(
+        tmp_path, "extends: h100\nchapters:\n  01_block_size:\n    params: {sizes: [256, 768]}\n", "lab_base.yaml"
+    )
+    mine = write(
+        tmp_path,
+        f"extends: {base}\nchapters:\n  06_kmeans_device_update:\n    params: {{sizes: [524288]}}\n",
+        "my_gpu.yaml",
+    )
     prof = load_profile(str(mine))  # validated against the real notebooks
     assert prof.name == "my_gpu"
     assert prof.chapter_params("06_kmeans_device_update")["sizes"] == [524288]
     assert prof.chapter_params("06_kmeans_device_update")["dims"] == [32, 64], "the rest of h100's grid is inherited"
     assert prof.chapter_params("01_block_size")["sizes"] == [256, 768], "extends by path, through another user file"
-    assert prof.chapter_params("01_block_size", quick=True)["sizes"] == [256, 500, 1000], "the parent's quick grid wins under --quick"
+    assert prof.chapter_params("01_block_size", quick=True)["sizes"] == [256, 500, 1000], (
+        "the parent's quick grid wins under --quick"
+    )
     assert prof.chapter("01_block_size").published is not None and prof.match == []
 
 
-@pytest.mark.parametrize("chapters,names", [
-    ("  06_kmeans_device_update:\n    params: {size: [524288]}\n",
-     ["chapters.06_kmeans_device_update.params.size: unknown key", "the notebook accepts:", "sizes"]),
-    ("  06_kmeans_device_update:\n    quick: {iterations: three}\n",
-     ["chapters.06_kmeans_device_update.quick.iterations: expected int, got str 'three'"]),
-    ("  05_matmul_footprint:\n    params: {tune_tiles: [128, -64]}\n",
-     ["chapters.05_matmul_footprint.params.tune_tiles: -64 is not positive"]),
-])
+@pytest.mark.parametrize(
+    "chapters,names",
+    [
+        (
+            "  06_kmeans_device_update:\n    params: {size: [524288]}\n",
+            ["chapters.06_kmeans_device_update.params.size: unknown key", "the notebook accepts:", "sizes"],
+        ),
+        (
+            "  06_kmeans_device_update:\n    quick: {iterations: three}\n",
+            ["chapters.06_kmeans_device_update.quick.iterations: expected int, got str 'three'"],
+        ),
+        (
+            "  05_matmul_footprint:\n    params: {tune_tiles: [128, -64]}\n",
+            ["chapters.05_matmul_footprint.params.tune_tiles: -64 is not positive"],
+        ),
+    ],
+)
 def test_a_malformed_users_profile_names_its_file_and_key(tmp_path, chapters, names):
     from cudalab.core.errors import CudalabError
 

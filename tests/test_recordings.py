@@ -20,9 +20,16 @@ PROVENANCES = sorted(RESULTS_DIR.glob("*/*/*/provenance.json"))
 
 
 def build(chapters, wall=10.0, command="python build_report.py --record"):
-    return {"profile": "p", "command": command, "built_utc": "2026-01-01T00:00:00+00:00", "wall_s": wall,
-            "chapters": {cid: {"ok": ok, "seconds": 1.0, "provenance": {"git_commit": "abc", "gpu_name": "G"}}
-                         for cid, ok in chapters.items()}}
+    return {
+        "profile": "p",
+        "command": command,
+        "built_utc": "2026-01-01T00:00:00+00:00",
+        "wall_s": wall,
+        "chapters": {
+            cid: {"ok": ok, "seconds": 1.0, "provenance": {"git_commit": "abc", "gpu_name": "G"}}
+            for cid, ok in chapters.items()
+        },
+    }
 
 
 def test_a_failed_chapter_keeps_its_earlier_recording():
@@ -47,8 +54,15 @@ def test_recordings_are_keyed_by_gpu_and_profile():
 def _make(tmp_path, gpu, profile, when):
     d = tmp_path / gpu / profile
     d.mkdir(parents=True)
-    (d / "recordings.json").write_text(json.dumps({"profile": profile, "gpu_name": gpu.upper(), "chapters": {
-        "00_x": {"gpu_name": gpu.upper(), "build": {"built_utc": when}}}}))
+    (d / "recordings.json").write_text(
+        json.dumps(
+            {
+                "profile": profile,
+                "gpu_name": gpu.upper(),
+                "chapters": {"00_x": {"gpu_name": gpu.upper(), "build": {"built_utc": when}}},
+            }
+        )
+    )
     return d
 
 
@@ -104,8 +118,10 @@ def test_fingerprint_changes_with_the_profile_and_notebook(tmp_path):
     assert a == provenance.source_fingerprint(nb, {"x": 1})
     assert a["profile"] != provenance.source_fingerprint(nb, {"x": 2})["profile"]
     nb.write_text("{ }")
-    assert a["notebook"] != provenance.source_fingerprint(nb, {"x": 1})["notebook"] and a["sha256"] != \
-        provenance.source_fingerprint(nb, {"x": 1})["sha256"]
+    assert (
+        a["notebook"] != provenance.source_fingerprint(nb, {"x": 1})["notebook"]
+        and a["sha256"] != provenance.source_fingerprint(nb, {"x": 1})["sha256"]
+    )
 
 
 def test_without_git_the_commit_comes_from_a_stamp_that_still_matches(tmp_path, monkeypatch):
@@ -113,16 +129,22 @@ def test_without_git_the_commit_comes_from_a_stamp_that_still_matches(tmp_path, 
     monkeypatch.setattr(provenance, "SOURCE_STAMP", stamp)
     monkeypatch.setattr(provenance, "git_state", lambda: None)
     assert provenance.commit_state()["git_commit"] == "unknown"
-    stamp.write_text(json.dumps({"git_commit": "c" * 40, "git_dirty": False, "tree_sha256": provenance.tree_fingerprint()}))
+    stamp.write_text(
+        json.dumps({"git_commit": "c" * 40, "git_dirty": False, "tree_sha256": provenance.tree_fingerprint()})
+    )
     assert provenance.commit_state() == {"git_commit": "c" * 40, "git_dirty": False, "commit_from": "source stamp"}
     # a .git of another commit under a copied tree (as on a GPU node) does not outvote a matching stamp
-    monkeypatch.setattr(provenance, "git_state", lambda: {"git_commit": "d" * 40, "git_dirty": True, "commit_from": "git"})
+    monkeypatch.setattr(
+        provenance, "git_state", lambda: {"git_commit": "d" * 40, "git_dirty": True, "commit_from": "git"}
+    )
     assert provenance.commit_state()["git_commit"] == "c" * 40
     monkeypatch.setattr(provenance, "git_state", lambda: None)
     stamp.write_text(json.dumps({"git_commit": "c" * 40, "git_dirty": False, "tree_sha256": "0" * 64}))
     state = provenance.commit_state()
     assert state["git_dirty"] is True and "changed after stamping" in state["commit_from"]
-    monkeypatch.setattr(provenance, "git_state", lambda: {"git_commit": "d" * 40, "git_dirty": False, "commit_from": "git"})
+    monkeypatch.setattr(
+        provenance, "git_state", lambda: {"git_commit": "d" * 40, "git_dirty": False, "commit_from": "git"}
+    )
     assert provenance.commit_state()["git_commit"] == "d" * 40, "a stale stamp gives way to git"
 
 
@@ -136,8 +158,15 @@ def test_benchmarks_md_is_rendered_from_the_recorded_summaries():
 
 
 def test_compare_labels_by_the_smaller_recorded_spread():
-    a = pd.DataFrame({"n": [1, 2, 3, 4], "time_ms": [10.0, 10.0, 10.0, 10.0], "time_ms_q1": [9.5, 9.5, 9.5, 9.9],
-                      "time_ms_q3": [10.5, 10.5, 10.5, 10.1], "status": "ok"})
+    a = pd.DataFrame(
+        {
+            "n": [1, 2, 3, 4],
+            "time_ms": [10.0, 10.0, 10.0, 10.0],
+            "time_ms_q1": [9.5, 9.5, 9.5, 9.9],
+            "time_ms_q3": [10.5, 10.5, 10.5, 10.1],
+            "status": "ok",
+        }
+    )
     b = a.assign(time_ms=[10.4, 8.0, 12.0, 10.4], time_ms_q1=[9.0, 7.9, 11.9, 9.0], time_ms_q3=[11.0, 8.1, 12.1, 11.0])
     out = compare_table(a, b, ["n"]).set_index("n")
     assert out["label"].to_dict() == {1: "same", 2: "faster", 3: "slower", 4: "slower"}

@@ -5,10 +5,10 @@ import pandas as pd
 import pytest
 
 from cudalab.chapter.published import beside_published
-from cudalab.labs.fw.scaling import cpu_times, fit_cubic, fit_quality, predict_cubic, with_speedups
-from cudalab.core.sweep import run_sweep
 from cudalab.core.errors import MeasurementError
+from cudalab.core.sweep import run_sweep
 from cudalab.core.timing import _enough, summarize, time_cpu
+from cudalab.labs.fw.scaling import cpu_times, fit_cubic, fit_quality, predict_cubic, with_speedups
 
 
 def test_summarize_median_and_spread():
@@ -28,8 +28,7 @@ def test_repeat_policy():
 
 def test_time_cpu_runs_setup_before_every_timed_call():
     calls = []
-    samples = time_cpu(lambda: calls.append("run"), setup=lambda: calls.append("setup"), min_repeats=4,
-                       min_total_s=0)
+    samples = time_cpu(lambda: calls.append("run"), setup=lambda: calls.append("setup"), min_repeats=4, min_total_s=0)
     assert len(samples) == 4 and (samples >= 0).all()
     assert calls == ["setup", "run"] * 4
 
@@ -67,8 +66,14 @@ def test_cpu_times_label_measured_and_extrapolated():
 
 
 def test_wrong_results_never_get_a_speedup():
-    gpu = pd.DataFrame({"n": [100, 100, 100], "variant": ["a", "b", "c"], "time_ms": [0.5, 0.1, np.nan],
-                        "status": ["ok", "wrong", "skipped"]})
+    gpu = pd.DataFrame(
+        {
+            "n": [100, 100, 100],
+            "variant": ["a", "b", "c"],
+            "time_ms": [0.5, 0.1, np.nan],
+            "status": ["ok", "wrong", "skipped"],
+        }
+    )
     cpu = pd.DataFrame({"n": [100], "cpu_time_ms": [10.0]})
     out = with_speedups(gpu, cpu).set_index("variant")
     assert out.loc["a", "speedup_vs_cpu"] == pytest.approx(20.0)
@@ -76,11 +81,24 @@ def test_wrong_results_never_get_a_speedup():
 
 
 def test_beside_published_labels_each_source_with_its_n():
-    measured = pd.DataFrame({"n": [1000, 4096, 4096, 4096], "block_edge": [8, 8, 16, 32],
-                             "speedup_vs_cpu": [5.0, 50.0, 40.0, np.nan], "status": ["ok", "ok", "ok", "wrong"]})
+    measured = pd.DataFrame(
+        {
+            "n": [1000, 4096, 4096, 4096],
+            "block_edge": [8, 8, 16, 32],
+            "speedup_vs_cpu": [5.0, 50.0, 40.0, np.nan],
+            "status": ["ok", "ok", "ok", "wrong"],
+        }
+    )
     published = pd.DataFrame({"n": [5000, 5000], "block_edge": [8, 16], "speedup_vs_cpu": [17.3, 21.1]})
-    out = beside_published(measured, published, on="block_edge", value="speedup_vs_cpu", measured_label="H100",
-                           published_label="GTX 680", key_label=lambda b: f"{b}x{b}")
+    out = beside_published(
+        measured,
+        published,
+        on="block_edge",
+        value="speedup_vs_cpu",
+        measured_label="H100",
+        published_label="GTX 680",
+        key_label=lambda b: f"{b}x{b}",
+    )
     assert set(out["source"]) == {"H100, N=4096", "GTX 680, N=5000"}
     assert list(out[out["source"].str.startswith("H100")]["block_edge"]) == ["8x8", "16x16"]
     assert out[out["source"].str.startswith("GTX")]["speedup_vs_cpu"].tolist() == [17.3, 21.1]

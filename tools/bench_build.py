@@ -43,30 +43,40 @@ BUILD_TIMES = "build_times"
 def _build(args: list[str], env: dict[str, str]) -> tuple[float, int, str]:
     """Run build_report.py; (wall seconds, exit status, last lines of its log)."""
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, str(ROOT / "build_report.py"), *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "build_report.py"), *args], cwd=ROOT, env=env, capture_output=True, text=True
+    )
     return time.perf_counter() - t0, proc.returncode, "\n".join(proc.stderr.strip().splitlines()[-4:])
 
 
 def machine() -> dict[str, object]:
     """The machine the builds ran on, derived: the GPU's name where one is present, else the CPU count."""
     name = gpu.gpu_name() if gpu.gpu_available() else None
-    return {"gpu_name": name or "none", "cpu_count": os.cpu_count(),
-            "slug": gpu_slug(name) if name else f"no-gpu-{os.cpu_count()}-cores"}
+    return {
+        "gpu_name": name or "none",
+        "cpu_count": os.cpu_count(),
+        "slug": gpu_slug(name) if name else f"no-gpu-{os.cpu_count()}-cores",
+    }
 
 
-def run(profile: str, skip_cold: bool, formats: str, skip_replay: bool = False,
-        record_results: bool = False) -> dict[str, object]:
+def run(
+    profile: str, skip_cold: bool, formats: str, skip_replay: bool = False, record_results: bool = False
+) -> dict[str, object]:
     env = {**os.environ}
     times: dict[str, dict[str, object]] = {}
     from cudalab.toolchain.nvcc import cache_dir
+
     # the replay compiles the occupancy tables' kernels unless an earlier build left their reports
     cached_reports = len(list(cache_dir().glob("*.json"))) if cache_dir().is_dir() else 0
     work = Path(tempfile.mkdtemp(prefix="cudalab-bench-"))
     try:
         if gpu.gpu_available() and not skip_cold:
             out = work / "measured"
-            env_cold = {**env, "CUPY_CACHE_DIR": str(work / "cupy-cache"), "CUDALAB_CACHE_DIR": str(work / "cudalab-cache")}
+            env_cold = {
+                **env,
+                "CUPY_CACHE_DIR": str(work / "cupy-cache"),
+                "CUDALAB_CACHE_DIR": str(work / "cudalab-cache"),
+            }
             for label in ("cold", "cached"):
                 print(f"{label}: building profile {profile} (measuring) ...", file=sys.stderr, flush=True)
                 extra = ["--record"] if record_results and label == "cold" else []
@@ -75,37 +85,64 @@ def run(profile: str, skip_cold: bool, formats: str, skip_replay: bool = False,
                 print(f"{label}: {seconds:.1f} s (exit status {rc})", file=sys.stderr, flush=True)
         if not skip_replay:
             print(f"replay: building profile {profile} from results/ ...", file=sys.stderr, flush=True)
-            seconds, rc, tail = _build(["--gpu", profile, "--replay", "--format", formats, "--out", str(work / "replayed")], env)
+            seconds, rc, tail = _build(
+                ["--gpu", profile, "--replay", "--format", formats, "--out", str(work / "replayed")], env
+            )
             times["replay"] = {"seconds": round(seconds, 1), "exit_status": rc, "log_tail": tail}
     finally:
         shutil.rmtree(work, ignore_errors=True)
     for label, t in times.items():
         t["goal_s"] = GOALS_S[label]
         t["meets_goal"] = t["exit_status"] == 0 and t["seconds"] <= GOALS_S[label]
-    return {"profile": profile, "formats": formats, "machine": machine(), "compiler_report_cache_files": cached_reports,
-            "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **commit_state(), "builds": times}
+    return {
+        "profile": profile,
+        "formats": formats,
+        "machine": machine(),
+        "compiler_report_cache_files": cached_reports,
+        "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        **commit_state(),
+        "builds": times,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--profile", default="h100", help="GPU profile to build (default: h100)")
-    parser.add_argument("--format", dest="formats", default="html,pdf",
-                        help="what each build writes (default: html,pdf, as `make report` does)")
+    parser.add_argument(
+        "--format",
+        dest="formats",
+        default="html,pdf",
+        help="what each build writes (default: html,pdf, as `make report` does)",
+    )
     parser.add_argument("--skip-cold", action="store_true", help="on a GPU, time only the replay build")
-    parser.add_argument("--skip-replay", action="store_true", help="time only the measured builds (the replay goal "
-                                                                   "is for a machine without a GPU)")
-    parser.add_argument("--record", action="store_true",
-                        help=f"keep the figures in results/{BUILD_TIMES}/<machine>-<profile>.json for BENCHMARKS.md")
-    parser.add_argument("--record-results", action="store_true",
-                        help="the cold build also records its measurements in results/ (build_report.py --record)")
+    parser.add_argument(
+        "--skip-replay",
+        action="store_true",
+        help="time only the measured builds (the replay goal is for a machine without a GPU)",
+    )
+    parser.add_argument(
+        "--record",
+        action="store_true",
+        help=f"keep the figures in results/{BUILD_TIMES}/<machine>-<profile>.json for BENCHMARKS.md",
+    )
+    parser.add_argument(
+        "--record-results",
+        action="store_true",
+        help="the cold build also records its measurements in results/ (build_report.py --record)",
+    )
     args = parser.parse_args(argv)
     result = run(args.profile, args.skip_cold, args.formats, args.skip_replay, args.record_results)
-    print(f"\nbuild times, profile {args.profile}, on {result['machine']['gpu_name']} "
-          f"({result['machine']['cpu_count']} CPU cores), {result['date_utc']}")
+    print(
+        f"\nbuild times, profile {args.profile}, on {result['machine']['gpu_name']} "
+        f"({result['machine']['cpu_count']} CPU cores), {result['date_utc']}"
+    )
     print(f"{'build':<8} {'seconds':>8} {'goal':>6}  result")
     for label, t in result["builds"].items():
-        verdict = "meets the goal" if t["meets_goal"] else \
-            (f"FAILED (exit {t['exit_status']}): {t['log_tail']}" if t["exit_status"] else "misses the goal")
+        verdict = (
+            "meets the goal"
+            if t["meets_goal"]
+            else (f"FAILED (exit {t['exit_status']}): {t['log_tail']}" if t["exit_status"] else "misses the goal")
+        )
         print(f"{label:<8} {t['seconds']:>8.1f} {t['goal_s']:>6.0f}  {verdict}")
     if args.record:
         dest = RESULTS_DIR / BUILD_TIMES / f"{result['machine']['slug']}-{args.profile}.json"

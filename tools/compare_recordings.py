@@ -25,22 +25,32 @@ from cudalab.report.compare import compare_recordings, to_markdown  # noqa: E402
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 2)[2],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog=__doc__.split("\n\n", 2)[2],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("a", type=Path, help="the reference recording (results/<gpu>/<profile>)")
     p.add_argument("b", type=Path, help="the recording compared with it")
     p.add_argument("--chapter", action="append", help="only this chapter (repeatable)")
-    p.add_argument("--threshold", type=float, default=0.01,
-                   help="relative difference always counted as 'same', however tight the spread (default 0.01, "
-                        "1%%; 0 applies the recorded spread alone)")
+    p.add_argument(
+        "--threshold",
+        type=float,
+        default=0.01,
+        help="relative difference always counted as 'same', however tight the spread (default 0.01, "
+        "1%%; 0 applies the recorded spread alone)",
+    )
     args = p.parse_args()
     try:
         results = compare_recordings(args.a, args.b, args.chapter, args.threshold)
     except CudalabError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    sys.stdout.write(to_markdown(results, f"{args.a.parent.name}/{args.a.name}", f"{args.b.parent.name}/{args.b.name}",
-                                 args.threshold))
+    sys.stdout.write(
+        to_markdown(
+            results, f"{args.a.parent.name}/{args.a.name}", f"{args.b.parent.name}/{args.b.name}", args.threshold
+        )
+    )
     return 0
 
 

@@ -60,8 +60,11 @@ def diff(before: Path, after: Path) -> list[str]:
         if fa != fb:
             problems.append(f"{chapter}: {fa} figures before, {fb} after")
         if ta != tb:
-            lines = list(difflib.unified_diff("\n".join(ta).splitlines(), "\n".join(tb).splitlines(), "before", "after",
-                                              lineterm="", n=0))
+            lines = list(
+                difflib.unified_diff(
+                    "\n".join(ta).splitlines(), "\n".join(tb).splitlines(), "before", "after", lineterm="", n=0
+                )
+            )
             problems.append(f"{chapter}: outputs differ\n" + "\n".join(lines[:60]))
     return problems
 

@@ -33,8 +33,10 @@ def main(argv: list[str] | None = None) -> int:
 
         kernels = mm.tuning_grid(args.tiles, args.depths, args.thread_tiles)
         if args.single_buffer:
-            kernels += [mm.register_blocked(*(k.fields[c] for c in ("bm", "bn", "bk", "tm", "tn")), double_buffer=False)
-                        for k in list(kernels)]
+            kernels += [
+                mm.register_blocked(*(k.fields[c] for c in ("bm", "bn", "bk", "tm", "tn")), double_buffer=False)
+                for k in list(kernels)
+            ]
         frame = mm.sweep(kernels, [args.n], seed=475, timing={"min_total_s": 0.1}, desc="tuning")
     except CudalabError as exc:
         print(f"error: {exc}", file=sys.stderr)

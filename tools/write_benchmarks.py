@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write BENCHMARKS.md from the recorded chapter summaries (``make benchmarks``).
 
-    python tools/write_benchmarks.py [RESULTS_DIR] > BENCHMARKS.md
+python tools/write_benchmarks.py [RESULTS_DIR] > BENCHMARKS.md
 """
 
 from __future__ import annotations

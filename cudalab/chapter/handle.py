@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional
+from typing import Any
 
 import pandas as pd
 
@@ -57,7 +58,7 @@ class Chapter:
     data_dir: Path
     recorded_dir: Path
     params: dict[str, Any] = field(default_factory=dict)
-    notebook: Optional[Path] = None
+    notebook: Path | None = None
 
     @property
     def out_dir(self) -> Path:
@@ -74,10 +75,17 @@ class Chapter:
         for stale in (SCORECARD, ANSWERS):  # written afresh by this run's notebook, or absent
             (self.out_dir / stale).unlink(missing_ok=True)
         if self.mode == "measure":
-            info = {**provenance.measurement(), "profile": self.profile.name, "chapter": self.id,
-                    "parameters": self.params,
-                    "source_fingerprint": provenance.source_fingerprint(self.notebook, self.profile.model_dump(mode="json")),
-                    "tables": [], "axes": {}}
+            info = {
+                **provenance.measurement(),
+                "profile": self.profile.name,
+                "chapter": self.id,
+                "parameters": self.params,
+                "source_fingerprint": provenance.source_fingerprint(
+                    self.notebook, self.profile.model_dump(mode="json")
+                ),
+                "tables": [],
+                "axes": {},
+            }
             atomic_write_text(self.out_dir / PROVENANCE, json.dumps(info, indent=2, default=str))
         else:
             src = self.recorded_dir / self.id / PROVENANCE
@@ -85,11 +93,18 @@ class Chapter:
                 raise NoRecordedResults(
                     f"no recorded results for chapter {self.id} of profile {self.profile.name!r} in "
                     f"{self.recorded_dir}; record them on a GPU host with "
-                    f"`python build_report.py --gpu {self.profile.name} --record`")
+                    f"`python build_report.py --gpu {self.profile.name} --record`"
+                )
             atomic_write(self.out_dir / PROVENANCE, lambda tmp: shutil.copyfile(src, tmp))
 
-    def table(self, name: str, measure: Callable[[], pd.DataFrame], *, axes: tuple[str, ...],
-              dtype: Optional[dict[str, Any]] = None) -> pd.DataFrame:
+    def table(
+        self,
+        name: str,
+        measure: Callable[[], pd.DataFrame],
+        *,
+        axes: tuple[str, ...],
+        dtype: dict[str, Any] | None = None,
+    ) -> pd.DataFrame:
         """The tidy table ``name``: measured now (and saved), or replayed from the recording.
 
         ``axes`` are the columns that identify a row (what was varied: ``n``, ``variant``, ...);
@@ -100,8 +115,10 @@ class Chapter:
             frame = measure()
             missing = [a for a in axes if a not in frame.columns]
             if missing:
-                raise CudalabError(f"table {name!r} has no axis column {', '.join(missing)}; its columns: "
-                                   f"{', '.join(map(str, frame.columns))}")
+                raise CudalabError(
+                    f"table {name!r} has no axis column {', '.join(missing)}; its columns: "
+                    f"{', '.join(map(str, frame.columns))}"
+                )
             atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False))
             info = self.provenance
             info["tables"] = sorted(set(info["tables"]) | {name})
@@ -110,9 +127,11 @@ class Chapter:
             return frame
         src = self.recorded_dir / self.id / f"{name}.csv"
         if not src.is_file():
-            raise NoRecordedResults(f"table {name!r} of chapter {self.id} was not recorded in {src.parent}; "
-                                    f"record it on a GPU host with `python build_report.py --gpu "
-                                    f"{self.profile.name} --record`")
+            raise NoRecordedResults(
+                f"table {name!r} of chapter {self.id} was not recorded in {src.parent}; "
+                f"record it on a GPU host with `python build_report.py --gpu "
+                f"{self.profile.name} --record`"
+            )
         atomic_write(path, lambda tmp: shutil.copyfile(src, tmp))
         return pd.read_csv(src, dtype=dtype)
 
@@ -125,7 +144,9 @@ class Chapter:
 
             precompile((launch["file"], launch["options"]) for launch in launches)
 
-    def tables(self, names: dict[str, tuple[str, ...]], measure: Callable[[], tuple[pd.DataFrame, ...]]) -> tuple[pd.DataFrame, ...]:
+    def tables(
+        self, names: dict[str, tuple[str, ...]], measure: Callable[[], tuple[pd.DataFrame, ...]]
+    ) -> tuple[pd.DataFrame, ...]:
         """Several tables that one measurement produces together (e.g. GPU and CPU timings);
         ``names`` maps each table's name to its axes, in the order ``measure`` returns them."""
         produced: dict[str, pd.DataFrame] = {}
@@ -138,8 +159,9 @@ class Chapter:
 
     # ---- headline numbers, as data
 
-    def headline(self, key: str, value: Any, unit: str, text: str, *, table: str = "",
-                 rows: Optional[dict[str, Any]] = None) -> None:
+    def headline(
+        self, key: str, value: Any, unit: str, text: str, *, table: str = "", rows: dict[str, Any] | None = None
+    ) -> None:
         """Record one headline number of this chapter in ``summary.json``: its value and unit, a
         one-line sentence saying it, and the table and rows (axis values) it came from.
 
@@ -147,12 +169,29 @@ class Chapter:
         and replay alike; ``BENCHMARKS.md`` and comparisons read the recorded summaries."""
         path = self.out_dir / SUMMARY
         entries = [e for e in json.loads(path.read_text()) if e["key"] != key] if path.is_file() else []
-        entries.append({"key": key, "value": _plain(value), "unit": unit, "text": text, "table": table,
-                        "rows": {k: _plain(v) for k, v in (rows or {}).items()}})
+        entries.append(
+            {
+                "key": key,
+                "value": _plain(value),
+                "unit": unit,
+                "text": text,
+                "table": table,
+                "rows": {k: _plain(v) for k, v in (rows or {}).items()},
+            }
+        )
         atomic_write_text(path, json.dumps(entries, indent=2) + "\n")
 
-    def scorecard(self, *, best: str, baseline: str = "", speedup: Optional[float] = None, ceiling: str = "",
-                  fraction: Optional[float] = None, lab: str = "", lab_speedup: Optional[float] = None) -> None:
+    def scorecard(
+        self,
+        *,
+        best: str,
+        baseline: str = "",
+        speedup: float | None = None,
+        ceiling: str = "",
+        fraction: float | None = None,
+        lab: str = "",
+        lab_speedup: float | None = None,
+    ) -> None:
         """This chapter's row of the report's summary page, in measure and replay alike.
 
         ``best``: the best correct configuration and its figure, in words; ``speedup`` over
@@ -160,8 +199,15 @@ class Chapter:
         ``ceiling`` (a ceiling measured in the same run); ``lab``: the lab's own figure for the
         same comparison, in words naming its source, and ``lab_speedup`` its value. A figure
         the chapter has no measure for is left out, and the summary says so."""
-        entry = {"best": best, "baseline": baseline, "speedup_x": _plain(speedup), "ceiling": ceiling,
-                 "fraction_of_ceiling": _plain(fraction), "lab": lab, "lab_speedup_x": _plain(lab_speedup)}
+        entry = {
+            "best": best,
+            "baseline": baseline,
+            "speedup_x": _plain(speedup),
+            "ceiling": ceiling,
+            "fraction_of_ceiling": _plain(fraction),
+            "lab": lab,
+            "lab_speedup_x": _plain(lab_speedup),
+        }
         atomic_write_text(self.out_dir / SCORECARD, json.dumps(entry, indent=2) + "\n")
 
     def answer(self, number: int, text: str) -> None:
@@ -199,7 +245,7 @@ class Chapter:
 
     # ---- the lab's side of the comparison
 
-    def published_table(self, name: Optional[str] = None) -> Optional[pd.DataFrame]:
+    def published_table(self, name: str | None = None) -> pd.DataFrame | None:
         """A lab's published numbers for this chapter as a tidy frame (``attrs``: source, gpu,
         note, label), or None; ``name`` picks one where the chapter draws on several labs."""
         pub = self.profile.chapter(self.id).published_table(name)
@@ -207,12 +253,18 @@ class Chapter:
             return None
         frame = pd.DataFrame(pub.values())
         # Profile text goes into Markdown and HTML: escaped, so a profile cannot inject markup.
-        frame.attrs.update(source=_text(pub.source), gpu=_text(pub.gpu), note=_text(pub.note), lab=_text(pub.lab),
-                           label=_text(f"{pub.gpu} (published, {pub.source})"))
+        frame.attrs.update(
+            source=_text(pub.source),
+            gpu=_text(pub.gpu),
+            note=_text(pub.note),
+            lab=_text(pub.lab),
+            label=_text(f"{pub.gpu} (published, {pub.source})"),
+        )
         return frame
 
-    def cited(self, column: str, *, table: Optional[str] = None, fmt: str = "{:g}", scale: float = 1.0,
-              **coordinates: Any) -> str:
+    def cited(
+        self, column: str, *, table: str | None = None, fmt: str = "{:g}", scale: float = 1.0, **coordinates: Any
+    ) -> str:
         """A published number for the notebook's prose, rendered from the profile (never typed):
         the value of ``column`` in the row at ``coordinates``, formatted, underlined with dots, with
         the lab's own words on hover. The references section at the end of the report lists the
@@ -222,8 +274,11 @@ class Chapter:
         pub = self.profile.chapter(self.id).published_table(table)
         if pub is None:
             raise CudalabError(f"profile {self.profile.name!r} publishes no table {table or ''} for chapter {self.id}")
-        hits = [c for c in pub.citations() if c["column"] == column and
-                all(c["coordinates"].get(k) == v for k, v in coordinates.items())]
+        hits = [
+            c
+            for c in pub.citations()
+            if c["column"] == column and all(c["coordinates"].get(k) == v for k, v in coordinates.items())
+        ]
         if len(hits) != 1:
             raise CudalabError(f"{len(hits)} published values of {column} at {coordinates} in chapter {self.id}")
         c = hits[0]
@@ -242,7 +297,7 @@ class Chapter:
         return _text(self.profile.device.source) if self.profile.device else ""
 
     @property
-    def published(self) -> Optional[pd.DataFrame]:
+    def published(self) -> pd.DataFrame | None:
         """The chapter's (single) published table."""
         return self.published_table()
 
@@ -269,19 +324,26 @@ class Chapter:
         from IPython.display import Markdown
 
         p = self.provenance
-        who = (f"{p.get('gpu_name')} (compute capability {p.get('compute_capability')}, driver "
-               f"{p.get('driver_version')}, CUDA {p.get('cuda_runtime')}, CuPy {p.get('cupy')})")
+        who = (
+            f"{p.get('gpu_name')} (compute capability {p.get('compute_capability')}, driver "
+            f"{p.get('driver_version')}, CUDA {p.get('cuda_runtime')}, CuPy {p.get('cupy')})"
+        )
         commit = f"`{str(p.get('git_commit'))[:10]}`" + (" (uncommitted changes)" if p.get("git_dirty") else "")
         if self.mode == "measure":
             text = f"**Data: measured now** on {who}, {p.get('date_utc')}, commit {commit}."
         else:
-            text = (f"**Data: replayed.** No CUDA device here, so this chapter shows the results that this "
-                    f"pipeline recorded on {who} on {p.get('date_utc')}, commit {commit}.")
+            text = (
+                f"**Data: replayed.** No CUDA device here, so this chapter shows the results that this "
+                f"pipeline recorded on {who} on {p.get('date_utc')}, commit {commit}."
+            )
         lab = self.lab_gpu
         note = ""
         if self.not_shown:
-            note = ("  \n> **Not shown as requested:** " + "; ".join(self.not_shown) +
-                    ". A replay shows the recorded grid; measure on a GPU to see the requested one.")
+            note = (
+                "  \n> **Not shown as requested:** "
+                + "; ".join(self.not_shown)
+                + ". A replay shows the recorded grid; measure on a GPU to see the requested one."
+            )
         return Markdown(f"> {text}  \n> Profile `{_text(self.profile.name)}`; lab GPU: {lab}.{note}")
 
 

@@ -10,8 +10,9 @@ a chapter accepts, so adding a chapter needs no change here.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional, Union
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -20,7 +21,7 @@ from cudalab.chapter import catalog
 from cudalab.core.errors import ProfileError
 from cudalab.core.paths import PARAMS_DIR
 
-Scalar = Union[int, float, str, bool, None]
+Scalar = int | float | str | bool | None
 
 
 class _Strict(BaseModel):
@@ -32,34 +33,41 @@ class DeviceSpec(_Strict):
 
     name: str
     source: str = Field(description="where these numbers were published")
-    lab: Optional[str] = Field(default=None, description="the lab report's number in shared/labs, e.g. '000'")
-    compute_capability: Optional[str] = None
-    multiprocessors: Optional[int] = None
-    cuda_cores_per_multiprocessor: Optional[int] = None
-    gpu_clock_MHz: Optional[float] = None
-    memory_clock_MHz: Optional[float] = None
-    memory_bus_width_bits: Optional[int] = None
-    global_memory_MiB: Optional[float] = None
-    l2_cache_bytes: Optional[int] = None
-    constant_memory_bytes: Optional[int] = None
-    shared_memory_per_block_bytes: Optional[int] = None
-    registers_per_block: Optional[int] = None
-    warp_size: Optional[int] = None
-    max_threads_per_block: Optional[int] = None
-    max_threads_per_multiprocessor: Optional[int] = None
+    lab: str | None = Field(default=None, description="the lab report's number in shared/labs, e.g. '000'")
+    compute_capability: str | None = None
+    multiprocessors: int | None = None
+    cuda_cores_per_multiprocessor: int | None = None
+    gpu_clock_MHz: float | None = None
+    memory_clock_MHz: float | None = None
+    memory_bus_width_bits: int | None = None
+    global_memory_MiB: float | None = None
+    l2_cache_bytes: int | None = None
+    constant_memory_bytes: int | None = None
+    shared_memory_per_block_bytes: int | None = None
+    registers_per_block: int | None = None
+    warp_size: int | None = None
+    max_threads_per_block: int | None = None
+    max_threads_per_multiprocessor: int | None = None
     cite: dict[str, str] = Field(default_factory=dict, description="field -> the lab's own words for it")
-    inferred: dict[str, str] = Field(default_factory=dict,
-                                     description="field -> where a number the lab did not print comes from "
-                                                 "(the vendor's published spec for that GPU)")
+    inferred: dict[str, str] = Field(
+        default_factory=dict,
+        description="field -> where a number the lab did not print comes from "
+        "(the vendor's published spec for that GPU)",
+    )
 
     @model_validator(mode="after")
-    def _every_number_cited(self) -> "DeviceSpec":
-        given = [k for k, v in self.model_dump(exclude={"name", "source", "lab", "cite", "inferred"}).items()
-                 if v is not None]
+    def _every_number_cited(self) -> DeviceSpec:
+        given = [
+            k
+            for k, v in self.model_dump(exclude={"name", "source", "lab", "cite", "inferred"}).items()
+            if v is not None
+        ]
         missing = [k for k in given if not self.cite.get(k) and not (self.inferred.get(k) or "").strip()]
         if missing:
-            raise ValueError(f"no citation (cite: the lab's own words, or inferred: the published source "
-                             f"it comes from) for {', '.join(missing)}")
+            raise ValueError(
+                f"no citation (cite: the lab's own words, or inferred: the published source "
+                f"it comes from) for {', '.join(missing)}"
+            )
         both = [k for k in self.inferred if k in self.cite]
         if both:
             raise ValueError(f"{', '.join(both)}: cited from the lab and inferred at once; keep one")
@@ -70,7 +78,7 @@ class DeviceSpec(_Strict):
             raise ValueError("cited numbers need 'lab', the lab report they come from")
         return self
 
-    def fp32_peak_GFLOPs(self) -> Optional[float]:
+    def fp32_peak_GFLOPs(self) -> float | None:
         """FP32 lanes x 2 flops (one FMA) x SMs x clock, where the spec gives all three."""
         if self.multiprocessors and self.cuda_cores_per_multiprocessor and self.gpu_clock_MHz:
             return 2 * self.multiprocessors * self.cuda_cores_per_multiprocessor * self.gpu_clock_MHz / 1e3
@@ -99,27 +107,44 @@ class Published(_Strict):
     rows: list[dict[str, Any]] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _every_value_cited(self) -> "Published":
+    def _every_value_cited(self) -> Published:
         problems = []
         for i, row in enumerate(self.rows):
-            bad = [k for k, v in row.items() if k not in RESERVED and not (v is None or isinstance(v, (int, float, str, bool)))]
+            bad = [
+                k
+                for k, v in row.items()
+                if k not in RESERVED and not (v is None or isinstance(v, (int, float, str, bool)))
+            ]
             if bad:
                 problems.append(f"rows[{i}]: {', '.join(bad)} must be a number, text or null")
             absent = [c for c in self.coordinates if c not in row]
             if absent:
-                problems.append(f"rows[{i}]: no {', '.join(absent)} (every row gives each coordinate: "
-                                f"{', '.join(self.coordinates)}; null where the lab did not say)")
+                problems.append(
+                    f"rows[{i}]: no {', '.join(absent)} (every row gives each coordinate: "
+                    f"{', '.join(self.coordinates)}; null where the lab did not say)"
+                )
             values = [k for k, v in row.items() if k not in RESERVED and k not in self.coordinates and v is not None]
             cite = row.get("cite")
-            cited = set(values) if isinstance(cite, str) and cite.strip() else \
-                {k for k, q in cite.items() if isinstance(q, str) and q.strip()} if isinstance(cite, dict) else set()
+            cited = (
+                set(values)
+                if isinstance(cite, str) and cite.strip()
+                else {k for k, q in cite.items() if isinstance(q, str) and q.strip()}
+                if isinstance(cite, dict)
+                else set()
+            )
             missing = [k for k in values if k not in cited]
             if missing:
-                problems.append(f"rows[{i}]: {', '.join(missing)} without a citation (cite: the lab's own words or table line)")
-            unknown = [k for k in (row.get("inferred") or {}) if k not in self.coordinates and k not in ("gpu", "units")]
+                problems.append(
+                    f"rows[{i}]: {', '.join(missing)} without a citation (cite: the lab's own words or table line)"
+                )
+            unknown = [
+                k for k in (row.get("inferred") or {}) if k not in self.coordinates and k not in ("gpu", "units")
+            ]
             if unknown:
-                problems.append(f"rows[{i}].inferred: {', '.join(unknown)} is not a coordinate of this table "
-                                f"({', '.join(self.coordinates)}) nor gpu or units")
+                problems.append(
+                    f"rows[{i}].inferred: {', '.join(unknown)} is not a coordinate of this table "
+                    f"({', '.join(self.coordinates)}) nor gpu or units"
+                )
         if problems:
             raise ValueError("; ".join(problems))
         return self
@@ -138,8 +163,17 @@ class Published(_Strict):
                 if k in RESERVED or k in self.coordinates or v is None:
                     continue
                 quote = cite if isinstance(cite, str) else cite.get(k, "")
-                out.append({"column": k, "value": v, "coordinates": coords, "quote": quote, "inferred": inferred,
-                            "lab": self.lab, "where": self.where})
+                out.append(
+                    {
+                        "column": k,
+                        "value": v,
+                        "coordinates": coords,
+                        "quote": quote,
+                        "inferred": inferred,
+                        "lab": self.lab,
+                        "where": self.where,
+                    }
+                )
         return out
 
 
@@ -156,9 +190,9 @@ class ChapterConfig(_Strict):
     params: dict[str, Any] = Field(default_factory=dict)
     quick: dict[str, Any] = Field(default_factory=dict, description="overrides for --quick")
     # One published table, or several by name where a chapter draws on more than one lab.
-    published: Optional[Union[Published, dict[str, Published]]] = None
+    published: Published | dict[str, Published] | None = None
 
-    def published_table(self, name: Optional[str] = None) -> Optional[Published]:
+    def published_table(self, name: str | None = None) -> Published | None:
         if isinstance(self.published, dict):
             if name is None:
                 raise ProfileError(f"this chapter has several published tables: {', '.join(self.published)}")
@@ -170,8 +204,8 @@ class Profile(_Strict):
     name: str
     description: str = ""
     match: list[str] = Field(default_factory=list, description="substrings of a GPU name that pick this profile")
-    extends: Optional[str] = None
-    device: Optional[DeviceSpec] = None
+    extends: str | None = None
+    device: DeviceSpec | None = None
     references: dict[str, LabReference] = Field(default_factory=dict, description="lab number -> the lab report")
     chapters: dict[str, ChapterConfig] = Field(default_factory=dict)
 
@@ -193,7 +227,7 @@ _SQUARE = ("a square block of {v}x{v} threads", lambda v: v * v)
 _LINEAR = ("a block of {v} threads", lambda v: v)
 
 
-def launch_shape(name: str) -> Optional[tuple[str, Callable[[int], int]]]:
+def launch_shape(name: str) -> tuple[str, Callable[[int], int]] | None:
     if name == "block_sizes" or name.endswith("_edges"):
         return _SQUARE
     if name == "threads_per_block" or name.endswith("_threads"):
@@ -214,8 +248,9 @@ def _resolve_path(name_or_path: str, params_dir: Path) -> Path:
     path = params_dir / f"{name_or_path}.yaml"
     if not path.is_file():
         names = ", ".join(available_profiles(params_dir)) or "(none)"
-        raise ProfileError(f"unknown profile {name_or_path!r}; available profiles: {names} "
-                           f"(or give a path to a YAML file)")
+        raise ProfileError(
+            f"unknown profile {name_or_path!r}; available profiles: {names} (or give a path to a YAML file)"
+        )
     return path
 
 
@@ -318,13 +353,20 @@ def check_launch_shapes(where: str, params: dict[str, Any], limits: dict[str, in
                 continue
             for owner, limit in limits.items():
                 if threads_of(v) > limit:
-                    problems.append(f"{where}.{key}: {what.format(v=v)} = {threads_of(v)} threads "
-                                    f"exceeds {owner}'s limit of {limit} threads per block")
+                    problems.append(
+                        f"{where}.{key}: {what.format(v=v)} = {threads_of(v)} threads "
+                        f"exceeds {owner}'s limit of {limit} threads per block"
+                    )
     return problems
 
 
-def load_profile(name_or_path: str, *, params_dir: Path = PARAMS_DIR, gpu_max_threads: Optional[int] = None,
-                 notebooks: Optional[dict[str, dict[str, str]]] = None) -> Profile:
+def load_profile(
+    name_or_path: str,
+    *,
+    params_dir: Path = PARAMS_DIR,
+    gpu_max_threads: int | None = None,
+    notebooks: dict[str, dict[str, str]] | None = None,
+) -> Profile:
     """Load and fully validate a profile by name (``params/NAME.yaml``) or path.
 
     ``gpu_max_threads`` is the present GPU's threads-per-block limit, if a GPU

@@ -12,7 +12,6 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 from cudalab.core.errors import NoRecordedResults
 from cudalab.core.paths import RESULTS_DIR
@@ -35,13 +34,15 @@ class Recording:
     """One profile as recorded on one GPU."""
 
     path: Path
-    gpu: str          # the folder name (slug)
-    gpu_name: str     # as the recording names it
+    gpu: str  # the folder name (slug)
+    gpu_name: str  # as the recording names it
     profile: str
-    latest_utc: str   # when its newest chapter was recorded
+    latest_utc: str  # when its newest chapter was recorded
 
     def describe(self) -> str:
-        return f"{self.profile} on {self.gpu_name} (results/{self.gpu}/{self.profile}, newest chapter {self.latest_utc})"
+        return (
+            f"{self.profile} on {self.gpu_name} (results/{self.gpu}/{self.profile}, newest chapter {self.latest_utc})"
+        )
 
 
 def _read(path: Path) -> Recording:
@@ -49,8 +50,13 @@ def _read(path: Path) -> Recording:
     chapters = log.get("chapters", {})
     dates = [c.get("build", {}).get("built_utc", "") for c in chapters.values()]
     names = [c.get("gpu_name") for c in chapters.values() if c.get("gpu_name")]
-    return Recording(path, path.parent.name, log.get("gpu_name") or (names[0] if names else path.parent.name),
-                     path.name, max(dates, default=""))
+    return Recording(
+        path,
+        path.parent.name,
+        log.get("gpu_name") or (names[0] if names else path.parent.name),
+        path.name,
+        max(dates, default=""),
+    )
 
 
 def all_recordings(results: Path = RESULTS_DIR) -> list[Recording]:
@@ -60,7 +66,7 @@ def all_recordings(results: Path = RESULTS_DIR) -> list[Recording]:
     return [_read(p) for p in sorted(results.glob("*/*")) if p.is_dir() and (p / RECORDINGS).is_file()]
 
 
-def find(profile: str, results: Path = RESULTS_DIR, gpu: Optional[str] = None) -> tuple[Recording, str]:
+def find(profile: str, results: Path = RESULTS_DIR, gpu: str | None = None) -> tuple[Recording, str]:
     """The recording a replay of ``profile`` reads, and a sentence saying why that one.
 
     ``gpu`` picks by GPU (its folder name, or any part of its name, case-insensitive); without it,
@@ -72,14 +78,18 @@ def find(profile: str, results: Path = RESULTS_DIR, gpu: Optional[str] = None) -
         mine = [r for r in mine if want == r.gpu or want in r.gpu_name.lower() or gpu_slug(gpu) in r.gpu]
     if not mine:
         on = f" on a GPU matching {gpu!r}" if gpu else ""
-        raise NoRecordedResults(f"no recorded results for profile {profile!r}{on} in {results}; recorded: {have}. "
-                                f"Record them on a GPU host with `python build_report.py --gpu {profile} --record`")
+        raise NoRecordedResults(
+            f"no recorded results for profile {profile!r}{on} in {results}; recorded: {have}. "
+            f"Record them on a GPU host with `python build_report.py --gpu {profile} --record`"
+        )
     newest = max(mine, key=lambda r: r.latest_utc)
     if len(mine) == 1:
         return newest, f"the recording of {newest.describe()}"
     others = ", ".join(r.gpu for r in mine if r is not newest)
-    return newest, (f"the newest of {len(mine)} recordings of {profile!r}: {newest.describe()} "
-                    f"(also recorded on {others}; choose with --from GPU)")
+    return newest, (
+        f"the newest of {len(mine)} recordings of {profile!r}: {newest.describe()} "
+        f"(also recorded on {others}; choose with --from GPU)"
+    )
 
 
 def not_shown(chapter_dir: Path, requested: dict) -> list[str]:
@@ -87,5 +97,8 @@ def not_shown(chapter_dir: Path, requested: dict) -> list[str]:
     replay it cannot take effect, and the build and the notebook say so."""
     path = chapter_dir / PROVENANCE
     recorded_params = json.loads(path.read_text()).get("parameters", {}) if path.is_file() else {}
-    return [f"{k} = {v!r} requested, recorded with {recorded_params[k]!r}" for k, v in requested.items()
-            if k in recorded_params and recorded_params[k] != v]
+    return [
+        f"{k} = {v!r} requested, recorded with {recorded_params[k]!r}"
+        for k, v in requested.items()
+        if k in recorded_params and recorded_params[k] != v
+    ]

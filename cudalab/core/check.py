@@ -9,12 +9,16 @@ def compare(result, reference, what: str = "the reference") -> dict[str, Any]:
     """Status of an exact result (NumPy or CuPy) against its reference: 'ok', or 'wrong' with the
     mismatch count. A 'wrong' row is never counted as a speedup or a best."""
     mismatches = int((result != reference).sum())
-    return {"status": "ok" if mismatches == 0 else "wrong", "mismatches": mismatches,
-            "reason": "" if mismatches == 0 else f"{mismatches} of {result.size} entries differ from {what}"}
+    return {
+        "status": "ok" if mismatches == 0 else "wrong",
+        "mismatches": mismatches,
+        "reason": "" if mismatches == 0 else f"{mismatches} of {result.size} entries differ from {what}",
+    }
 
 
-def compare_close(result, reference, scale, tolerance: float, what: str = "the reference",
-                  scale_name: str = "the scale") -> dict[str, Any]:
+def compare_close(
+    result, reference, scale, tolerance: float, what: str = "the reference", scale_name: str = "the scale"
+) -> dict[str, Any]:
     """Status of a rounded result (floating point) against its reference: 'ok' where every entry
     satisfies ``|result - reference| <= tolerance * scale`` (``scale`` elementwise, e.g. ``|A||B|``
     for a matrix product), else 'wrong' with how many entries fail. ``max_rel_error`` is the worst
@@ -23,9 +27,15 @@ def compare_close(result, reference, scale, tolerance: float, what: str = "the r
     err = xp.abs(result - reference) / xp.maximum(scale, xp.finfo(xp.float32).tiny)
     bad = int((~(err <= tolerance)).sum())
     worst = float(xp.nan_to_num(err, nan=xp.inf).max()) if err.size else 0.0
-    return {"status": "ok" if bad == 0 else "wrong", "mismatches": bad, "max_rel_error": worst,
-            "reason": "" if bad == 0 else f"{bad} of {result.size} entries differ from {what} by more than "
-                                          f"{tolerance:.2g} x {scale_name} (worst {worst:.3g})"}
+    return {
+        "status": "ok" if bad == 0 else "wrong",
+        "mismatches": bad,
+        "max_rel_error": worst,
+        "reason": ""
+        if bad == 0
+        else f"{bad} of {result.size} entries differ from {what} by more than "
+        f"{tolerance:.2g} x {scale_name} (worst {worst:.3g})",
+    }
 
 
 def _array_module(array):

@@ -8,7 +8,6 @@ derives from the builtin it refines, so ``except ValueError`` in a user's notebo
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 
 class CudalabError(Exception):
@@ -67,7 +66,7 @@ class PointTimeLimit(SkipPoint):
 class KernelCompileError(CudalabError, RuntimeError):
     """A ``.cu`` file that does not compile; carries the file, line and full log."""
 
-    def __init__(self, path: Path, line: Optional[int], message: str, log: str):
+    def __init__(self, path: Path, line: int | None, message: str, log: str):
         self.path, self.line, self.log = Path(path), line, log
         where = f"{self.path}:{line}" if line else str(self.path)
         super().__init__(f"{where}: {message}\n--- compiler log ---\n{log.strip()}")

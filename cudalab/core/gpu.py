@@ -7,7 +7,6 @@ report must also build by replay on machines that have neither.
 from __future__ import annotations
 
 from functools import cache
-from typing import Optional
 
 from cudalab.core.errors import NoGPU
 
@@ -32,12 +31,14 @@ def gpu_available() -> bool:
 def require_cupy():
     cp = cupy_or_none()
     if cp is None:
-        raise NoGPU("no CUDA device is present (or CuPy is not installed); "
-                           "measurements need a GPU, replay needs recorded results")
+        raise NoGPU(
+            "no CUDA device is present (or CuPy is not installed); "
+            "measurements need a GPU, replay needs recorded results"
+        )
     return cp
 
 
-def gpu_name() -> Optional[str]:
+def gpu_name() -> str | None:
     cp = cupy_or_none()
     if cp is None:
         return None

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import os
-from typing import Optional
 
 from cudalab.core.errors import NotEnoughMemory
 
 
-def available_bytes() -> Optional[int]:
+def available_bytes() -> int | None:
     """MemAvailable from /proc/meminfo (Linux), else free pages; None where neither can be read."""
     try:
         with open("/proc/meminfo") as f:
@@ -27,4 +26,6 @@ def require(nbytes: int, what: str, headroom: float = 0.9) -> None:
     """Raise ``NotEnoughMemory`` (with both sizes) unless ``nbytes`` fit in the available host memory."""
     have = available_bytes()
     if have is not None and nbytes > headroom * have:
-        raise NotEnoughMemory(f"{what} needs {nbytes / 2**30:.2f} GiB of host memory; {have / 2**30:.2f} GiB are available")
+        raise NotEnoughMemory(
+            f"{what} needs {nbytes / 2**30:.2f} GiB of host memory; {have / 2**30:.2f} GiB are available"
+        )

@@ -8,17 +8,20 @@ the compiler's own diagnostics then point at ``kernels_cu/...cu(LINE)``.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any
 
 from cudalab.core.errors import KernelCompileError
 from cudalab.core.paths import KERNELS_DIR
 
-_DIAGNOSTIC = re.compile(r"(?P<file>[^\s\"()]+\.cuh?)\((?P<line>\d+)\): (?P<kind>error|catastrophic error|warning)"
-                         r"[^:]*: (?P<message>.*)")
+_DIAGNOSTIC = re.compile(
+    r"(?P<file>[^\s\"()]+\.cuh?)\((?P<line>\d+)\): (?P<kind>error|catastrophic error|warning)"
+    r"[^:]*: (?P<message>.*)"
+)
 
 
-def first_error(log: str) -> tuple[Optional[str], Optional[int], str]:
+def first_error(log: str) -> tuple[str | None, int | None, str]:
     """The file, line and message of the first error in an NVRTC/nvcc log."""
     fallback = None
     for m in _DIAGNOSTIC.finditer(log):
@@ -65,15 +68,15 @@ def load_module(filename: str | Path, options: Iterable[str] = ()):
     return module
 
 
-def precompile(builds: Iterable[tuple[str | Path, Iterable[str]]], workers: Optional[int] = None) -> int:
+def precompile(builds: Iterable[tuple[str | Path, Iterable[str]]], workers: int | None = None) -> int:
     """Compile many builds (file, options) at once, before their first launch, and return how many.
 
     A chapter that times dozens of kernel builds would otherwise compile them one by one as each
     is first used. NVRTC compiles outside Python's interpreter lock, so threads compile in
     parallel; the modules land in ``load_module``'s cache (and CuPy's on disk). A build that
     fails to compile is left for its first use to report, where the chapter says which."""
-    from concurrent.futures import ThreadPoolExecutor
     import os
+    from concurrent.futures import ThreadPoolExecutor
 
     unique = list(dict.fromkeys((str(f), tuple(o)) for f, o in builds))
 
@@ -108,9 +111,11 @@ def source_markdown(filename: str | Path, *, folded: bool = True):
     text = path.read_text().rstrip()
     code = highlight(text, CudaLexer(), HtmlFormatter(noclasses=True, nobackground=True))
     lines = text.count("\n") + 1
-    return HTML(f"<details class=\"cudalab-listing\"{'' if folded else ' open'}><summary>Listing: "
-                f"<code>kernels_cu/{path.name}</code> ({lines} lines)</summary>\n"
-                f"<div class=\"cudalab-listing-code\">{code}</div></details>")
+    return HTML(
+        f'<details class="cudalab-listing"{"" if folded else " open"}><summary>Listing: '
+        f"<code>kernels_cu/{path.name}</code> ({lines} lines)</summary>\n"
+        f'<div class="cudalab-listing-code">{code}</div></details>'
+    )
 
 
 def kernel_resources(kernel) -> dict[str, int]:

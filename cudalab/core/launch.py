@@ -6,7 +6,7 @@ goes on); these checks turn the driver's terse refusals into sentences.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from cudalab.core.errors import LaunchRefused, NotEnoughMemory, SkipPoint
 from cudalab.core.gpu import attributes, require_cupy
@@ -25,11 +25,14 @@ def check_launch(kernel, grid: int | Sequence[int], block: int | Sequence[int], 
     big = 2**31 - 1
     limit = attrs.get("MaxThreadsPerBlock", 1024)
     if threads > limit:
-        raise LaunchRefused(f"block {b[0]}x{b[1]}x{b[2]} = {threads} threads exceeds this GPU's limit of "
-                            f"{limit} threads per block")
+        raise LaunchRefused(
+            f"block {b[0]}x{b[1]}x{b[2]} = {threads} threads exceeds this GPU's limit of {limit} threads per block"
+        )
     if threads > kernel.max_threads_per_block:
-        raise LaunchRefused(f"block of {threads} threads exceeds what this kernel can launch "
-                            f"({kernel.max_threads_per_block} threads at {kernel.num_regs} registers per thread)")
+        raise LaunchRefused(
+            f"block of {threads} threads exceeds what this kernel can launch "
+            f"({kernel.max_threads_per_block} threads at {kernel.num_regs} registers per thread)"
+        )
     for axis, n, lim in zip("xyz", b, ("MaxBlockDimX", "MaxBlockDimY", "MaxBlockDimZ")):
         if n > attrs.get(lim, big):
             raise LaunchRefused(f"block dimension {axis}={n} exceeds this GPU's limit of {attrs[lim]}")
@@ -65,8 +68,10 @@ def require_memory(nbytes: int, what: str, headroom: float = 0.9) -> None:
     pool.free_all_blocks()
     free, total = cp.cuda.runtime.memGetInfo()
     if nbytes > headroom * free:
-        raise NotEnoughMemory(f"{what} needs {nbytes / 2**30:.2f} GiB of GPU memory; "
-                              f"{free / 2**30:.2f} GiB of {total / 2**30:.1f} GiB are free")
+        raise NotEnoughMemory(
+            f"{what} needs {nbytes / 2**30:.2f} GiB of GPU memory; "
+            f"{free / 2**30:.2f} GiB of {total / 2**30:.1f} GiB are free"
+        )
 
 
 def refusal_types() -> tuple[type[BaseException], ...]:

@@ -33,8 +33,9 @@ barriers and clusters (cc 9.0+).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Optional, Union
+from typing import Any
 
 from cudalab.core.errors import ProfileError
 from cudalab.core.gpu import attributes, require_cupy
@@ -55,14 +56,21 @@ def resident_blocks(threads: int, registers: int, shared_bytes: int, sm: dict[st
     if shared_bytes:
         limits["shared memory"] = sm["shared_bytes"] // shared_bytes
     blocks = min(limits.values())
-    return {"blocks_per_sm": blocks, "warps_per_sm": blocks * warps,
-            "limited_by": ", ".join(k for k, v in limits.items() if v == blocks)}
+    return {
+        "blocks_per_sm": blocks,
+        "warps_per_sm": blocks * warps,
+        "limited_by": ", ".join(k for k, v in limits.items() if v == blocks),
+    }
 
 
 def present_sm() -> dict[str, int]:
     attrs = attributes()
-    return {"threads": attrs["MaxThreadsPerMultiProcessor"], "registers": attrs["MaxRegistersPerMultiprocessor"],
-            "shared_bytes": attrs["MaxSharedMemoryPerMultiprocessor"], "blocks": attrs["MaxBlocksPerMultiprocessor"]}
+    return {
+        "threads": attrs["MaxThreadsPerMultiProcessor"],
+        "registers": attrs["MaxRegistersPerMultiprocessor"],
+        "shared_bytes": attrs["MaxSharedMemoryPerMultiprocessor"],
+        "blocks": attrs["MaxBlocksPerMultiprocessor"],
+    }
 
 
 def present_cc() -> str:
@@ -82,24 +90,45 @@ class SmLimits:
     max_threads_per_sm: int
     max_warps_per_sm: int
     max_blocks_per_sm: int
-    registers_per_sm: int              # 32-bit registers in the SM's register file
+    registers_per_sm: int  # 32-bit registers in the SM's register file
     max_registers_per_block: int
     max_registers_per_thread: int
-    max_shared_per_sm: int             # bytes: the largest shared-memory carve-out
-    max_shared_per_block: int          # bytes: the opt-in maximum (48 KiB without opting in)
-    shared_allocation_unit: int        # bytes
-    reserved_shared_per_block: int     # bytes the driver keeps per block (cc 8.0 on)
-    warp_allocation_granularity: int   # the SM's sub-partitions; the register file is split among them
+    max_shared_per_sm: int  # bytes: the largest shared-memory carve-out
+    max_shared_per_block: int  # bytes: the opt-in maximum (48 KiB without opting in)
+    shared_allocation_unit: int  # bytes
+    reserved_shared_per_block: int  # bytes the driver keeps per block (cc 8.0 on)
+    warp_allocation_granularity: int  # the SM's sub-partitions; the register file is split among them
     register_allocation_unit: int = 256
     register_allocation_granularity: str = "warp"
     max_threads_per_block: int = 1024
     warp_size: int = 32
 
 
-def _sm(threads: int, blocks: int, regs: int, regs_per_block: int, regs_per_thread: int, smem_sm_kib: int,
-        smem_block_kib: int, smem_unit: int, reserved: int, sub_partitions: int = 4) -> SmLimits:
-    return SmLimits(threads, threads // 32, blocks, regs, regs_per_block, regs_per_thread, smem_sm_kib * KIB,
-                    smem_block_kib * KIB, smem_unit, reserved, sub_partitions)
+def _sm(
+    threads: int,
+    blocks: int,
+    regs: int,
+    regs_per_block: int,
+    regs_per_thread: int,
+    smem_sm_kib: int,
+    smem_block_kib: int,
+    smem_unit: int,
+    reserved: int,
+    sub_partitions: int = 4,
+) -> SmLimits:
+    return SmLimits(
+        threads,
+        threads // 32,
+        blocks,
+        regs,
+        regs_per_block,
+        regs_per_thread,
+        smem_sm_kib * KIB,
+        smem_block_kib * KIB,
+        smem_unit,
+        reserved,
+        sub_partitions,
+    )
 
 
 # Sources, for every number below:
@@ -119,29 +148,29 @@ def _sm(threads: int, blocks: int, regs: int, regs_per_block: int, regs_per_thre
 # max threads/SM, blocks/SM, registers/SM, registers/block, registers/thread, shared KiB per SM and
 # per block, shared allocation unit (B), reserved shared per block (B), sub-partitions
 SM_LIMITS: dict[str, SmLimits] = {
-    "3.0": _sm(2048, 16, 64 * KIB, 64 * KIB, 63, 48, 48, 256, 0),           # Kepler GK10x (GTX 680)
-    "3.5": _sm(2048, 16, 64 * KIB, 64 * KIB, 255, 48, 48, 256, 0),          # Kepler GK110
-    "3.7": _sm(2048, 16, 128 * KIB, 64 * KIB, 255, 112, 48, 256, 0),        # Kepler GK210 (K80)
-    "5.0": _sm(2048, 32, 64 * KIB, 64 * KIB, 255, 64, 48, 256, 0),          # Maxwell GM10x
-    "5.2": _sm(2048, 32, 64 * KIB, 64 * KIB, 255, 96, 48, 256, 0),          # Maxwell GM20x
-    "5.3": _sm(2048, 32, 64 * KIB, 32 * KIB, 255, 64, 48, 256, 0),          # Maxwell GM20B (Tegra X1)
-    "6.0": _sm(2048, 32, 64 * KIB, 64 * KIB, 255, 64, 48, 256, 0, 2),       # Pascal GP100
-    "6.1": _sm(2048, 32, 64 * KIB, 64 * KIB, 255, 96, 48, 256, 0),          # Pascal GP10x
-    "6.2": _sm(2048, 32, 64 * KIB, 32 * KIB, 255, 64, 48, 256, 0),          # Pascal GP10B (Tegra)
-    "7.0": _sm(2048, 32, 64 * KIB, 64 * KIB, 255, 96, 96, 256, 0),          # Volta GV100
-    "7.2": _sm(2048, 32, 64 * KIB, 64 * KIB, 255, 96, 96, 256, 0),          # Volta GV10B (Xavier)
-    "7.5": _sm(1024, 16, 64 * KIB, 64 * KIB, 255, 64, 64, 256, 0),          # Turing
-    "8.0": _sm(2048, 32, 64 * KIB, 64 * KIB, 255, 164, 163, 128, KIB),      # Ampere GA100
-    "8.6": _sm(1536, 16, 64 * KIB, 64 * KIB, 255, 100, 99, 128, KIB),       # Ampere GA10x
-    "8.7": _sm(1536, 16, 64 * KIB, 64 * KIB, 255, 164, 163, 128, KIB),      # Ampere GA10B (Orin)
-    "8.9": _sm(1536, 24, 64 * KIB, 64 * KIB, 255, 100, 99, 128, KIB),       # Ada
-    "9.0": _sm(2048, 32, 64 * KIB, 64 * KIB, 255, 228, 227, 128, KIB),      # Hopper (H100, H200)
-    "10.0": _sm(2048, 32, 64 * KIB, 64 * KIB, 255, 228, 227, 128, KIB),     # Blackwell GB100 (B200)
-    "12.0": _sm(1536, 24, 64 * KIB, 64 * KIB, 255, 100, 99, 128, KIB),      # Blackwell GB20x (RTX 50)
+    "3.0": _sm(2048, 16, 64 * KIB, 64 * KIB, 63, 48, 48, 256, 0),  # Kepler GK10x (GTX 680)
+    "3.5": _sm(2048, 16, 64 * KIB, 64 * KIB, 255, 48, 48, 256, 0),  # Kepler GK110
+    "3.7": _sm(2048, 16, 128 * KIB, 64 * KIB, 255, 112, 48, 256, 0),  # Kepler GK210 (K80)
+    "5.0": _sm(2048, 32, 64 * KIB, 64 * KIB, 255, 64, 48, 256, 0),  # Maxwell GM10x
+    "5.2": _sm(2048, 32, 64 * KIB, 64 * KIB, 255, 96, 48, 256, 0),  # Maxwell GM20x
+    "5.3": _sm(2048, 32, 64 * KIB, 32 * KIB, 255, 64, 48, 256, 0),  # Maxwell GM20B (Tegra X1)
+    "6.0": _sm(2048, 32, 64 * KIB, 64 * KIB, 255, 64, 48, 256, 0, 2),  # Pascal GP100
+    "6.1": _sm(2048, 32, 64 * KIB, 64 * KIB, 255, 96, 48, 256, 0),  # Pascal GP10x
+    "6.2": _sm(2048, 32, 64 * KIB, 32 * KIB, 255, 64, 48, 256, 0),  # Pascal GP10B (Tegra)
+    "7.0": _sm(2048, 32, 64 * KIB, 64 * KIB, 255, 96, 96, 256, 0),  # Volta GV100
+    "7.2": _sm(2048, 32, 64 * KIB, 64 * KIB, 255, 96, 96, 256, 0),  # Volta GV10B (Xavier)
+    "7.5": _sm(1024, 16, 64 * KIB, 64 * KIB, 255, 64, 64, 256, 0),  # Turing
+    "8.0": _sm(2048, 32, 64 * KIB, 64 * KIB, 255, 164, 163, 128, KIB),  # Ampere GA100
+    "8.6": _sm(1536, 16, 64 * KIB, 64 * KIB, 255, 100, 99, 128, KIB),  # Ampere GA10x
+    "8.7": _sm(1536, 16, 64 * KIB, 64 * KIB, 255, 164, 163, 128, KIB),  # Ampere GA10B (Orin)
+    "8.9": _sm(1536, 24, 64 * KIB, 64 * KIB, 255, 100, 99, 128, KIB),  # Ada
+    "9.0": _sm(2048, 32, 64 * KIB, 64 * KIB, 255, 228, 227, 128, KIB),  # Hopper (H100, H200)
+    "10.0": _sm(2048, 32, 64 * KIB, 64 * KIB, 255, 228, 227, 128, KIB),  # Blackwell GB100 (B200)
+    "12.0": _sm(1536, 24, 64 * KIB, 64 * KIB, 255, 100, 99, 128, KIB),  # Blackwell GB20x (RTX 50)
 }
 
 
-CC = Union[str, tuple, float]
+CC = str | tuple | float
 
 
 def cc_key(cc: CC) -> str:
@@ -156,8 +185,10 @@ def cc_key(cc: CC) -> str:
         else:
             key = text
     if key not in SM_LIMITS:
-        raise ProfileError(f"compute capability {cc!r}: the occupancy rules know only "
-                           f"{', '.join(SM_LIMITS)} (give major.minor, e.g. \"5.2\" rather than \"5.x\")")
+        raise ProfileError(
+            f"compute capability {cc!r}: the occupancy rules know only "
+            f'{", ".join(SM_LIMITS)} (give major.minor, e.g. "5.2" rather than "5.x")'
+        )
     return key
 
 
@@ -169,7 +200,7 @@ def _round_up(x: int, unit: int) -> int:
     return -(-x // unit) * unit
 
 
-def _register_blocks(lim: SmLimits, registers: int, warps: int, sub_partitions: int) -> Optional[int]:
+def _register_blocks(lim: SmLimits, registers: int, warps: int, sub_partitions: int) -> int | None:
     """Blocks the register file holds (None when the kernel uses no registers), 0 when one block can't fit."""
     per_warp = _round_up(registers * lim.warp_size, lim.register_allocation_unit)
     if per_warp == 0:
@@ -182,8 +213,12 @@ def _register_blocks(lim: SmLimits, registers: int, warps: int, sub_partitions: 
     return warps_per_sub_partition * sub_partitions // warps
 
 
-LIMIT_NAMES = {"limit_threads": "threads per SM", "limit_blocks": "blocks per SM",
-               "limit_registers": "registers", "limit_shared": "shared memory"}
+LIMIT_NAMES = {
+    "limit_threads": "threads per SM",
+    "limit_blocks": "blocks per SM",
+    "limit_registers": "registers",
+    "limit_shared": "shared memory",
+}
 
 
 def occupancy(cc: CC, threads: int, registers: int, shared_bytes: int, dynamic_shared_bytes: int = 0) -> dict[str, Any]:
@@ -208,11 +243,20 @@ def occupancy(cc: CC, threads: int, registers: int, shared_bytes: int, dynamic_s
 
     broken: list[tuple[str, str]] = []
     if threads > lim.max_threads_per_block:
-        broken.append(("threads per block", f"{threads} threads per block, more than the {lim.max_threads_per_block} "
-                                            f"a block may have"))
+        broken.append(
+            (
+                "threads per block",
+                f"{threads} threads per block, more than the {lim.max_threads_per_block} a block may have",
+            )
+        )
     if registers > lim.max_registers_per_thread:
-        broken.append(("registers per thread", f"{registers} registers per thread, more than the "
-                                               f"{lim.max_registers_per_thread} compute capability {key} allows"))
+        broken.append(
+            (
+                "registers per thread",
+                f"{registers} registers per thread, more than the "
+                f"{lim.max_registers_per_thread} compute capability {key} allows",
+            )
+        )
     sub_partitions = lim.warp_allocation_granularity
     limit_registers = _register_blocks(lim, registers, warps, sub_partitions)
     if key == "6.0" and limit_registers:
@@ -220,21 +264,30 @@ def occupancy(cc: CC, threads: int, registers: int, shared_bytes: int, dynamic_s
         if _register_blocks(SM_LIMITS["6.1"], registers, warps, 4) == 0:
             limit_registers = 0
     if limit_registers == 0 and registers <= lim.max_registers_per_thread:
-        broken.append(("registers per block",
-                       f"{registers} registers per thread x {warps} warps (allocated per warp in units of "
-                       f"{lim.register_allocation_unit}, warps rounded up to {sub_partitions} sub-partitions) "
-                       f"need more than the {lim.max_registers_per_block} registers a block may have"))
+        broken.append(
+            (
+                "registers per block",
+                f"{registers} registers per thread x {warps} warps (allocated per warp in units of "
+                f"{lim.register_allocation_unit}, warps rounded up to {sub_partitions} sub-partitions) "
+                f"need more than the {lim.max_registers_per_block} registers a block may have",
+            )
+        )
     if smem > lim.max_shared_per_block:
-        broken.append(("shared memory per block", f"{smem} B of shared memory per block, more than the "
-                                                  f"{lim.max_shared_per_block} B a block may have"))
+        broken.append(
+            (
+                "shared memory per block",
+                f"{smem} B of shared memory per block, more than the {lim.max_shared_per_block} B a block may have",
+            )
+        )
 
     names = {name for name, _ in broken}
     limits = {
         "limit_threads": 0 if "threads per block" in names else lim.max_warps_per_sm // warps,
         "limit_blocks": lim.max_blocks_per_sm,
         "limit_registers": 0 if names & {"registers per thread", "registers per block"} else limit_registers,
-        "limit_shared": 0 if "shared memory per block" in names else
-        (lim.max_shared_per_sm // smem_allocated if smem_allocated else None),
+        "limit_shared": 0
+        if "shared memory per block" in names
+        else (lim.max_shared_per_sm // smem_allocated if smem_allocated else None),
     }
     blocks = min(v for v in limits.values() if v is not None)
     if broken:
@@ -243,17 +296,29 @@ def occupancy(cc: CC, threads: int, registers: int, shared_bytes: int, dynamic_s
     else:
         limited_by = ", ".join(LIMIT_NAMES[k] for k, v in limits.items() if v == blocks)
         reason = ""
-    return {"compute_capability": key, "threads_per_block": threads, "registers_per_thread": registers,
-            "shared_bytes_per_block": smem, "allocated_shared_bytes_per_block": smem_allocated,
-            "allocated_registers_per_block": regs_allocated, **limits,
-            "blocks_per_sm": blocks, "warps_per_sm": blocks * warps, "max_warps_per_sm": lim.max_warps_per_sm,
-            "occupancy": blocks * warps / lim.max_warps_per_sm, "limited_by": limited_by, "reason": reason}
+    return {
+        "compute_capability": key,
+        "threads_per_block": threads,
+        "registers_per_thread": registers,
+        "shared_bytes_per_block": smem,
+        "allocated_shared_bytes_per_block": smem_allocated,
+        "allocated_registers_per_block": regs_allocated,
+        **limits,
+        "blocks_per_sm": blocks,
+        "warps_per_sm": blocks * warps,
+        "max_warps_per_sm": lim.max_warps_per_sm,
+        "occupancy": blocks * warps / lim.max_warps_per_sm,
+        "limited_by": limited_by,
+        "reason": reason,
+    }
 
 
-_ALIASES = {"threads_per_block": ("threads_per_block", "threads"),
-            "registers_per_thread": ("registers_per_thread", "registers"),
-            "shared_bytes": ("shared_bytes", "static_shared_bytes", "shared_bytes_per_block"),
-            "dynamic_shared_bytes": ("dynamic_shared_bytes",)}
+_ALIASES = {
+    "threads_per_block": ("threads_per_block", "threads"),
+    "registers_per_thread": ("registers_per_thread", "registers"),
+    "shared_bytes": ("shared_bytes", "static_shared_bytes", "shared_bytes_per_block"),
+    "dynamic_shared_bytes": ("dynamic_shared_bytes",),
+}
 
 
 def _launch_row(row: Any) -> tuple[dict[str, Any], dict[str, int]]:
@@ -272,14 +337,31 @@ def _launch_row(row: Any) -> tuple[dict[str, Any], dict[str, int]]:
         carried = {k: v for k, v in row.items() if k not in used}
         return carried, {"shared_bytes": 0, "dynamic_shared_bytes": 0, **numbers}
     kernel, threads, registers, shared, *rest = row
-    return {"kernel": kernel}, {"threads_per_block": int(threads), "registers_per_thread": int(registers),
-                                "shared_bytes": int(shared), "dynamic_shared_bytes": int(rest[0]) if rest else 0}
+    return {"kernel": kernel}, {
+        "threads_per_block": int(threads),
+        "registers_per_thread": int(registers),
+        "shared_bytes": int(shared),
+        "dynamic_shared_bytes": int(rest[0]) if rest else 0,
+    }
 
 
-TABLE_COLUMNS = ["compute_capability", "threads_per_block", "registers_per_thread", "shared_bytes_per_block",
-                 "allocated_shared_bytes_per_block", "blocks_limit_threads", "blocks_limit_blocks",
-                 "blocks_limit_registers", "blocks_limit_shared", "blocks_per_sm", "warps_per_sm",
-                 "max_warps_per_sm", "occupancy_fraction", "limited_by", "reason"]
+TABLE_COLUMNS = [
+    "compute_capability",
+    "threads_per_block",
+    "registers_per_thread",
+    "shared_bytes_per_block",
+    "allocated_shared_bytes_per_block",
+    "blocks_limit_threads",
+    "blocks_limit_blocks",
+    "blocks_limit_registers",
+    "blocks_limit_shared",
+    "blocks_per_sm",
+    "warps_per_sm",
+    "max_warps_per_sm",
+    "occupancy_fraction",
+    "limited_by",
+    "reason",
+]
 
 
 def occupancy_table(rows: Iterable[Any], cc: CC):
@@ -296,8 +378,9 @@ def occupancy_table(rows: Iterable[Any], cc: CC):
     records = []
     for row in rows:
         carried, n = _launch_row(row)
-        occ = occupancy(cc, n["threads_per_block"], n["registers_per_thread"], n["shared_bytes"],
-                        n["dynamic_shared_bytes"])
+        occ = occupancy(
+            cc, n["threads_per_block"], n["registers_per_thread"], n["shared_bytes"], n["dynamic_shared_bytes"]
+        )
         occ = {("blocks_" + k if k.startswith("limit_") else k): v for k, v in occ.items()}
         occ["occupancy_fraction"] = occ.pop("occupancy")
         records.append({**carried, **{c: occ[c] for c in TABLE_COLUMNS}})

@@ -27,8 +27,10 @@ def require_checkout() -> None:
 
     missing = [p.name for p in (KERNELS_DIR, NOTEBOOKS_DIR, PARAMS_DIR) if not p.is_dir()]
     if missing:
-        raise CudalabError(f"cudalab runs from a checkout of its repository ({', '.join(missing)} not found "
-                           f"beside {PACKAGE_DIR}); clone it and use `make report` (an editable install)")
+        raise CudalabError(
+            f"cudalab runs from a checkout of its repository ({', '.join(missing)} not found "
+            f"beside {PACKAGE_DIR}); clone it and use `make report` (an editable install)"
+        )
 
 
 def cache_dir() -> Path:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Iterable, Optional
+from collections.abc import Iterable
 
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -15,15 +15,34 @@ COLOURS = sns.color_palette("colorblind", 10)
 MEASURED, PUBLISHED = (0, 9), (1, 3, 5, 8)
 # Kernel families, by a word of their name (first match wins): the same family is the same colour
 # in every chapter's figures, a library reference (cuBLAS, CuPy, a copy) always grey.
-FAMILIES = (("cublas", 7), ("cupy", 7), ("copy", 7), ("published", 1), ("kslice", 5), ("segment", 2),
-            ("row", 4), ("tile", 3), ("coalesced", 1), ("register", 6), ("shared", 4), ("global", 8),
-            ("basic", 0), ("fused", 2), ("vecmax00", 0), ("vecmax01", 1), ("vecmax02", 2))
+FAMILIES = (
+    ("cublas", 7),
+    ("cupy", 7),
+    ("copy", 7),
+    ("published", 1),
+    ("kslice", 5),
+    ("segment", 2),
+    ("row", 4),
+    ("tile", 3),
+    ("coalesced", 1),
+    ("register", 6),
+    ("shared", 4),
+    ("global", 8),
+    ("basic", 0),
+    ("fused", 2),
+    ("vecmax00", 0),
+    ("vecmax01", 1),
+    ("vecmax02", 2),
+)
 
 
 def natural_key(value) -> tuple:
     """Sort key that orders "kslices 4" before "kslices 16" (numbers by value, not as text)."""
-    return tuple((0, float(part), "") if re.fullmatch(r"\d+(\.\d+)?", part) else (1, 0.0, part.lower())
-                 for part in re.split(r"(\d+(?:\.\d+)?)", str(value)) if part)
+    return tuple(
+        (0, float(part), "") if re.fullmatch(r"\d+(\.\d+)?", part) else (1, 0.0, part.lower())
+        for part in re.split(r"(\d+(?:\.\d+)?)", str(value))
+        if part
+    )
 
 
 def natural_order(values: Iterable) -> list:
@@ -41,8 +60,10 @@ def palette(values: Iterable, *, sources: bool = False) -> dict:
     if sources:
         measured = [v for v in names if "published" not in str(v)]
         published = [v for v in names if "published" in str(v)]
-        return {**{v: COLOURS[MEASURED[i % len(MEASURED)]] for i, v in enumerate(measured)},
-                **{v: COLOURS[PUBLISHED[i % len(PUBLISHED)]] for i, v in enumerate(published)}}
+        return {
+            **{v: COLOURS[MEASURED[i % len(MEASURED)]] for i, v in enumerate(measured)},
+            **{v: COLOURS[PUBLISHED[i % len(PUBLISHED)]] for i, v in enumerate(published)},
+        }
     chosen: dict = {}
     for v in names:
         family = next((c for word, c in FAMILIES if word in str(v).lower()), None)
@@ -58,19 +79,43 @@ def palette(values: Iterable, *, sources: bool = False) -> dict:
 def setup() -> None:
     """One look for every chapter: readable on screen and on a printed handout."""
     sns.set_theme(context="notebook", style="whitegrid", palette="colorblind")
-    plt.rcParams.update({"figure.figsize": (7.5, 4.2), "figure.dpi": 110, "savefig.bbox": "tight",
-                         "axes.titleweight": "bold"})
+    plt.rcParams.update(
+        {"figure.figsize": (7.5, 4.2), "figure.dpi": 110, "savefig.bbox": "tight", "axes.titleweight": "bold"}
+    )
 
 
-def lines(data: pd.DataFrame, x: str, y: str, hue: str, *, xlabel: str, ylabel: str, title: str,
-          logx: bool = False, logy: bool = False, style: Optional[str] = None, ax=None, errorbars: Optional[tuple[str, str]] = None):
+def lines(
+    data: pd.DataFrame,
+    x: str,
+    y: str,
+    hue: str,
+    *,
+    xlabel: str,
+    ylabel: str,
+    title: str,
+    logx: bool = False,
+    logy: bool = False,
+    style: str | None = None,
+    ax=None,
+    errorbars: tuple[str, str] | None = None,
+):
     """One line per ``hue`` value; ``errorbars`` names the (low, high) columns of the spread."""
     ax = ax or plt.subplots()[1]
     ok = data[data["status"].eq("ok")] if "status" in data else data
     order = natural_order(ok[hue])
     colours = palette(order, sources=hue == "source") if ok[hue].dtype == object else None
-    sns.lineplot(data=ok, x=x, y=y, hue=hue, style=style or hue, markers=True, dashes=False, ax=ax,
-                 hue_order=order if colours else None, palette=colours)
+    sns.lineplot(
+        data=ok,
+        x=x,
+        y=y,
+        hue=hue,
+        style=style or hue,
+        markers=True,
+        dashes=False,
+        ax=ax,
+        hue_order=order if colours else None,
+        palette=colours,
+    )
     if errorbars:
         lo, hi = errorbars
         for _, grp in ok.groupby(hue):
@@ -85,14 +130,15 @@ def lines(data: pd.DataFrame, x: str, y: str, hue: str, *, xlabel: str, ylabel: 
     return ax
 
 
-def place_legend(ax, *, fontsize: int = 8, title: Optional[str] = None) -> None:
+def place_legend(ax, *, fontsize: int = 8, title: str | None = None) -> None:
     """The legend beside the axes when it has many entries, so it never covers data."""
     handles, labels = ax.get_legend_handles_labels()
     if not handles:
         return
     if len(labels) > 4:
-        ax.legend(handles, labels, fontsize=fontsize, title=title, loc="upper left", bbox_to_anchor=(1.01, 1.0),
-                  frameon=False)
+        ax.legend(
+            handles, labels, fontsize=fontsize, title=title, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False
+        )
     else:
         ax.legend(handles, labels, fontsize=fontsize, title=title, loc="best")
 
@@ -103,15 +149,31 @@ def mark_failures(ax, data: pd.DataFrame, x: str, y: str) -> None:
         return
     bad = data[data["status"].eq("wrong")]
     if len(bad):
-        ax.scatter(bad[x], [ax.get_ylim()[0]] * len(bad), marker="x", color="red", s=80, zorder=5,
-                   label="wrong result (not counted)", clip_on=False)
+        ax.scatter(
+            bad[x],
+            [ax.get_ylim()[0]] * len(bad),
+            marker="x",
+            color="red",
+            s=80,
+            zorder=5,
+            label="wrong result (not counted)",
+            clip_on=False,
+        )
 
 
 def compare_bars(data: pd.DataFrame, x: str, y: str, source: str, *, xlabel: str, ylabel: str, title: str, ax=None):
     """Bars of the same quantity from different sources (published lab vs measured here)."""
     ax = ax or plt.subplots()[1]
-    sns.barplot(data=data, x=x, y=y, hue=source, ax=ax, order=natural_order(data[x]),
-                hue_order=natural_order(data[source]), palette=palette(data[source], sources=True))
+    sns.barplot(
+        data=data,
+        x=x,
+        y=y,
+        hue=source,
+        ax=ax,
+        order=natural_order(data[x]),
+        hue_order=natural_order(data[source]),
+        palette=palette(data[source], sources=True),
+    )
     for container in ax.containers:
         ax.bar_label(container, fmt="%.1f", padding=2, fontsize=8)
     ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
@@ -130,8 +192,14 @@ def is_published_column(column) -> bool:
     return "published" in text or text.startswith("lab")
 
 
-def styled(frame: pd.DataFrame, formats=None, *, caption: Optional[str] = None, index: bool = False,
-           whole_header_words: bool = False):
+def styled(
+    frame: pd.DataFrame,
+    formats=None,
+    *,
+    caption: str | None = None,
+    index: bool = False,
+    whole_header_words: bool = False,
+):
     """A table as the report shows it: ``formats`` (one format, or a dict by column) applied, a
     missing lab number read as "not published" and any other gap as "–", never ``NaN``.
 
@@ -157,8 +225,15 @@ def size(nbytes: float) -> str:
     return f"{nbytes:.0f} B"
 
 
-def roofline(points: pd.DataFrame, *, memory: dict[str, float], compute: Optional[dict[str, float]] = None,
-             ops: str = "operations", title: str = "", ax=None):
+def roofline(
+    points: pd.DataFrame,
+    *,
+    memory: dict[str, float],
+    compute: dict[str, float] | None = None,
+    ops: str = "operations",
+    title: str = "",
+    ax=None,
+):
     """A roofline: each kernel placed by its arithmetic intensity (``intensity``, ops per byte of
     its bytes model) and achieved rate (``ops_per_s``), under the ceilings measured in the same run:
     ``memory`` roofs (bytes/s, slanted: intensity x bandwidth) and ``compute`` roofs (ops/s, flat).
@@ -171,33 +246,65 @@ def roofline(points: pd.DataFrame, *, memory: dict[str, float], compute: Optiona
     ok = points[points["status"].eq("ok")] if "status" in points else points
     ok = ok[(ok["intensity"] > 0) & (ok["ops_per_s"] > 0)]
     compute = compute or {}
-    lo = min([ok["intensity"].min() / 4] + [c / m / 8 for c in compute.values() for m in memory.values()]) if len(ok) else 0.01
-    hi = max([ok["intensity"].max() * 4] + [c / m * 8 for c in compute.values() for m in memory.values()]) if len(ok) else 100
+    lo = (
+        min([ok["intensity"].min() / 4] + [c / m / 8 for c in compute.values() for m in memory.values()])
+        if len(ok)
+        else 0.01
+    )
+    hi = (
+        max([ok["intensity"].max() * 4] + [c / m * 8 for c in compute.values() for m in memory.values()])
+        if len(ok)
+        else 100
+    )
     x = np.logspace(np.log10(lo), np.log10(hi), 200)
     top = max(compute.values()) if compute else np.inf
     for i, (name, bw) in enumerate(memory.items()):
-        ax.plot(x, np.minimum(x * bw, top), color="black", linestyle=["-", "--", ":"][i % 3], linewidth=1.4,
-                label=f"{name}: {bw / 1e9:,.0f} GB/s")
+        ax.plot(
+            x,
+            np.minimum(x * bw, top),
+            color="black",
+            linestyle=["-", "--", ":"][i % 3],
+            linewidth=1.4,
+            label=f"{name}: {bw / 1e9:,.0f} GB/s",
+        )
     for i, (name, rate) in enumerate(compute.items()):
-        ax.axhline(rate, color="0.35", linestyle=["-", "--", ":"][i % 3], linewidth=1.0,
-                   label=f"{name}: {rate / 1e12:,.2f} T{ops}/s")
+        ax.axhline(
+            rate,
+            color="0.35",
+            linestyle=["-", "--", ":"][i % 3],
+            linewidth=1.0,
+            label=f"{name}: {rate / 1e12:,.2f} T{ops}/s",
+        )
     colours = palette(ok["label"])
     for r in ok.itertuples():
-        ax.scatter(r.intensity, r.ops_per_s, s=55, color=colours[r.label], edgecolor="black", linewidth=0.5,
-                   zorder=5, label=r.label)
+        ax.scatter(
+            r.intensity,
+            r.ops_per_s,
+            s=55,
+            color=colours[r.label],
+            edgecolor="black",
+            linewidth=0.5,
+            zorder=5,
+            label=r.label,
+        )
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     rates = list(ok["ops_per_s"]) + list(compute.values())
     if rates:  # every roof and point in view (a flat roof does not widen the axis by itself)
         ax.set_ylim(min(rates) / 3, max(rates) * 2.5)
     ax.set_xlim(lo, hi)
-    ax.set(xlabel=f"arithmetic intensity ({ops} per byte, from the bytes model)", ylabel=f"achieved {ops}/s",
-           title=title or "Roofline")
+    ax.set(
+        xlabel=f"arithmetic intensity ({ops} per byte, from the bytes model)",
+        ylabel=f"achieved {ops}/s",
+        title=title or "Roofline",
+    )
     place_legend(ax, fontsize=7)
     return ax
 
 
-def roofline_table(points: pd.DataFrame, *, memory: dict[str, float], compute: Optional[dict[str, float]] = None) -> pd.DataFrame:
+def roofline_table(
+    points: pd.DataFrame, *, memory: dict[str, float], compute: dict[str, float] | None = None
+) -> pd.DataFrame:
     """Each kernel's roof at its intensity (the lower of bandwidth x intensity and the compute
     ceiling) and the fraction of it that the kernel reached, with the roof that binds."""
     ok = points[points["status"].eq("ok")] if "status" in points else points
@@ -206,15 +313,30 @@ def roofline_table(points: pd.DataFrame, *, memory: dict[str, float], compute: O
         roofs = {name: r.intensity * bw for name, bw in memory.items()} | dict(compute or {})
         binding = min(roofs, key=roofs.get)
         fraction = r.ops_per_s / roofs[binding]
-        rows.append({"kernel": r.label, "intensity_ops_per_B": r.intensity, "achieved_ops_per_s": r.ops_per_s,
-                     "roof_ops_per_s": roofs[binding], "fraction_of_roof": fraction,
-                     "bound_by": binding if fraction <= 1 else f"{binding}; above it: caches serve "
-                                                               "traffic the bytes model counts"})
+        rows.append(
+            {
+                "kernel": r.label,
+                "intensity_ops_per_B": r.intensity,
+                "achieved_ops_per_s": r.ops_per_s,
+                "roof_ops_per_s": roofs[binding],
+                "fraction_of_roof": fraction,
+                "bound_by": binding
+                if fraction <= 1
+                else f"{binding}; above it: caches serve traffic the bytes model counts",
+            }
+        )
     return pd.DataFrame(rows)
 
 
-def roofline_report(points: pd.DataFrame, *, memory: dict[str, float], compute: Optional[dict[str, float]] = None,
-                    ops: str = "operations", title: str = "", caption: str = ""):
+def roofline_report(
+    points: pd.DataFrame,
+    *,
+    memory: dict[str, float],
+    compute: dict[str, float] | None = None,
+    ops: str = "operations",
+    title: str = "",
+    caption: str = "",
+):
     """A chapter's roofline section: the figure, then the table of each kernel's roof and the
     fraction of it reached. Without a memory roof (chapter 00 was not part of the run) it says
     so instead of drawing half a roofline."""
@@ -226,10 +348,16 @@ def roofline_report(points: pd.DataFrame, *, memory: dict[str, float], compute: 
     roofline(points, memory=memory, compute=compute, ops=ops, title=title)
     plt.show()
     rate = lambda v: f"{v / 1e12:.2f} T" if v >= 1e11 else f"{v / 1e9:.1f} G"  # noqa: E731
-    return styled(roofline_table(points, memory=memory, compute=compute),
-                  {"intensity_ops_per_B": "{:.3g}", "achieved_ops_per_s": rate, "roof_ops_per_s": rate,
-                   "fraction_of_roof": "{:.0%}"},
-                  caption=caption or f"each kernel's roof at its intensity ({ops}/s) and the fraction it reaches")
+    return styled(
+        roofline_table(points, memory=memory, compute=compute),
+        {
+            "intensity_ops_per_B": "{:.3g}",
+            "achieved_ops_per_s": rate,
+            "roof_ops_per_s": rate,
+            "fraction_of_roof": "{:.0%}",
+        },
+        caption=caption or f"each kernel's roof at its intensity ({ops}/s) and the fraction it reaches",
+    )
 
 
 def bytes_axis(ax, axis: str = "x") -> None:

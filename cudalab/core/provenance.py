@@ -17,8 +17,9 @@ import json
 import platform
 import socket
 import subprocess
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any
 
 from cudalab.core.errors import CudalabError
 from cudalab.core.gpu import cupy_or_none, gpu_name
@@ -30,8 +31,14 @@ _TRACKED_SOURCE = ("kernels_cu", "cudalab", "notebooks", "params")
 
 
 def _files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in _SOURCE_SUFFIXES
-                  and "__pycache__" not in p.parts and ".ipynb_checkpoints" not in p.parts)
+    return sorted(
+        p
+        for p in folder.rglob("*")
+        if p.is_file()
+        and p.suffix in _SOURCE_SUFFIXES
+        and "__pycache__" not in p.parts
+        and ".ipynb_checkpoints" not in p.parts
+    )
 
 
 def hash_files(paths: Iterable[Path], root: Path = ROOT) -> str:
@@ -48,7 +55,7 @@ def tree_fingerprint() -> str:
     return hash_files([p for d in (KERNELS_DIR, PACKAGE_DIR, NOTEBOOKS_DIR, PARAMS_DIR) for p in _files(d)])
 
 
-def source_fingerprint(notebook: Optional[Path], profile: Optional[dict[str, Any]]) -> dict[str, str]:
+def source_fingerprint(notebook: Path | None, profile: dict[str, Any] | None) -> dict[str, str]:
     """The fingerprint of what produced one chapter's recording: sha256 of the kernel files, the
     package, the chapter's notebook and its resolved profile, and of the four together."""
     parts = {
@@ -64,7 +71,7 @@ def _git(*args: str) -> str:
     return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10, check=True).stdout
 
 
-def git_state() -> Optional[dict[str, Any]]:
+def git_state() -> dict[str, Any] | None:
     """(commit, dirty) from git, or None where there is no repository (or no git)."""
     if not (ROOT / ".git").exists():
         return None
@@ -82,8 +89,12 @@ def write_stamp(path: Path = SOURCE_STAMP) -> dict[str, Any]:
     state = git_state()
     if state is None:
         raise CudalabError(f"{ROOT} is not a git checkout: there is no commit to stamp")
-    stamp = {"git_commit": state["git_commit"], "git_dirty": state["git_dirty"], "tree_sha256": tree_fingerprint(),
-             "stamped_utc": _now()}
+    stamp = {
+        "git_commit": state["git_commit"],
+        "git_dirty": state["git_dirty"],
+        "tree_sha256": tree_fingerprint(),
+        "stamped_utc": _now(),
+    }
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(stamp, indent=2) + "\n")
     return stamp
@@ -99,24 +110,36 @@ def commit_state() -> dict[str, Any]:
     stamp = json.loads(SOURCE_STAMP.read_text()) if SOURCE_STAMP.is_file() else None
     same = stamp is not None and stamp.get("tree_sha256") == tree_fingerprint()
     if same:
-        return {"git_commit": stamp["git_commit"], "git_dirty": bool(stamp.get("git_dirty")), "commit_from": "source stamp"}
+        return {
+            "git_commit": stamp["git_commit"],
+            "git_dirty": bool(stamp.get("git_dirty")),
+            "commit_from": "source stamp",
+        }
     state = git_state()
     if state is not None:
         return state
     if stamp is not None:
-        return {"git_commit": stamp["git_commit"], "git_dirty": True,
-                "commit_from": "source stamp; the tree changed after stamping"}
+        return {
+            "git_commit": stamp["git_commit"],
+            "git_dirty": True,
+            "commit_from": "source stamp; the tree changed after stamping",
+        }
     return {"git_commit": "unknown", "git_dirty": None, "commit_from": "no git and no source stamp"}
 
 
 def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
-def _nvidia_smi(query: str) -> Optional[str]:
+def _nvidia_smi(query: str) -> str | None:
     try:
-        out = subprocess.run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20, check=True).stdout
+        out = subprocess.run(
+            ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        ).stdout
         return out.strip().splitlines()[0].strip() if out.strip() else None
     except Exception:  # no nvidia-smi: the field stays empty
         return None
@@ -130,21 +153,27 @@ def measurement() -> dict[str, Any]:
     """Who measured: GPU, driver, CUDA and CuPy versions, host, date and commit."""
     import numpy
 
-    info: dict[str, Any] = {"date_utc": _now(), "hostname": socket.gethostname(),
-                            "python": platform.python_version(), "numpy": numpy.__version__}
+    info: dict[str, Any] = {
+        "date_utc": _now(),
+        "hostname": socket.gethostname(),
+        "python": platform.python_version(),
+        "numpy": numpy.__version__,
+    }
     info.update(commit_state())
     cp = cupy_or_none()
     if cp is None:
         info["gpu_name"] = None
         return info
     props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
-    info.update({
-        "gpu_name": gpu_name(),
-        "compute_capability": f"{props['major']}.{props['minor']}",
-        "gpu_memory_MiB": round(props["totalGlobalMem"] / 2**20),
-        "driver_version": _nvidia_smi("driver_version"),
-        "cuda_driver_api": _version(cp.cuda.runtime.driverGetVersion()),
-        "cuda_runtime": _version(cp.cuda.runtime.runtimeGetVersion()),
-        "cupy": cp.__version__,
-    })
+    info.update(
+        {
+            "gpu_name": gpu_name(),
+            "compute_capability": f"{props['major']}.{props['minor']}",
+            "gpu_memory_MiB": round(props["totalGlobalMem"] / 2**20),
+            "driver_version": _nvidia_smi("driver_version"),
+            "cuda_driver_api": _version(cp.cuda.runtime.driverGetVersion()),
+            "cuda_runtime": _version(cp.cuda.runtime.runtimeGetVersion()),
+            "cupy": cp.__version__,
+        }
+    )
     return info

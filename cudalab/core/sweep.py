@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import traceback
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import pandas as pd
 from tqdm import tqdm
@@ -26,8 +27,12 @@ def progress(iterable: Iterable, desc: str, total: int | None = None) -> Iterabl
     return tqdm(iterable, desc=desc, total=total, disable=not _show_progress, leave=False)
 
 
-def run_sweep(points: Iterable[dict[str, Any]], measure: Callable[[dict[str, Any]], dict[str, Any]],
-              desc: str = "sweep", skip_on: tuple[type[BaseException], ...] = ()) -> pd.DataFrame:
+def run_sweep(
+    points: Iterable[dict[str, Any]],
+    measure: Callable[[dict[str, Any]], dict[str, Any]],
+    desc: str = "sweep",
+    skip_on: tuple[type[BaseException], ...] = (),
+) -> pd.DataFrame:
     """Measure every point; a point that raises one of ``skip_on`` becomes a row with
     ``status='skipped'`` and the reason, and the sweep goes on."""
     points = list(points)

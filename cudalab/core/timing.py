@@ -9,7 +9,7 @@ loop lives here, in one place for every chapter.
 from __future__ import annotations
 
 import time
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import numpy as np
 
@@ -18,10 +18,10 @@ from cudalab.core.errors import MeasurementError, PointTimeLimit
 # The most wall-clock seconds one sweep point may take (None: no limit). A running kernel cannot
 # be interrupted, so the limit is checked after each call: a point whose single call overruns it
 # is skipped with its reason; a point that is merely slow to repeat stops repeating at the limit.
-_point_limit_s: Optional[float] = None
+_point_limit_s: float | None = None
 
 
-def set_point_time_limit(seconds: Optional[float]) -> None:
+def set_point_time_limit(seconds: float | None) -> None:
     """Limit every timed point of this process to ``seconds`` of wall clock (None or <= 0: none).
     A chapter sets it from its notebook parameter ``point_time_limit_s``."""
     global _point_limit_s
@@ -30,8 +30,9 @@ def set_point_time_limit(seconds: Optional[float]) -> None:
 
 def _over_limit(elapsed_s: float, what: str) -> None:
     if _point_limit_s is not None and elapsed_s > _point_limit_s:
-        raise PointTimeLimit(f"{what} took {elapsed_s:.3g} s, over the per-point time limit of "
-                             f"{_point_limit_s:g} s (point_time_limit_s)")
+        raise PointTimeLimit(
+            f"{what} took {elapsed_s:.3g} s, over the per-point time limit of {_point_limit_s:g} s (point_time_limit_s)"
+        )
 
 
 def _enough_time(samples: list[float], t0: float) -> bool:
@@ -45,8 +46,14 @@ def summarize(samples_ms: np.ndarray | list[float], prefix: str = "time_ms") -> 
     if s.size == 0:
         raise MeasurementError("no timing samples")
     q1, med, q3 = np.percentile(s, [25, 50, 75])
-    return {prefix: float(med), f"{prefix}_q1": float(q1), f"{prefix}_q3": float(q3),
-            f"{prefix}_min": float(s.min()), f"{prefix}_max": float(s.max()), "repeats": int(s.size)}
+    return {
+        prefix: float(med),
+        f"{prefix}_q1": float(q1),
+        f"{prefix}_q3": float(q3),
+        f"{prefix}_min": float(s.min()),
+        f"{prefix}_max": float(s.max()),
+        "repeats": int(s.size),
+    }
 
 
 def _enough(samples: list[float], min_repeats: int, max_repeats: int, min_total_ms: float) -> bool:
@@ -56,8 +63,16 @@ def _enough(samples: list[float], min_repeats: int, max_repeats: int, min_total_
 SLOW_CALL_S = 0.25  # a call this long is its own warm-up: see time_gpu
 
 
-def time_gpu(run: Callable[[], None], *, setup: Optional[Callable[[], None]] = None, warmup: int = 1,
-             min_repeats: int = 3, max_repeats: int = 30, min_total_s: float = 0.3, stream=None) -> np.ndarray:
+def time_gpu(
+    run: Callable[[], None],
+    *,
+    setup: Callable[[], None] | None = None,
+    warmup: int = 1,
+    min_repeats: int = 3,
+    max_repeats: int = 30,
+    min_total_s: float = 0.3,
+    stream=None,
+) -> np.ndarray:
     """Milliseconds per call of ``run`` on the GPU, measured with CUDA events.
 
     ``setup`` runs before each call, on the same stream but outside the timed
@@ -101,8 +116,15 @@ def time_gpu(run: Callable[[], None], *, setup: Optional[Callable[[], None]] = N
     return np.asarray(samples)
 
 
-def time_cpu(run: Callable[[], None], *, setup: Optional[Callable[[], None]] = None, warmup: int = 0,
-             min_repeats: int = 1, max_repeats: int = 10, min_total_s: float = 0.5) -> np.ndarray:
+def time_cpu(
+    run: Callable[[], None],
+    *,
+    setup: Callable[[], None] | None = None,
+    warmup: int = 0,
+    min_repeats: int = 1,
+    max_repeats: int = 10,
+    min_total_s: float = 0.5,
+) -> np.ndarray:
     """Milliseconds per call of a host function (``perf_counter``), same repeat policy as
     ``time_gpu``. The per-point time limit does not apply: a CPU run is a reference that the
     GPU points are checked against, bounded by each chapter's ``cpu_max_n``."""

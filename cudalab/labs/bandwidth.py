@@ -7,7 +7,8 @@ that number is the DRAM ceiling later chapters compare their kernels with.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -49,24 +50,31 @@ def copy_bandwidth(direction: str, nbytes: int, timing: dict[str, Any] | None = 
         src, dst, kind = dev_a.data.ptr, host.ctypes.data, rt.memcpyDeviceToHost
     else:
         src, dst, kind = dev_a.data.ptr, dev_b.data.ptr, rt.memcpyDeviceToDevice
-    samples = time_gpu(lambda: rt.memcpyAsync(dst, src, nbytes, kind, stream.ptr), stream=stream,
-                       **(timing or {}))
+    samples = time_gpu(lambda: rt.memcpyAsync(dst, src, nbytes, kind, stream.ptr), stream=stream, **(timing or {}))
     counted = 2 * nbytes if direction == "device_to_device" else nbytes
     stats = summarize(samples)
     # GB/s from the median time; the quartiles of time give the spread in bandwidth.
-    return {**stats, "bytes_counted": counted,
-            "bandwidth_GBps": counted / (stats["time_ms"] * 1e-3) / 1e9,
-            "bandwidth_GBps_q1": counted / (stats["time_ms_q3"] * 1e-3) / 1e9,
-            "bandwidth_GBps_q3": counted / (stats["time_ms_q1"] * 1e-3) / 1e9}
+    return {
+        **stats,
+        "bytes_counted": counted,
+        "bandwidth_GBps": counted / (stats["time_ms"] * 1e-3) / 1e9,
+        "bandwidth_GBps_q1": counted / (stats["time_ms_q3"] * 1e-3) / 1e9,
+        "bandwidth_GBps_q3": counted / (stats["time_ms_q1"] * 1e-3) / 1e9,
+    }
 
 
-def bandwidth_sweep(sizes_bytes: Sequence[int], directions: Sequence[str] = DIRECTIONS,
-                    timing: dict[str, Any] | None = None) -> pd.DataFrame:
+def bandwidth_sweep(
+    sizes_bytes: Sequence[int], directions: Sequence[str] = DIRECTIONS, timing: dict[str, Any] | None = None
+) -> pd.DataFrame:
     """One row per (direction, transfer size); sizes that do not fit are skipped."""
 
     points = [{"direction": d, "transfer_bytes": int(s)} for d in directions for s in sizes_bytes]
-    return run_sweep(points, lambda p: copy_bandwidth(p["direction"], p["transfer_bytes"], timing),
-                     desc="copy bandwidth", skip_on=refusal_types())
+    return run_sweep(
+        points,
+        lambda p: copy_bandwidth(p["direction"], p["transfer_bytes"], timing),
+        desc="copy bandwidth",
+        skip_on=refusal_types(),
+    )
 
 
 def ceilings(bw: pd.DataFrame, spec: pd.DataFrame) -> pd.DataFrame:
@@ -77,10 +85,18 @@ def ceilings(bw: pd.DataFrame, spec: pd.DataFrame) -> pd.DataFrame:
         raise MeasurementError("no device-to-device copy ran, so there is no memory ceiling")
     top = d2d.loc[d2d["transfer_bytes"].idxmax()]
     peak = float(spec.set_index("key")["value_numeric"].get("peak_dram_bandwidth_GBps", float("nan")))
-    return pd.DataFrame([{"ceiling": "dram_copy_bandwidth", "value": float(top["bandwidth_GBps"]), "unit": "GB/s",
-                          "transfer_bytes": int(top["transfer_bytes"]),
-                          "fraction_of_theoretical_peak": float(top["bandwidth_GBps"]) / peak,
-                          "how": "device-to-device memcpy, bytes read + written, median of repeats"}])
+    return pd.DataFrame(
+        [
+            {
+                "ceiling": "dram_copy_bandwidth",
+                "value": float(top["bandwidth_GBps"]),
+                "unit": "GB/s",
+                "transfer_bytes": int(top["transfer_bytes"]),
+                "fraction_of_theoretical_peak": float(top["bandwidth_GBps"]) / peak,
+                "how": "device-to-device memcpy, bytes read + written, median of repeats",
+            }
+        ]
+    )
 
 
 def copy_ceiling(nbytes: int = 1 << 30, timing: dict[str, Any] | None = None) -> pd.DataFrame:

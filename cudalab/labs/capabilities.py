@@ -3,18 +3,36 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Any
 
 import pandas as pd
 
-
 # FP32 lanes per multiprocessor by compute capability (as deviceQuery's _ConvertSMVer2Cores).
-_CORES_PER_SM = {(3, 0): 192, (3, 5): 192, (3, 7): 192, (5, 0): 128, (5, 2): 128, (5, 3): 128, (6, 0): 64,
-                 (6, 1): 128, (6, 2): 128, (7, 0): 64, (7, 2): 64, (7, 5): 64, (8, 0): 64, (8, 6): 128,
-                 (8, 7): 128, (8, 9): 128, (9, 0): 128, (10, 0): 128, (10, 3): 128, (12, 0): 128}
+_CORES_PER_SM = {
+    (3, 0): 192,
+    (3, 5): 192,
+    (3, 7): 192,
+    (5, 0): 128,
+    (5, 2): 128,
+    (5, 3): 128,
+    (6, 0): 64,
+    (6, 1): 128,
+    (6, 2): 128,
+    (7, 0): 64,
+    (7, 2): 64,
+    (7, 5): 64,
+    (8, 0): 64,
+    (8, 6): 128,
+    (8, 7): 128,
+    (8, 9): 128,
+    (9, 0): 128,
+    (10, 0): 128,
+    (10, 3): 128,
+    (12, 0): 128,
+}
 
 # (spec field, unit, description, CuPy attribute, scale from the attribute's unit)
-_FIELDS: list[tuple[str, str, str, Optional[str], float]] = [
+_FIELDS: list[tuple[str, str, str, str | None, float]] = [
     ("compute_capability", "", "compute capability", None, 1),
     ("multiprocessors", "", "multiprocessors (SMs)", "MultiProcessorCount", 1),
     ("cuda_cores_per_multiprocessor", "", "FP32 cores per SM", None, 1),
@@ -61,9 +79,12 @@ def present_spec() -> dict[str, Any]:
     attrs = attributes()
     props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
     cc = (props["major"], props["minor"])
-    spec: dict[str, Any] = {"name": gpu_name(), "compute_capability": f"{cc[0]}.{cc[1]}",
-                            "cuda_cores_per_multiprocessor": _CORES_PER_SM.get(cc, math.nan),
-                            "global_memory_MiB": props["totalGlobalMem"] / 2**20}
+    spec: dict[str, Any] = {
+        "name": gpu_name(),
+        "compute_capability": f"{cc[0]}.{cc[1]}",
+        "cuda_cores_per_multiprocessor": _CORES_PER_SM.get(cc, math.nan),
+        "global_memory_MiB": props["totalGlobalMem"] / 2**20,
+    }
     for key, _, _, attr, scale in _FIELDS:
         if attr is not None:
             value = attrs.get(attr)
@@ -76,8 +97,16 @@ def present_spec() -> dict[str, Any]:
 def spec_frame(spec: dict[str, Any]) -> pd.DataFrame:
     """A spec as a tidy table: ``value`` as displayed text (so "9.0" stays a compute
     capability), ``value_numeric`` as a number where the property is one."""
-    rows = [{"key": key, "property": label, "unit": unit, "value": _fmt(spec.get(key)),
-             "value_numeric": _number(spec.get(key))} for key, unit, label, _, _ in _FIELDS]
+    rows = [
+        {
+            "key": key,
+            "property": label,
+            "unit": unit,
+            "value": _fmt(spec.get(key)),
+            "value_numeric": _number(spec.get(key)),
+        }
+        for key, unit, label, _, _ in _FIELDS
+    ]
     return pd.DataFrame(rows)
 
 
@@ -85,7 +114,7 @@ def _number(v: Any) -> float:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else math.nan
 
 
-def side_by_side(present: pd.DataFrame, present_name: str, lab: Optional[Any]) -> pd.DataFrame:
+def side_by_side(present: pd.DataFrame, present_name: str, lab: Any | None) -> pd.DataFrame:
     """The present GPU's spec table with the lab GPU's published values beside it (``lab``: the
     profile's device spec, anything with ``name`` and ``model_dump()``)."""
     table = present[["key", "property", "unit"]].fillna("").copy()
@@ -96,7 +125,8 @@ def side_by_side(present: pd.DataFrame, present_name: str, lab: Optional[Any]) -
         lab_spec["fp32_peak_GFLOPs"] = fp32_peak_GFLOPs(lab_spec)
         inferred = getattr(lab, "inferred", {}) or {}
         table[f"{lab.name} (published)"] = table["key"].map(
-            lambda k: _fmt(lab_spec.get(k)) + (" †" if k in inferred and lab_spec.get(k) is not None else ""))
+            lambda k: _fmt(lab_spec.get(k)) + (" †" if k in inferred and lab_spec.get(k) is not None else "")
+        )
     return table.drop(columns="key").set_index("property")
 
 

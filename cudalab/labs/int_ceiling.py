@@ -9,7 +9,7 @@ ends at ``min(acc0 + iters * x, y)`` (x > 0), which NumPy computes in closed for
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -31,8 +31,9 @@ def expected_sums(blocks: int, threads: int, iters: int, x: int, y: int) -> np.n
     return np.tile(per_thread, blocks)
 
 
-def add_min_ceiling(iters: int = 4096, blocks_per_sm: int = 8, threads: int = 256,
-                    timing: Optional[dict[str, Any]] = None) -> pd.DataFrame:
+def add_min_ceiling(
+    iters: int = 4096, blocks_per_sm: int = 8, threads: int = 256, timing: dict[str, Any] | None = None
+) -> pd.DataFrame:
     """One row per instruction form: relaxations per second, median and spread, and its check."""
     cp = require_cupy()
     blocks = attributes()["MultiProcessorCount"] * blocks_per_sm
@@ -44,19 +45,31 @@ def add_min_ceiling(iters: int = 4096, blocks_per_sm: int = 8, threads: int = 25
         kernel = load_kernel("int_add_min_ceiling.cu", name, options=(f"-DCHAINS={CHAINS}",))
         out = cp.zeros(blocks * threads, dtype=cp.int32)
         args = (out, np.int32(x), np.int32(y), np.int32(iters))
-        samples = time_gpu(lambda: kernel((blocks,), (threads,), args), **(timing or {}))
+        samples = time_gpu(lambda kernel=kernel, args=args: kernel((blocks,), (threads,), args), **(timing or {}))
         wrong = int((cp.asnumpy(out) != want).sum())
         stats = summarize(samples)
-        rows.append({"instruction": form, "kernel": name, "blocks": blocks, "threads_per_block": threads,
-                     "chains_per_thread": CHAINS, "iterations": iters, "relaxations": relaxations, **stats,
-                     "relaxations_per_s": relaxations / (stats["time_ms"] * 1e-3),
-                     "relaxations_per_s_q1": relaxations / (stats["time_ms_q3"] * 1e-3),
-                     "relaxations_per_s_q3": relaxations / (stats["time_ms_q1"] * 1e-3),
-                     "status": "ok" if wrong == 0 else "wrong",
-                     "reason": "" if wrong == 0 else f"{wrong} of {out.size} threads stored a wrong sum"})
+        rows.append(
+            {
+                "instruction": form,
+                "kernel": name,
+                "blocks": blocks,
+                "threads_per_block": threads,
+                "chains_per_thread": CHAINS,
+                "iterations": iters,
+                "relaxations": relaxations,
+                **stats,
+                "relaxations_per_s": relaxations / (stats["time_ms"] * 1e-3),
+                "relaxations_per_s_q1": relaxations / (stats["time_ms_q3"] * 1e-3),
+                "relaxations_per_s_q3": relaxations / (stats["time_ms_q1"] * 1e-3),
+                "status": "ok" if wrong == 0 else "wrong",
+                "reason": "" if wrong == 0 else f"{wrong} of {out.size} threads stored a wrong sum",
+            }
+        )
     frame = pd.DataFrame(rows)
     clock_hz = attributes().get("ClockRate", np.nan) * 1e3  # the maximum clock; the GPU may run below it
-    frame["relaxations_per_clock_per_sm"] = frame["relaxations_per_s"] / (clock_hz * attributes()["MultiProcessorCount"])
+    frame["relaxations_per_clock_per_sm"] = frame["relaxations_per_s"] / (
+        clock_hz * attributes()["MultiProcessorCount"]
+    )
     return frame
 
 

@@ -23,8 +23,9 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -44,7 +45,7 @@ from cudalab.core.timing import summarize, time_gpu
 FLOAT32 = 4
 TOLERANCE_FACTOR = 8.0
 STATIC_SHARED_LIMIT = 48 * 1024  # statically sized __shared__ arrays cannot exceed 48 KiB
-MAX_REGISTERS_PER_THREAD = 255   # the most registers a thread can address
+MAX_REGISTERS_PER_THREAD = 255  # the most registers a thread can address
 
 
 def flops(n: int) -> int:
@@ -99,41 +100,78 @@ class MatmulKernel:
 
     def row(self) -> dict[str, Any]:
         """The columns that describe this configuration in a table."""
-        return {"kernel": self.label, "family": self.family, "block_x": self.block[0], "block_y": self.block[1],
-                "threads": self.threads, "patch_m": self.patch[0], "patch_n": self.patch[1],
-                "results_per_thread": self.results_per_thread, "shared_bytes": self.shared_bytes, **self.fields}
+        return {
+            "kernel": self.label,
+            "family": self.family,
+            "block_x": self.block[0],
+            "block_y": self.block[1],
+            "threads": self.threads,
+            "patch_m": self.patch[0],
+            "patch_n": self.patch[1],
+            "results_per_thread": self.results_per_thread,
+            "shared_bytes": self.shared_bytes,
+            **self.fields,
+        }
 
 
 def naive(block_edge: int, register: bool = False, label: str = "") -> MatmulKernel:
     """Lab 004 steps a-c: one thread per element of C, summing in C (a, b) or a register (c)."""
     fn = "mm_naive_register" if register else "mm_naive_global"
-    return MatmulKernel(label or f"{fn} {block_edge}x{block_edge}", "naive", "mm_00_naive.cu", fn,
-                        (block_edge, block_edge), (block_edge, block_edge), zero_c=not register)
+    return MatmulKernel(
+        label or f"{fn} {block_edge}x{block_edge}",
+        "naive",
+        "mm_00_naive.cu",
+        fn,
+        (block_edge, block_edge),
+        (block_edge, block_edge),
+        zero_c=not register,
+    )
 
 
 def shared_tile(tile: int, unroll: int = 1, label: str = "") -> MatmulKernel:
     """Lab 002's matmultKernel00 and lab 004 steps d-e: a TILE x TILE tile per block, one result per thread."""
-    return MatmulKernel(label or f"shared tile {tile}" + (f", unroll {unroll}" if unroll > 1 else ""), "shared_tile",
-                        "mm_01_shared_tile.cu", "mm_shared_tile", (tile, tile), (tile, tile),
-                        (("TILE", tile), ("UNROLL", unroll)), shared_bytes=2 * tile * tile * FLOAT32,
-                        fields={"footprint": tile})
+    return MatmulKernel(
+        label or f"shared tile {tile}" + (f", unroll {unroll}" if unroll > 1 else ""),
+        "shared_tile",
+        "mm_01_shared_tile.cu",
+        "mm_shared_tile",
+        (tile, tile),
+        (tile, tile),
+        (("TILE", tile), ("UNROLL", unroll)),
+        shared_bytes=2 * tile * tile * FLOAT32,
+        fields={"footprint": tile},
+    )
 
 
-def footprint(block: int, foot: int, ktile: Optional[int] = None, aligned_copy: bool = False,
-              label: str = "") -> MatmulKernel:
+def footprint(
+    block: int, foot: int, ktile: int | None = None, aligned_copy: bool = False, label: str = ""
+) -> MatmulKernel:
     """Lab 002's matmultKernel01: BLOCK x BLOCK threads compute a FOOT x FOOT patch of C."""
     ktile = ktile or foot
     defines = (("BLOCK", block), ("FOOT", foot), ("KTILE", ktile)) + ((("ALIGNED_COPY", 1),) if aligned_copy else ())
     problem = "" if foot % block == 0 else f"footprint {foot} is not a multiple of the block edge {block}"
-    name = label or (f"footprint {foot}, {block}x{block} threads" + (f", k-tile {ktile}" if ktile != foot else "")
-                     + (", aligned copy" if aligned_copy else ""))
-    return MatmulKernel(name, "footprint", "mm_02_footprint.cu", "mm_footprint", (block, block), (foot, foot),
-                        defines, shared_bytes=2 * foot * ktile * FLOAT32, problem=problem,
-                        fields={"footprint": foot, "k_tile": ktile, "aligned_copy": aligned_copy})
+    name = label or (
+        f"footprint {foot}, {block}x{block} threads"
+        + (f", k-tile {ktile}" if ktile != foot else "")
+        + (", aligned copy" if aligned_copy else "")
+    )
+    return MatmulKernel(
+        name,
+        "footprint",
+        "mm_02_footprint.cu",
+        "mm_footprint",
+        (block, block),
+        (foot, foot),
+        defines,
+        shared_bytes=2 * foot * ktile * FLOAT32,
+        problem=problem,
+        fields={"footprint": foot, "k_tile": ktile, "aligned_copy": aligned_copy},
+    )
 
 
-def register_blocked(bm: int = 128, bn: int = 128, bk: int = 8, tm: int = 8, tn: int = 8,
-                     double_buffer: bool = True, label: str = "") -> MatmulKernel:
+def register_blocked(
+    bm: int = 128, bn: int = 128, bk: int = 8, tm: int = 8, tn: int = 8, double_buffer: bool = True, label: str = ""
+) -> MatmulKernel:
     """The project's kernel: BM x BN per block, TM x TN per thread in registers, BK deep tiles."""
     problems = []
     if bm % tm or bn % tn:
@@ -147,19 +185,28 @@ def register_blocked(bm: int = 128, bn: int = 128, bk: int = 8, tm: int = 8, tn:
     threads = max(1, (bm // max(tm, 1)) * (bn // max(tn, 1)))
     stages = 2 if double_buffer else 1
     name = label or f"register {bm}x{bn}x{bk}, {tm}x{tn} per thread" + ("" if double_buffer else ", single buffer")
-    return MatmulKernel(name, "register_blocked", "mm_03_register_blocked.cu", "mm_register_blocked", (threads, 1),
-                        (bm, bn), (("BM", bm), ("BN", bn), ("BK", bk), ("TM", tm), ("TN", tn),
-                                   ("DOUBLE_BUFFER", int(double_buffer))),
-                        shared_bytes=stages * bk * (bm + 4 + bn) * FLOAT32, problem="; ".join(problems),
-                        fields={"bm": bm, "bn": bn, "bk": bk, "tm": tm, "tn": tn, "double_buffer": double_buffer})
+    return MatmulKernel(
+        name,
+        "register_blocked",
+        "mm_03_register_blocked.cu",
+        "mm_register_blocked",
+        (threads, 1),
+        (bm, bn),
+        (("BM", bm), ("BN", bn), ("BK", bk), ("TM", tm), ("TN", tn), ("DOUBLE_BUFFER", int(double_buffer))),
+        shared_bytes=stages * bk * (bm + 4 + bn) * FLOAT32,
+        problem="; ".join(problems),
+        fields={"bm": bm, "bn": bn, "bk": bk, "tm": tm, "tn": tn, "double_buffer": double_buffer},
+    )
 
 
 def present_limits() -> dict[str, int]:
     """The present GPU's limits that a configuration must respect before it is compiled."""
     attrs = attributes()
-    return {"threads": attrs["MaxThreadsPerBlock"],
-            "shared_bytes": min(attrs.get("MaxSharedMemoryPerBlock", STATIC_SHARED_LIMIT), STATIC_SHARED_LIMIT),
-            "registers": attrs.get("MaxRegistersPerBlock", 65536)}
+    return {
+        "threads": attrs["MaxThreadsPerBlock"],
+        "shared_bytes": min(attrs.get("MaxSharedMemoryPerBlock", STATIC_SHARED_LIMIT), STATIC_SHARED_LIMIT),
+        "registers": attrs.get("MaxRegistersPerBlock", 65536),
+    }
 
 
 def refusal(kernel: MatmulKernel, limits: dict[str, int]) -> str:
@@ -168,21 +215,30 @@ def refusal(kernel: MatmulKernel, limits: dict[str, int]) -> str:
     if kernel.problem:
         return kernel.problem
     if kernel.threads > limits["threads"]:
-        return (f"block {kernel.block[0]}x{kernel.block[1]} = {kernel.threads} threads exceeds the limit of "
-                f"{limits['threads']} threads per block")
+        return (
+            f"block {kernel.block[0]}x{kernel.block[1]} = {kernel.threads} threads exceeds the limit of "
+            f"{limits['threads']} threads per block"
+        )
     if kernel.shared_bytes > limits["shared_bytes"]:
-        return (f"{kernel.shared_bytes:,} bytes of shared memory per block exceeds the limit of "
-                f"{limits['shared_bytes']:,} for statically sized shared memory")
+        return (
+            f"{kernel.shared_bytes:,} bytes of shared memory per block exceeds the limit of "
+            f"{limits['shared_bytes']:,} for statically sized shared memory"
+        )
     if kernel.family == "register_blocked":
         d = dict(kernel.defines)
         need = d["TM"] * d["TN"] + d["TM"] + d["TN"]  # accumulators + one k's operands, before any address
         per_block = limits.get("registers", 65536)
         cap = min(MAX_REGISTERS_PER_THREAD, per_block // kernel.threads)
-        why = ("a thread addresses at most 255" if cap == MAX_REGISTERS_PER_THREAD
-               else f"{kernel.threads} threads share {per_block:,} per block")
+        why = (
+            "a thread addresses at most 255"
+            if cap == MAX_REGISTERS_PER_THREAD
+            else f"{kernel.threads} threads share {per_block:,} per block"
+        )
         if need > cap:
-            return (f"a {d['TM']}x{d['TN']} footprint needs at least {need} registers per thread, over the {cap} "
-                    f"it can have ({why}): it would spill to local memory")
+            return (
+                f"a {d['TM']}x{d['TN']} footprint needs at least {need} registers per thread, over the {cap} "
+                f"it can have ({why}): it would spill to local memory"
+            )
     return ""
 
 
@@ -191,15 +247,25 @@ def refusal(kernel: MatmulKernel, limits: dict[str, int]) -> str:
 COMMON_LIMITS = {"threads": 1024, "shared_bytes": STATIC_SHARED_LIMIT, "registers": 65536}
 
 
-def launches(kernels: Sequence[MatmulKernel], limits: Optional[dict[str, int]] = None) -> list[dict[str, Any]]:
+def launches(kernels: Sequence[MatmulKernel], limits: dict[str, int] | None = None) -> list[dict[str, Any]]:
     """The launch of each configuration that ``sweep`` would compile and time under ``limits``
     (default ``COMMON_LIMITS``), as ``toolchain.occupancy_report`` takes it: ``config`` (its label),
     ``block``, ``file``, ``kernel``, ``options`` (its defines), ``threads``; its shared memory is
     static, so the compiler reports it. One ``refusal`` refuses before compiling leaves none."""
     limits = limits or COMMON_LIMITS
-    return [{"config": k.label, "block": f"{k.block[0]}x{k.block[1]}", "file": k.file, "kernel": k.function,
-             "options": k.options(), "threads": k.threads, "dynamic_shared_bytes": 0}
-            for k in kernels if not refusal(k, limits)]
+    return [
+        {
+            "config": k.label,
+            "block": f"{k.block[0]}x{k.block[1]}",
+            "file": k.file,
+            "kernel": k.function,
+            "options": k.options(),
+            "threads": k.threads,
+            "dynamic_shared_bytes": 0,
+        }
+        for k in kernels
+        if not refusal(k, limits)
+    ]
 
 
 def intensity(kernel: MatmulKernel) -> dict[str, float]:
@@ -256,14 +322,26 @@ def cublas_precision(k: int = 1024) -> pd.DataFrame:
     b = cp.ones((k, 32), dtype=cp.float32)
     got = float(cp.matmul(a, b)[0, 0])
     expected = k * (1 + 2.0**-13)
-    frame = pd.DataFrame([{"check": "1 + 2^-13 summed by cupy.matmul", "k": k, "expected": expected, "got": got,
-                           "tf32_would_give": float(k), "CUPY_TF32": os.environ.get("CUPY_TF32", "unset"),
-                           "NVIDIA_TF32_OVERRIDE": os.environ.get("NVIDIA_TF32_OVERRIDE", "unset"),
-                           "full_fp32": got == expected}])
+    frame = pd.DataFrame(
+        [
+            {
+                "check": "1 + 2^-13 summed by cupy.matmul",
+                "k": k,
+                "expected": expected,
+                "got": got,
+                "tf32_would_give": float(k),
+                "CUPY_TF32": os.environ.get("CUPY_TF32", "unset"),
+                "NVIDIA_TF32_OVERRIDE": os.environ.get("NVIDIA_TF32_OVERRIDE", "unset"),
+                "full_fp32": got == expected,
+            }
+        ]
+    )
     if got != expected:
-        raise MeasurementError(f"cupy.matmul gave {got} where FP32 gives {expected} (TF32 would give {k}): cuBLAS "
-                               f"is not computing in full FP32 here. Unset CUPY_TF32 (and NVIDIA_TF32_OVERRIDE) "
-                               f"and run again")
+        raise MeasurementError(
+            f"cupy.matmul gave {got} where FP32 gives {expected} (TF32 would give {k}): cuBLAS "
+            f"is not computing in full FP32 here. Unset CUPY_TF32 (and NVIDIA_TF32_OVERRIDE) "
+            f"and run again"
+        )
     return frame
 
 
@@ -278,8 +356,13 @@ def measure(kernel: MatmulKernel, compiled, ops: Operands, timing: dict[str, Any
     stats = summarize(samples)
     cp.cuda.get_current_stream().synchronize()
     check = compare_close(ops.c, ops.reference, ops.scale, tolerance(n), "cuBLAS", "|A||B|")
-    return {**stats, "gflop_per_s": float(gflop_per_s(flops(n), stats["time_ms"])),
-            "registers_per_thread": compiled.num_regs, "tolerance": tolerance(n), **check}
+    return {
+        **stats,
+        "gflop_per_s": float(gflop_per_s(flops(n), stats["time_ms"])),
+        "registers_per_thread": compiled.num_regs,
+        "tolerance": tolerance(n),
+        **check,
+    }
 
 
 def measure_cublas(ops: Operands, timing: dict[str, Any]) -> dict[str, Any]:
@@ -288,22 +371,44 @@ def measure_cublas(ops: Operands, timing: dict[str, Any]) -> dict[str, Any]:
     samples = time_gpu(lambda: cp.matmul(ops.a, ops.b, out=ops.c), setup=lambda: ops.c.fill(np.nan), **timing)
     stats = summarize(samples)
     check = compare_close(ops.c, ops.reference, ops.scale, tolerance(ops.n), "cuBLAS", "|A||B|")
-    return {**stats, "gflop_per_s": float(gflop_per_s(flops(ops.n), stats["time_ms"])), "tolerance": tolerance(ops.n),
-            **check}
+    return {
+        **stats,
+        "gflop_per_s": float(gflop_per_s(flops(ops.n), stats["time_ms"])),
+        "tolerance": tolerance(ops.n),
+        **check,
+    }
 
 
 CUBLAS = "cuBLAS SGEMM"
 
 # Column names as a printed table heads them (the tidy names stay in the data).
-SHORT_NAMES = {"source": "from", "time_ms": "ms", "gflop_per_s": "GFLOP/s", "speedup_over_previous": "x previous",
-               "fraction_of_cublas": "of cuBLAS", "fraction_of_peak": "of peak", "registers_per_thread": "regs",
-               "results_per_thread": "results/thread", "shared_bytes": "shared B",
-               "fma_per_shared_float": "FMA per shared float", "fma_per_global_float": "FMA per global float",
-               "blocks_per_sm": "blocks/SM", "warps_per_sm": "warps/SM", "limited_by": "limited by"}
+SHORT_NAMES = {
+    "source": "from",
+    "time_ms": "ms",
+    "gflop_per_s": "GFLOP/s",
+    "speedup_over_previous": "x previous",
+    "fraction_of_cublas": "of cuBLAS",
+    "fraction_of_peak": "of peak",
+    "registers_per_thread": "regs",
+    "results_per_thread": "results/thread",
+    "shared_bytes": "shared B",
+    "fma_per_shared_float": "FMA per shared float",
+    "fma_per_global_float": "FMA per global float",
+    "blocks_per_sm": "blocks/SM",
+    "warps_per_sm": "warps/SM",
+    "limited_by": "limited by",
+}
 
 
-def sweep(kernels: Sequence[MatmulKernel], sizes: Sequence[int], *, seed: int, timing: Optional[dict[str, Any]] = None,
-          limits: Optional[dict[str, int]] = None, desc: str = "matmul") -> pd.DataFrame:
+def sweep(
+    kernels: Sequence[MatmulKernel],
+    sizes: Sequence[int],
+    *,
+    seed: int,
+    timing: dict[str, Any] | None = None,
+    limits: dict[str, int] | None = None,
+    desc: str = "matmul",
+) -> pd.DataFrame:
     """Every configuration at every n, and cuBLAS at every n in the same run: one tidy row each.
 
     A configuration that breaks a launch limit is refused before it is compiled (status
@@ -358,7 +463,7 @@ def with_cublas(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def best(frame: pd.DataFrame, n: Optional[int] = None, exclude_cublas: bool = True) -> Optional[pd.Series]:
+def best(frame: pd.DataFrame, n: int | None = None, exclude_cublas: bool = True) -> pd.Series | None:
     """The fastest correct row (at ``n`` if given); None if none ran correctly."""
     ok = frame[frame["status"].eq("ok")]
     if exclude_cublas:
@@ -376,15 +481,22 @@ def relabel(kernel: MatmulKernel, label: str) -> MatmulKernel:
 def kernel_from_row(row: pd.Series | dict[str, Any]) -> MatmulKernel:
     """The register-blocked configuration a recorded tuning row names (bm, bn, bk, tm, tn)."""
     r = dict(row)
-    return register_blocked(int(r["bm"]), int(r["bn"]), int(r["bk"]), int(r["tm"]), int(r["tn"]),
-                            bool(r.get("double_buffer", True)))
+    return register_blocked(
+        int(r["bm"]), int(r["bn"]), int(r["bk"]), int(r["tm"]), int(r["tn"]), bool(r.get("double_buffer", True))
+    )
 
 
 def tuning_grid(tiles: Sequence[int], depths: Sequence[int], thread_tiles: Sequence[int]) -> list[MatmulKernel]:
     """Register-blocked configurations over BM, BN in ``tiles``, BK in ``depths``, TM, TN in
     ``thread_tiles``: the autotuning sweep (shape-rule breakers are kept, to be shown refused)."""
-    return [register_blocked(bm, bn, bk, tm, tn) for bm in tiles for bn in tiles for bk in depths
-            for tm in thread_tiles for tn in thread_tiles]
+    return [
+        register_blocked(bm, bn, bk, tm, tn)
+        for bm in tiles
+        for bn in tiles
+        for bk in depths
+        for tm in thread_tiles
+        for tn in thread_tiles
+    ]
 
 
 # ------------------------------------------------------------------------------- the footprint figure
@@ -405,7 +517,13 @@ def plot_footprint(block: int, foot: int, ax=None, title: str = ""):
     for k in range(1, r):
         ax.axhline(k * block, color="black", lw=1.2)
         ax.axvline(k * block, color="black", lw=1.2)
-    ax.set(xlim=(0, foot), ylim=(0, foot), xticks=[], yticks=[], aspect="equal",
-           title=title or f"{block}x{block} threads, {foot}x{foot} footprint: {r * r} results per thread")
+    ax.set(
+        xlim=(0, foot),
+        ylim=(0, foot),
+        xticks=[],
+        yticks=[],
+        aspect="equal",
+        title=title or f"{block}x{block} threads, {foot}x{foot} footprint: {r * r} results per thread",
+    )
     ax.grid(False)
     return ax

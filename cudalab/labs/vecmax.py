@@ -13,7 +13,8 @@ element) for the access-pattern figure; a GPU test runs the kernels compiled wit
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -37,8 +38,11 @@ def launches(threads: Sequence[int], kernels: Sequence[str] = KERNELS) -> list[d
     """The launches ``sweep`` times, per kernel and threads per block, as
     ``toolchain.occupancy_report`` takes them: a 1D ``block`` of ``threads``, no dynamic shared memory
     (the number of blocks changes how many SMs work, not what one block occupies)."""
-    return [{"block": str(t), "kernel": k, "file": FILE, "threads": t, "dynamic_shared_bytes": 0}
-            for k in kernels for t in threads]
+    return [
+        {"block": str(t), "kernel": k, "file": FILE, "threads": t, "dynamic_shared_bytes": 0}
+        for k in kernels
+        for t in threads
+    ]
 
 
 def reduction_bytes(n: int) -> int:
@@ -69,15 +73,21 @@ def measure(kernel, name: str, a, blocks: int, threads: int, expected: float, ti
     pt = per_thread(n, blocks, threads)
     partial = cp.empty(blocks * threads, dtype=cp.float32)
     args = (a, partial, np.int64(n), np.int32(pt))
-    samples = time_gpu(lambda: launch(kernel, (blocks,), (threads,), args), setup=lambda: partial.fill(np.nan), **timing)
+    samples = time_gpu(
+        lambda: launch(kernel, (blocks,), (threads,), args), setup=lambda: partial.fill(np.nan), **timing
+    )
     unwritten = int(cp.isnan(partial).sum())
     got = float(partial.max())
     ok = unwritten == 0 and got == expected
     stats = summarize(samples)
-    return {**stats, "per_thread": pt, "threads_total": blocks * threads,
-            "bandwidth_GBps": float(effective_GBps(reduction_bytes(n), stats["time_ms"])),
-            "status": "ok" if ok else "wrong",
-            "reason": "" if ok else f"max {got} vs cupy.max {expected}; {unwritten} partial results never written"}
+    return {
+        **stats,
+        "per_thread": pt,
+        "threads_total": blocks * threads,
+        "bandwidth_GBps": float(effective_GBps(reduction_bytes(n), stats["time_ms"])),
+        "status": "ok" if ok else "wrong",
+        "reason": "" if ok else f"max {got} vs cupy.max {expected}; {unwritten} partial results never written",
+    }
 
 
 def ceilings(a, timing: dict[str, Any] | None = None) -> pd.DataFrame:
@@ -87,16 +97,32 @@ def ceilings(a, timing: dict[str, Any] | None = None) -> pd.DataFrame:
     timing = timing or {}
     copy = copy_ceiling(min(1 << 30, a.nbytes), timing).iloc[0]
     cub = summarize(time_gpu(lambda: cp.max(a), **timing))
-    return pd.DataFrame([
-        {"ceiling": "device_to_device_copy", "time_ms": copy["time_ms"], "bytes": copy["bytes_counted"],
-         "bandwidth_GBps": copy["bandwidth_GBps"]},
-        {"ceiling": "cupy_max", "time_ms": cub["time_ms"], "bytes": reduction_bytes(a.size),
-         "bandwidth_GBps": float(effective_GBps(reduction_bytes(a.size), cub["time_ms"]))},
-    ])
+    return pd.DataFrame(
+        [
+            {
+                "ceiling": "device_to_device_copy",
+                "time_ms": copy["time_ms"],
+                "bytes": copy["bytes_counted"],
+                "bandwidth_GBps": copy["bandwidth_GBps"],
+            },
+            {
+                "ceiling": "cupy_max",
+                "time_ms": cub["time_ms"],
+                "bytes": reduction_bytes(a.size),
+                "bandwidth_GBps": float(effective_GBps(reduction_bytes(a.size), cub["time_ms"])),
+            },
+        ]
+    )
 
 
-def sweep(kernels: dict[str, Any], n: int, blocks: Sequence[int], threads: Sequence[int], seed: int,
-          timing: dict[str, Any] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def sweep(
+    kernels: dict[str, Any],
+    n: int,
+    blocks: Sequence[int],
+    threads: Sequence[int],
+    seed: int,
+    timing: dict[str, Any] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Every kernel at every (blocks, threads); returns (configurations, ceilings)."""
     cp = require_cupy()
     timing = timing or {}
@@ -154,8 +180,15 @@ def pattern_frame(kernel: str, n: int, blocks: int, threads: int) -> pd.DataFram
         if g >= 0:
             step[e] = seen.get(int(g), 0)
             seen[int(g)] = step[e] + 1
-    return pd.DataFrame({"kernel": kernel, "element": np.arange(n), "blockIdx_x": np.where(owner >= 0, owner // threads, -1),
-                         "threadIdx_x": np.where(owner >= 0, owner % threads, -1), "step": step})
+    return pd.DataFrame(
+        {
+            "kernel": kernel,
+            "element": np.arange(n),
+            "blockIdx_x": np.where(owner >= 0, owner // threads, -1),
+            "threadIdx_x": np.where(owner >= 0, owner % threads, -1),
+            "step": step,
+        }
+    )
 
 
 def plot_pattern(frame: pd.DataFrame, ax=None, title: str = ""):

@@ -24,34 +24,46 @@ def _title(chapter_id: str) -> str:
 
 def render(results: Path = RESULTS_DIR) -> str:
     """The whole BENCHMARKS.md for every recording under ``results``."""
-    out = ["# Benchmarks", "",
-           "Written by `python tools/write_benchmarks.py` (`make benchmarks`) from the recordings under `results/`, "
-           "which `build_report.py --record` wrote on a real GPU. Every number below is a chapter's own recorded "
-           "headline (`summary.json`); nothing here is typed or recomputed.", ""]
+    out = [
+        "# Benchmarks",
+        "",
+        "Written by `python tools/write_benchmarks.py` (`make benchmarks`) from the recordings under `results/`, "
+        "which `build_report.py --record` wrote on a real GPU. Every number below is a chapter's own recorded "
+        "headline (`summary.json`); nothing here is typed or recomputed.",
+        "",
+    ]
     for rec in all_recordings(results):
         log = json.loads((rec.path / "recordings.json").read_text())
         chapters = log.get("chapters", {})
         if not chapters:
             continue
         first = json.loads((rec.path / next(iter(chapters)) / PROVENANCE).read_text())
-        out += [f"## Profile `{rec.profile}` on {rec.gpu_name}", "",
-                f"`results/{rec.gpu}/{rec.profile}/`. Driver {first.get('driver_version')}, CUDA runtime "
-                f"{first.get('cuda_runtime')}, CuPy {first.get('cupy')}.", "",
-                "| chapter | recorded (UTC) | commit | source fingerprint | chapter run time (s) | recorded by | "
-                "its wall time (s) |", "|---|---|---|---|---:|---|---:|"]
+        out += [
+            f"## Profile `{rec.profile}` on {rec.gpu_name}",
+            "",
+            f"`results/{rec.gpu}/{rec.profile}/`. Driver {first.get('driver_version')}, CUDA runtime "
+            f"{first.get('cuda_runtime')}, CuPy {first.get('cupy')}.",
+            "",
+            "| chapter | recorded (UTC) | commit | source fingerprint | chapter run time (s) | recorded by | "
+            "its wall time (s) |",
+            "|---|---|---|---|---:|---|---:|",
+        ]
         for cid, c in chapters.items():
             p = json.loads((rec.path / cid / PROVENANCE).read_text())
             fp = (p.get("source_fingerprint") or {}).get("sha256", "")
             commit = f"`{str(c['git_commit'])[:10]}`" + (" (uncommitted changes)" if p.get("git_dirty") else "")
-            out.append(f"| {cid} | {p['date_utc']} | {commit} | `{fp[:12] or 'not recorded'}` | {c['seconds']:.0f} | "
-                       f"`{c['build']['command']}` | {c['build']['wall_s']:.0f} |")
+            out.append(
+                f"| {cid} | {p['date_utc']} | {commit} | `{fp[:12] or 'not recorded'}` | {c['seconds']:.0f} | "
+                f"`{c['build']['command']}` | {c['build']['wall_s']:.0f} |"
+            )
         out.append("")
         for cid in chapters:
             path = rec.path / cid / SUMMARY
             entries = json.loads(path.read_text()) if path.is_file() else []
             out += [f"**{_title(cid)}**", ""]
-            out += [f"- {e['text']}" + (f" (table `{e['table']}`)" if e.get("table") else "") for e in entries] or \
-                ["- no headline summary recorded"]
+            out += [f"- {e['text']}" + (f" (table `{e['table']}`)" if e.get("table") else "") for e in entries] or [
+                "- no headline summary recorded"
+            ]
             out.append("")
     out += build_times(results)
     return "\n".join(out).rstrip() + "\n"
@@ -63,12 +75,16 @@ def build_times(results: Path = RESULTS_DIR) -> list[str]:
     files = sorted((results / "build_times").glob("*.json")) if (results / "build_times").is_dir() else []
     if not files:
         return []
-    out = ["## Build times", "",
-           "Measured by `make bench` (`tools/bench_build.py --record`): the wall time of `build_report.py`, cold "
-           "(every chapter measured, fresh CuPy kernel cache), cached (the same build again: unchanged chapters "
-           "kept) and replayed (from `results/`, no GPU used).", "",
-           "| profile | machine | date (UTC) | commit | build | seconds | goal (s) | meets it |",
-           "|---|---|---|---|---|---:|---:|---|"]
+    out = [
+        "## Build times",
+        "",
+        "Measured by `make bench` (`tools/bench_build.py --record`): the wall time of `build_report.py`, cold "
+        "(every chapter measured, fresh CuPy kernel cache), cached (the same build again: unchanged chapters "
+        "kept) and replayed (from `results/`, no GPU used).",
+        "",
+        "| profile | machine | date (UTC) | commit | build | seconds | goal (s) | meets it |",
+        "|---|---|---|---|---|---:|---:|---|",
+    ]
     for path in files:
         r = json.loads(path.read_text())
         m = r["machine"]
@@ -76,6 +92,8 @@ def build_times(results: Path = RESULTS_DIR) -> list[str]:
         if "compiler_report_cache_files" in r and "replay" in r["builds"]:
             where += f" ({r['compiler_report_cache_files']} compiler reports cached before the replay)"
         for label, t in r["builds"].items():
-            out.append(f"| `{r['profile']}` | {where} | {r['date_utc']} | `{str(r['git_commit'])[:10]}` | {label} | "
-                       f"{t['seconds']:.0f} | {t['goal_s']:.0f} | {'yes' if t['meets_goal'] else 'no'} |")
+            out.append(
+                f"| `{r['profile']}` | {where} | {r['date_utc']} | `{str(r['git_commit'])[:10]}` | {label} | "
+                f"{t['seconds']:.0f} | {t['goal_s']:.0f} | {'yes' if t['meets_goal'] else 'no'} |"
+            )
     return out + [""]

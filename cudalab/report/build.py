@@ -13,9 +13,10 @@ import datetime as dt
 import json
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 from cudalab.chapter import catalog, recorded
 from cudalab.chapter.handle import resolve_profile_name
@@ -25,8 +26,8 @@ from cudalab.core import gpu
 from cudalab.core.errors import CudalabError
 from cudalab.core.files import atomic_write_text
 from cudalab.core.paths import BUILD_DIR, NOTEBOOKS_DIR, RESULTS_DIR, require_checkout
-from cudalab.report import outdir, recordings
 from cudalab.report import handout as handouts
+from cudalab.report import outdir, recordings
 from cudalab.report.stitch import ChapterOutcome, cover_cell, references_cell, render_html, render_pdf, stitch
 
 Log = Callable[[str], None]
@@ -63,17 +64,25 @@ class BuildSummary:
         return [cid for cid, c in self.chapters.items() if c.get("reused")]
 
 
-def _run_chapter(chapter: catalog.ChapterInfo, out_nb: Path, params: dict, cell_timeout: int,
-                 progress_bar: bool) -> tuple[bool, str]:
+def _run_chapter(
+    chapter: catalog.ChapterInfo, out_nb: Path, params: dict, cell_timeout: int, progress_bar: bool
+) -> tuple[bool, str]:
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
     try:
         # The kernel's own log stays quiet below errors: its "running over TCP" warning (a local kernel
         # on loopback, started and stopped by this build) would otherwise print once per chapter.
-        papermill.execute_notebook(str(chapter.path), str(out_nb), parameters=params, kernel_name="python3",
-                                   cwd=str(NOTEBOOKS_DIR), progress_bar=progress_bar, execution_timeout=cell_timeout,
-                                   extra_arguments=["--IPKernelApp.log_level=ERROR"])
+        papermill.execute_notebook(
+            str(chapter.path),
+            str(out_nb),
+            parameters=params,
+            kernel_name="python3",
+            cwd=str(NOTEBOOKS_DIR),
+            progress_bar=progress_bar,
+            execution_timeout=cell_timeout,
+            extra_arguments=["--IPKernelApp.log_level=ERROR"],
+        )
         return True, ""
     except PapermillExecutionError as exc:
         return False, f"{exc.ename}: {exc.evalue}"
@@ -90,9 +99,13 @@ def _inputs(chapter: catalog.ChapterInfo, prof, mode: str, quick: bool, recordin
 
     where = gpu.gpu_name() if mode == "measure" else str(recording_dir)
     recorded_here = recording_dir / chapter.id / PROVENANCE if mode == "replay" else None
-    key = {"mode": mode, "where": where, "params": prof.chapter_params(chapter.id, quick),
-           "source": source_fingerprint(chapter.path, prof.model_dump(mode="json"))["sha256"],
-           "recording": recorded_here.read_text() if recorded_here and recorded_here.is_file() else ""}
+    key = {
+        "mode": mode,
+        "where": where,
+        "params": prof.chapter_params(chapter.id, quick),
+        "source": source_fingerprint(chapter.path, prof.model_dump(mode="json"))["sha256"],
+        "recording": recorded_here.read_text() if recorded_here and recorded_here.is_file() else "",
+    }
     return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -102,8 +115,13 @@ def _reusable(out: Path, previous: dict, inputs: dict[str, str]) -> dict[str, di
     keep = {}
     for cid, c in (previous.get("chapters") or {}).items():
         files = [f for f in previous.get("files", []) if f == f"notebooks/{cid}.ipynb" or f.startswith(f"data/{cid}/")]
-        if (c.get("ok") and c.get("inputs") and c["inputs"] == inputs.get(cid) and files
-                and all((out / f).is_file() for f in files)):
+        if (
+            c.get("ok")
+            and c.get("inputs")
+            and c["inputs"] == inputs.get(cid)
+            and files
+            and all((out / f).is_file() for f in files)
+        ):
             keep[cid] = c
     return keep
 
@@ -146,12 +164,27 @@ def _scorecards(out: Path, outcomes: list[ChapterOutcome]) -> dict[str, dict[str
     return found
 
 
-def run(profile: str = "auto", *, only: Optional[list[str]] = None, out: Optional[Path] = None, quick: bool = False,
-        record: bool = False, replay: bool = False, results: Path = RESULTS_DIR, from_gpu: Optional[str] = None,
-        pdf: bool = True, cell_timeout: int = 1800, command: str = "python build_report.py",
-        log: Log = lambda msg: None, progress_bar: bool = False, force: bool = False,
-        fail_fast: bool = False, point_time_limit: float = 120.0, handout: bool = False,
-        answers: bool = False) -> BuildSummary:
+def run(
+    profile: str = "auto",
+    *,
+    only: list[str] | None = None,
+    out: Path | None = None,
+    quick: bool = False,
+    record: bool = False,
+    replay: bool = False,
+    results: Path = RESULTS_DIR,
+    from_gpu: str | None = None,
+    pdf: bool = True,
+    cell_timeout: int = 1800,
+    command: str = "python build_report.py",
+    log: Log = lambda msg: None,
+    progress_bar: bool = False,
+    force: bool = False,
+    fail_fast: bool = False,
+    point_time_limit: float = 120.0,
+    handout: bool = False,
+    answers: bool = False,
+) -> BuildSummary:
     """Build the report for ``profile`` (a name in params/, a YAML path, or ``auto``); see the
     module docstring. ``log`` receives a line per step; ``from_gpu`` picks the recording to
     replay where several GPUs recorded the profile.
@@ -182,8 +215,10 @@ def run(profile: str = "auto", *, only: Optional[list[str]] = None, out: Optiona
         held = [c for c in chapters if (recording_dir / c.id / PROVENANCE).is_file()]
         if not only and held and len(held) < len(chapters):  # a profile recorded for some chapters only
             left_out = ", ".join(c.id for c in chapters if c not in held)
-            notes.append(f"the recording of {prof.name} holds {len(held)} of {len(chapters)} chapters; "
-                         f"left out: {left_out} (measure them on a GPU, or --only names one to see why)")
+            notes.append(
+                f"the recording of {prof.name} holds {len(held)} of {len(chapters)} chapters; "
+                f"left out: {left_out} (measure them on a GPU, or --only names one to see why)"
+            )
             chapters = held
     if quick and mode == "replay":
         notes.append("--quick only changes what is measured; a replay shows the recorded grid")
@@ -193,8 +228,12 @@ def run(profile: str = "auto", *, only: Optional[list[str]] = None, out: Optiona
     inputs = {c.id: _inputs(c, prof, mode, quick, recording_dir) for c in chapters}
     reuse = {} if force else _reusable(out, previous, inputs)
     with outdir.Lock(out), _stop_on_sigterm():
-        keep = {f for cid in reuse for f in previous.get("files", [])
-                if f == f"notebooks/{cid}.ipynb" or f.startswith(f"data/{cid}/")}
+        keep = {
+            f
+            for cid in reuse
+            for f in previous.get("files", [])
+            if f == f"notebooks/{cid}.ipynb" or f.startswith(f"data/{cid}/")
+        }
         outdir.remove_previous(out, previous, keep=keep)
         for sub in ("notebooks", "data"):
             (out / sub).mkdir(parents=True, exist_ok=True)
@@ -203,34 +242,66 @@ def run(profile: str = "auto", *, only: Optional[list[str]] = None, out: Optiona
         for note in notes:
             log(f"note: {note}")
 
-        profile_param = profile_arg if Path(profile_arg).suffix not in (".yaml", ".yml") else str(Path(profile_arg).resolve())
+        profile_param = (
+            profile_arg if Path(profile_arg).suffix not in (".yaml", ".yml") else str(Path(profile_arg).resolve())
+        )
         outcomes: list[ChapterOutcome] = []
         interrupted = stopped = False
         try:  # Ctrl-C or SIGTERM anywhere in the loop: keep the finished chapters, report the rest
             for i, chapter in enumerate(chapters, 1):
                 if chapter.id in reuse:
                     old = reuse[chapter.id]
-                    outcomes.append(ChapterOutcome(chapter.id, chapter.title, out / "notebooks" / chapter.path.name, True,
-                                                   "", old["seconds"], old["provenance"], reused=True))
-                    log(f"[{i}/{len(chapters)}] {chapter.id}: unchanged since the last build here, kept "
-                        f"(--force runs it again)")
+                    outcomes.append(
+                        ChapterOutcome(
+                            chapter.id,
+                            chapter.title,
+                            out / "notebooks" / chapter.path.name,
+                            True,
+                            "",
+                            old["seconds"],
+                            old["provenance"],
+                            reused=True,
+                        )
+                    )
+                    log(
+                        f"[{i}/{len(chapters)}] {chapter.id}: unchanged since the last build here, kept "
+                        f"(--force runs it again)"
+                    )
                     continue
-                params = {"profile": profile_param, "mode": mode, "data_dir": str(out / "data"),
-                          "recorded_dir": str(recording_dir) if mode == "replay" else "", "progress": False,
-                          "point_time_limit_s": float(point_time_limit),
-                          **prof.chapter_params(chapter.id, quick)}
+                params = {
+                    "profile": profile_param,
+                    "mode": mode,
+                    "data_dir": str(out / "data"),
+                    "recorded_dir": str(recording_dir) if mode == "replay" else "",
+                    "progress": False,
+                    "point_time_limit_s": float(point_time_limit),
+                    **prof.chapter_params(chapter.id, quick),
+                }
                 log(f"[{i}/{len(chapters)}] {chapter.id} ...")
                 if mode == "replay":
                     for line in recorded.not_shown(recording_dir / chapter.id, prof.chapter_params(chapter.id)):
                         log(f"note: {chapter.id}: {line}; the replay shows the recording")
                 t0 = time.time()
-                ok, error = _run_chapter(chapter, out / "notebooks" / chapter.path.name, params, cell_timeout, progress_bar)
+                ok, error = _run_chapter(
+                    chapter, out / "notebooks" / chapter.path.name, params, cell_timeout, progress_bar
+                )
                 prov_path = out / "data" / chapter.id / PROVENANCE
                 provenance = json.loads(prov_path.read_text()) if prov_path.is_file() else {}
-                outcomes.append(ChapterOutcome(chapter.id, chapter.title, out / "notebooks" / chapter.path.name, ok,
-                                               error, time.time() - t0, provenance))
-                log(f"[{i}/{len(chapters)}] {chapter.id}: {'ok' if ok else 'FAILED: ' + error.splitlines()[0][:300]}"
-                    f" ({time.time() - t0:.0f} s)")
+                outcomes.append(
+                    ChapterOutcome(
+                        chapter.id,
+                        chapter.title,
+                        out / "notebooks" / chapter.path.name,
+                        ok,
+                        error,
+                        time.time() - t0,
+                        provenance,
+                    )
+                )
+                log(
+                    f"[{i}/{len(chapters)}] {chapter.id}: {'ok' if ok else 'FAILED: ' + error.splitlines()[0][:300]}"
+                    f" ({time.time() - t0:.0f} s)"
+                )
                 if not ok and fail_fast:
                     stopped = True
                     break
@@ -238,29 +309,71 @@ def run(profile: str = "auto", *, only: Optional[list[str]] = None, out: Optiona
             interrupted = True
         done = [o.id for o in outcomes]
         not_run = [c.id for c in chapters if c.id not in done]
-        incomplete = (f"The build was {'interrupted' if interrupted else 'stopped at the first failure (--fail-fast)'} "
-                      f"after {len(done)} of {len(chapters)} chapters; not run: {', '.join(not_run)}."
-                      if (interrupted or stopped) and not_run else "")
+        incomplete = (
+            f"The build was {'interrupted' if interrupted else 'stopped at the first failure (--fail-fast)'} "
+            f"after {len(done)} of {len(chapters)} chapters; not run: {', '.join(not_run)}."
+            if (interrupted or stopped) and not_run
+            else ""
+        )
         if interrupted:
-            log(f"interrupted: {len(done)} of {len(chapters)} chapters complete ({', '.join(done) or 'none'}); "
-                f"not run: {', '.join(not_run)}; writing a report marked incomplete")
-        built = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+            log(
+                f"interrupted: {len(done)} of {len(chapters)} chapters complete ({', '.join(done) or 'none'}); "
+                f"not run: {', '.join(not_run)}; writing a report marked incomplete"
+            )
+        built = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         title = f"cudalab lab report: {prof.name}" + (" (quick grid)" if quick else "")
-        lab_gpu = ("none (no lab GPU in this profile)" if not prof.device else prof.device.name if prof.device.lab
-                   else f"{prof.device.name} (its specification: no lab ran on it)")
-        book = stitch(outcomes, cover_cell(title=title, profile=prof.name, lab_gpu=lab_gpu, mode=mode,
-                                           built_utc=built, command=command, outcomes=outcomes,
-                                           recording=recording_name, incomplete=incomplete, notes=tuple(notes),
-                                           findings=_findings(out, outcomes), scorecards=_scorecards(out, outcomes)))
+        lab_gpu = (
+            "none (no lab GPU in this profile)"
+            if not prof.device
+            else prof.device.name
+            if prof.device.lab
+            else f"{prof.device.name} (its specification: no lab ran on it)"
+        )
+        book = stitch(
+            outcomes,
+            cover_cell(
+                title=title,
+                profile=prof.name,
+                lab_gpu=lab_gpu,
+                mode=mode,
+                built_utc=built,
+                command=command,
+                outcomes=outcomes,
+                recording=recording_name,
+                incomplete=incomplete,
+                notes=tuple(notes),
+                findings=_findings(out, outcomes),
+                scorecards=_scorecards(out, outcomes),
+            ),
+        )
         book.cells.append(references_cell(prof, [(o.id, o.title) for o in outcomes]))
         html_path = render_html(book, out / "report.html", title)
         log(f"report: {html_path}")
-        summary = BuildSummary(profile=prof.name, mode=mode, quick=quick, built_utc=built, command=command, wall_s=0.0,
-                               ok=all(o.ok for o in outcomes) and not interrupted, out=str(out), recording=why,
-                               report_html=str(html_path), notes=notes, interrupted=interrupted,
-                               chapters={o.id: {"ok": o.ok, "error": o.error, "seconds": round(o.seconds, 1),
-                                                "provenance": o.provenance, "inputs": inputs[o.id],
-                                                "reused": o.id in reuse} for o in outcomes})
+        summary = BuildSummary(
+            profile=prof.name,
+            mode=mode,
+            quick=quick,
+            built_utc=built,
+            command=command,
+            wall_s=0.0,
+            ok=all(o.ok for o in outcomes) and not interrupted,
+            out=str(out),
+            recording=why,
+            report_html=str(html_path),
+            notes=notes,
+            interrupted=interrupted,
+            chapters={
+                o.id: {
+                    "ok": o.ok,
+                    "error": o.error,
+                    "seconds": round(o.seconds, 1),
+                    "provenance": o.provenance,
+                    "inputs": inputs[o.id],
+                    "reused": o.id in reuse,
+                }
+                for o in outcomes
+            },
+        )
         if pdf and not interrupted:
             pdf_path, why_not = render_pdf(html_path, out / "report.pdf")
             summary.report_pdf = str(pdf_path or "")
@@ -272,9 +385,16 @@ def run(profile: str = "auto", *, only: Optional[list[str]] = None, out: Optiona
         finished = [(o.id, o.title, source[o.id]) for o in outcomes if o.ok]
         for wanted, kind in ((handout, handouts.HANDOUT), (answers, handouts.ANSWER_KEY)):
             if wanted and not interrupted and finished:
-                extra += handouts.write(kind, out, finished, profile=prof.name, lab_gpu=lab_gpu,
-                                        measured_on=handouts.measured_on([o.provenance for o in outcomes]),
-                                        pdf=pdf, log=log)
+                extra += handouts.write(
+                    kind,
+                    out,
+                    finished,
+                    profile=prof.name,
+                    lab_gpu=lab_gpu,
+                    measured_on=handouts.measured_on([o.provenance for o in outcomes]),
+                    pdf=pdf,
+                    log=log,
+                )
         summary.wall_s = round(time.time() - started, 1)
         summary.files = outdir.written_files(out, done, extra)
         atomic_write_text(out / outdir.BUILD_JSON, json.dumps(asdict(summary), indent=2, default=str))

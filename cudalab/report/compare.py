@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -50,8 +49,9 @@ def compare_table(a: pd.DataFrame, b: pd.DataFrame, axes: list[str], threshold: 
     return joined
 
 
-def compare_recordings(a: Path, b: Path, chapters: Optional[list[str]] = None,
-                       threshold: float = 0.0) -> dict[tuple[str, str], pd.DataFrame]:
+def compare_recordings(
+    a: Path, b: Path, chapters: list[str] | None = None, threshold: float = 0.0
+) -> dict[tuple[str, str], pd.DataFrame]:
     """Every timed table the two recordings share, compared point by point: {(chapter, table): frame}."""
     if not a.is_dir() or not b.is_dir():
         raise NoRecordedResults(f"no recording at {a if not a.is_dir() else b}")
@@ -71,23 +71,40 @@ def compare_recordings(a: Path, b: Path, chapters: Optional[list[str]] = None,
     return out
 
 
-def to_markdown(results: dict[tuple[str, str], pd.DataFrame], a_label: str, b_label: str, threshold: float = 0.0) -> str:
+def to_markdown(
+    results: dict[tuple[str, str], pd.DataFrame], a_label: str, b_label: str, threshold: float = 0.0
+) -> str:
     """The comparison as Markdown: a count of labels, then a table per (chapter, table)."""
-    lines = [f"# {b_label} against {a_label}", "",
-             f"Ratio = median time of {b_label} / median time of {a_label}; *same* where the difference is within "
-             "the smaller recorded relative spread (interquartile range / median) of the two"
-             + (f", or within {threshold:.1%}" if threshold else "") + ".", ""]
+    lines = [
+        f"# {b_label} against {a_label}",
+        "",
+        f"Ratio = median time of {b_label} / median time of {a_label}; *same* where the difference is within "
+        "the smaller recorded relative spread (interquartile range / median) of the two"
+        + (f", or within {threshold:.1%}" if threshold else "")
+        + ".",
+        "",
+    ]
     if not results:
         return "\n".join(lines + ["No timed table with the same axes in both recordings."]) + "\n"
     total = pd.concat([f["label"] for f in results.values()]).value_counts()
     lines += ["Points: " + ", ".join(f"{total.get(k, 0)} {k}" for k in ("faster", "same", "slower")), ""]
     for (chapter, table), f in results.items():
-        axes = [c for c in f.columns if c not in {f"{TIME}_a", f"{TIME}_b", "spread_a", "spread_b", "ratio_b_over_a", "label"}]
-        lines += [f"## {chapter} / {table}", "",
-                  "| " + " | ".join(axes) + f" | {a_label} (ms) | {b_label} (ms) | ratio | label |",
-                  "|" + "---|" * len(axes) + "---:|---:|---:|---|"]
+        axes = [
+            c
+            for c in f.columns
+            if c not in {f"{TIME}_a", f"{TIME}_b", "spread_a", "spread_b", "ratio_b_over_a", "label"}
+        ]
+        lines += [
+            f"## {chapter} / {table}",
+            "",
+            "| " + " | ".join(axes) + f" | {a_label} (ms) | {b_label} (ms) | ratio | label |",
+            "|" + "---|" * len(axes) + "---:|---:|---:|---|",
+        ]
         for r in f.to_dict("records"):
-            lines.append("| " + " | ".join(str(r[x]) for x in axes) +
-                         f" | {r[f'{TIME}_a']:.4g} | {r[f'{TIME}_b']:.4g} | {r['ratio_b_over_a']:.4f} | {r['label']} |")
+            lines.append(
+                "| "
+                + " | ".join(str(r[x]) for x in axes)
+                + f" | {r[f'{TIME}_a']:.4g} | {r[f'{TIME}_b']:.4g} | {r['ratio_b_over_a']:.4f} | {r['label']} |"
+            )
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"

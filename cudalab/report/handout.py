@@ -20,9 +20,10 @@ from __future__ import annotations
 import html
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pandas as pd
 
@@ -43,6 +44,7 @@ ANSWER_LINES = 6
 @dataclass
 class Kind:
     """What a document shows: ``answers`` adds the run's results and the model answers."""
+
     name: str
     title: str
     answers: bool
@@ -88,7 +90,9 @@ def _listings(executed: dict) -> list[str]:
             body = out.get("data", {}).get("text/html")
             body = "".join(body) if isinstance(body, list) else body
             if body and "cudalab-listing" in body:
-                found.append(body.replace('<details class="cudalab-listing">', '<details class="cudalab-listing" open>'))
+                found.append(
+                    body.replace('<details class="cudalab-listing">', '<details class="cudalab-listing" open>')
+                )
     return found
 
 
@@ -103,15 +107,23 @@ def _parameters(notebook: Path, provenance: dict) -> str:
         if name in MACHINERY:
             continue
         value = values.get(name, p.get("default"))
-        rows.append(f"<tr><td><code>{html.escape(name)}</code></td><td>{html.escape(str(value))}</td>"
-                    f"<td>{html.escape(p.get('help') or '')}</td></tr>")
-    return ("<table class='cudalab-params'><tr><th>parameter</th><th>value in this profile</th><th>meaning</th></tr>"
-            + "".join(rows) + "</table>")
+        rows.append(
+            f"<tr><td><code>{html.escape(name)}</code></td><td>{html.escape(str(value))}</td>"
+            f"<td>{html.escape(p.get('help') or '')}</td></tr>"
+        )
+    return (
+        "<table class='cudalab-params'><tr><th>parameter</th><th>value in this profile</th><th>meaning</th></tr>"
+        + "".join(rows)
+        + "</table>"
+    )
 
 
 def _result_columns(frame: pd.DataFrame, axes: list[str]) -> list[str]:
-    candidates = [c for c in frame.columns if c not in axes and not _NOT_A_RESULT.search(c)
-                  and pd.api.types.is_numeric_dtype(frame[c])]
+    candidates = [
+        c
+        for c in frame.columns
+        if c not in axes and not _NOT_A_RESULT.search(c) and pd.api.types.is_numeric_dtype(frame[c])
+    ]
     ranked = sorted(candidates, key=lambda c: next((i for i, p in enumerate(_PREFERRED) if c.startswith(p)), 99))
     return ranked[:3]
 
@@ -129,14 +141,26 @@ def _empty_table(data: Path, name: str, axes: list[str]) -> str:
         return ""
     configs = frame[axes].drop_duplicates()
     head = "".join(f"<th>{html.escape(c)}</th>" for c in axes + results)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row)
-                   + "<td class='cudalab-blank'></td>" * len(results) + "</tr>"
-                   for row in configs.head(MAX_ROWS).itertuples(index=False))
-    more = (f"<p class='cudalab-note'>The first {MAX_ROWS} of {len(configs)} configurations; the profile's grid "
-            f"has the rest.</p>") if len(configs) > MAX_ROWS else ""
-    return (f"<p>Table <code>{html.escape(name)}</code>: one row per configuration (what is varied: "
-            f"{', '.join(f'<code>{html.escape(a)}</code>' for a in axes)}).</p>"
-            f"<table class='cudalab-form'><tr>{head}</tr>{body}</table>{more}")
+    body = "".join(
+        "<tr>"
+        + "".join(f"<td>{html.escape(str(v))}</td>" for v in row)
+        + "<td class='cudalab-blank'></td>" * len(results)
+        + "</tr>"
+        for row in configs.head(MAX_ROWS).itertuples(index=False)
+    )
+    more = (
+        (
+            f"<p class='cudalab-note'>The first {MAX_ROWS} of {len(configs)} configurations; the profile's grid "
+            f"has the rest.</p>"
+        )
+        if len(configs) > MAX_ROWS
+        else ""
+    )
+    return (
+        f"<p>Table <code>{html.escape(name)}</code>: one row per configuration (what is varied: "
+        f"{', '.join(f'<code>{html.escape(a)}</code>' for a in axes)}).</p>"
+        f"<table class='cudalab-form'><tr>{head}</tr>{body}</table>{more}"
+    )
 
 
 MAX_TABLES = 3
@@ -145,8 +169,14 @@ MAX_TABLES = 3
 def _empty_tables(data: Path, provenance: dict) -> str:
     """The chapter's recorded tables (up to ``MAX_TABLES``) as forms to fill in."""
     axes_by_table = provenance.get("axes", {})
-    forms = [f for f in (_empty_table(data, name, list(axes_by_table.get(name, [])))
-                         for name in provenance.get("tables", []) or list(axes_by_table)) if f]
+    forms = [
+        f
+        for f in (
+            _empty_table(data, name, list(axes_by_table.get(name, [])))
+            for name in provenance.get("tables", []) or list(axes_by_table)
+        )
+        if f
+    ]
     return "".join(forms[:MAX_TABLES]) or "<p>This chapter records no table with a configuration axis.</p>"
 
 
@@ -157,7 +187,8 @@ HOW_TO_MEASURE = (
     "result is not a speedup. Write the figure in the unit of the column's name "
     "(<code>time_ms</code>: milliseconds, <code>bandwidth_GBps</code>: 10<sup>9</sup> bytes per second).</p>"
     "<p>Run the chapter yourself with <code>python build_report.py --only {id}</code>, or open "
-    "<code>notebooks/{id}.ipynb</code> in JupyterLab (<code>make lab</code>).</p>")
+    "<code>notebooks/{id}.ipynb</code> in JupyterLab (<code>make lab</code>).</p>"
+)
 
 
 def _results(data: Path) -> str:
@@ -166,12 +197,21 @@ def _results(data: Path) -> str:
     card_path = data / SCORECARD
     if card_path.is_file():
         card = json.loads(card_path.read_text())
-        parts.append(f"<p><b>Best in this run:</b> {html.escape(card['best'])}"
-                     + (f"; <b>{card['speedup_x']:,.1f}x</b> over {html.escape(card['baseline'])}"
-                        if card.get("speedup_x") is not None else "")
-                     + (f"; <b>{card['fraction_of_ceiling']:.0%}</b> of {html.escape(card['ceiling'])}"
-                        if card.get("fraction_of_ceiling") is not None else "")
-                     + (f". The lab: {html.escape(card['lab'])}" if card.get("lab") else "") + ".</p>")
+        parts.append(
+            f"<p><b>Best in this run:</b> {html.escape(card['best'])}"
+            + (
+                f"; <b>{card['speedup_x']:,.1f}x</b> over {html.escape(card['baseline'])}"
+                if card.get("speedup_x") is not None
+                else ""
+            )
+            + (
+                f"; <b>{card['fraction_of_ceiling']:.0%}</b> of {html.escape(card['ceiling'])}"
+                if card.get("fraction_of_ceiling") is not None
+                else ""
+            )
+            + (f". The lab: {html.escape(card['lab'])}" if card.get("lab") else "")
+            + ".</p>"
+        )
     summary = json.loads((data / SUMMARY).read_text()) if (data / SUMMARY).is_file() else []
     if summary:
         parts.append("<ul>" + "".join(f"<li>{html.escape(h['text'])}</li>" for h in summary) + "</ul>")
@@ -184,11 +224,18 @@ def chapter_section(chapter_id: str, title: str, notebook: Path, executed: Path,
     run = json.loads(executed.read_text()) if executed.is_file() else {"cells": []}
     provenance = json.loads((data / PROVENANCE).read_text()) if (data / PROVENANCE).is_file() else {}
     answers = json.loads((data / ANSWERS).read_text()) if (data / ANSWERS).is_file() else {}
-    parts = [f"<section class='cudalab-chapter' id='{html.escape(chapter_id)}'>", _aim(source),
-             "<h2>The kernels</h2>", "".join(_listings(run)) or "<p>This chapter has no kernel listing.</p>",
-             "<h2>Launch configurations and sizes</h2>", _parameters(notebook, provenance),
-             "<h2>What to measure, and how</h2>", HOW_TO_MEASURE.format(id=html.escape(chapter_id)),
-             "<h2>Your results</h2>", _empty_tables(data, provenance)]
+    parts = [
+        f"<section class='cudalab-chapter' id='{html.escape(chapter_id)}'>",
+        _aim(source),
+        "<h2>The kernels</h2>",
+        "".join(_listings(run)) or "<p>This chapter has no kernel listing.</p>",
+        "<h2>Launch configurations and sizes</h2>",
+        _parameters(notebook, provenance),
+        "<h2>What to measure, and how</h2>",
+        HOW_TO_MEASURE.format(id=html.escape(chapter_id)),
+        "<h2>Your results</h2>",
+        _empty_tables(data, provenance),
+    ]
     if kind.answers:
         parts += ["<h2>This run's results</h2>", _results(data)]
     qs = questions(source)
@@ -199,8 +246,10 @@ def chapter_section(chapter_id: str, title: str, notebook: Path, executed: Path,
         parts.append(f"<div class='cudalab-question'><p><b>{i}.</b> {_inline(q)}</p>")
         if kind.answers:
             text = answers.get(str(i))
-            parts.append(f"<div class='cudalab-answer'><b>Model answer (from this run's data).</b> "
-                         f"{_markdown(text) if text else '<i>The notebook wrote no answer to this question.</i>'}</div>")
+            parts.append(
+                f"<div class='cudalab-answer'><b>Model answer (from this run's data).</b> "
+                f"{_markdown(text) if text else '<i>The notebook wrote no answer to this question.</i>'}</div>"
+            )
         else:
             parts.append("<div class='cudalab-space'>" + "<div class='cudalab-line'></div>" * ANSWER_LINES + "</div>")
         parts.append("</div>")
@@ -231,33 +280,57 @@ a.anchor-link { display: none; }
 
 
 def document(title: str, cover: str, sections: list[str]) -> str:
-    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{CSS}</style></head><body><div class='cudalab-cover'><h1>{html.escape(title)}</h1>{cover}</div>"
-            + "\n".join(sections) + "</body></html>")
+    return (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{CSS}</style></head><body><div class='cudalab-cover'><h1>{html.escape(title)}</h1>{cover}</div>"
+        + "\n".join(sections)
+        + "</body></html>"
+    )
 
 
-def write(kind: Kind, out: Path, chapters: list[tuple[str, str, Path]], *, profile: str, lab_gpu: str,
-          measured_on: str, pdf: bool, log: Callable[[str], None] = lambda m: None) -> list[str]:
+def write(
+    kind: Kind,
+    out: Path,
+    chapters: list[tuple[str, str, Path]],
+    *,
+    profile: str,
+    lab_gpu: str,
+    measured_on: str,
+    pdf: bool,
+    log: Callable[[str], None] = lambda m: None,
+) -> list[str]:
     """Write ``<kind>/<kind>.html`` (the whole lab) and ``<kind>/<chapter>.html`` for each chapter
     (``chapters``: id, title, source notebook), with PDFs where Chromium prints them. Returns the
     written files, relative to ``out``."""
     folder = out / kind.name
     folder.mkdir(exist_ok=True)
-    run_line = (f"Profile <code>{html.escape(profile)}</code>; lab GPU: {html.escape(lab_gpu)}"
-                + (f"; the results and model answers below were measured on <b>{html.escape(measured_on)}</b>."
-                   if kind.answers else "."))
+    run_line = f"Profile <code>{html.escape(profile)}</code>; lab GPU: {html.escape(lab_gpu)}" + (
+        f"; the results and model answers below were measured on <b>{html.escape(measured_on)}</b>."
+        if kind.answers
+        else "."
+    )
     sections, written = [], []
     for chapter_id, title, notebook in chapters:
-        section = chapter_section(chapter_id, title, notebook, out / "notebooks" / notebook.name,
-                                  out / "data" / chapter_id, kind)
+        section = chapter_section(
+            chapter_id, title, notebook, out / "notebooks" / notebook.name, out / "data" / chapter_id, kind
+        )
         sections.append(section)
-        path = atomic_write_text(folder / f"{chapter_id}.html",
-                                 document(f"{kind.title}: {title}", f"<p>{run_line}</p>", [section]))
+        path = atomic_write_text(
+            folder / f"{chapter_id}.html", document(f"{kind.title}: {title}", f"<p>{run_line}</p>", [section])
+        )
         written.append(path)
-    contents = "<ol>" + "".join(f"<li><a href='#{html.escape(c)}'>{html.escape(t)}</a></li>" for c, t, _ in chapters) + "</ol>"
-    written.insert(0, atomic_write_text(folder / f"{kind.name}.html",
-                                        document(f"{kind.title}: cudalab lab ({profile})",
-                                                 f"<p>{run_line}</p><h2>Contents</h2>{contents}", sections)))
+    contents = (
+        "<ol>" + "".join(f"<li><a href='#{html.escape(c)}'>{html.escape(t)}</a></li>" for c, t, _ in chapters) + "</ol>"
+    )
+    written.insert(
+        0,
+        atomic_write_text(
+            folder / f"{kind.name}.html",
+            document(
+                f"{kind.title}: cudalab lab ({profile})", f"<p>{run_line}</p><h2>Contents</h2>{contents}", sections
+            ),
+        ),
+    )
     if pdf:
         for path in list(written):
             pdf_path, why = render_pdf(path, path.with_suffix(".pdf"))

@@ -28,12 +28,14 @@ def check(out: Path) -> dict:
     out = out.resolve()
     root = ROOT.resolve()
     if out == root or root.is_relative_to(out):
-        raise UnsafeOutput(f"--out {out} is or contains this checkout ({root}); choose a folder of its own, "
-                           f"e.g. build/report-NAME")
+        raise UnsafeOutput(
+            f"--out {out} is or contains this checkout ({root}); choose a folder of its own, e.g. build/report-NAME"
+        )
     for name in _SOURCES:
         if out.is_relative_to(root / name):
-            raise UnsafeOutput(f"--out {out} is inside the checkout's {name}/; choose a folder of its own, "
-                               f"e.g. build/report-NAME")
+            raise UnsafeOutput(
+                f"--out {out} is inside the checkout's {name}/; choose a folder of its own, e.g. build/report-NAME"
+            )
     if out.exists() and not out.is_dir():
         raise UnsafeOutput(f"--out {out} is a file, not a folder")
     if not out.exists() or not any(p.name != LOCK for p in out.iterdir()):
@@ -44,8 +46,10 @@ def check(out: Path) -> dict:
     except (OSError, ValueError):
         previous = None
     if not isinstance(previous, dict) or previous.get("made_by") != MARKER:
-        raise UnsafeOutput(f"--out {out} is not empty and was not made by a cudalab build (no {BUILD_JSON} of ours); "
-                           f"cudalab writes only into a new, empty or earlier cudalab folder")
+        raise UnsafeOutput(
+            f"--out {out} is not empty and was not made by a cudalab build (no {BUILD_JSON} of ours); "
+            f"cudalab writes only into a new, empty or earlier cudalab folder"
+        )
     return previous
 
 
@@ -85,7 +89,7 @@ class Lock:
     def __init__(self, out: Path):
         self.path = out / LOCK
 
-    def __enter__(self) -> "Lock":
+    def __enter__(self) -> Lock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         for _ in range(2):
             try:
@@ -95,8 +99,10 @@ class Lock:
                 if holder.isdigit() and not _running(int(holder)):
                     self.path.unlink(missing_ok=True)
                     continue
-                raise UnsafeOutput(f"another build (process {holder}) is writing into {self.path.parent}; "
-                                   f"wait for it, or choose another --out") from None
+                raise UnsafeOutput(
+                    f"another build (process {holder}) is writing into {self.path.parent}; "
+                    f"wait for it, or choose another --out"
+                ) from None
             with os.fdopen(fd, "w") as f:
                 f.write(str(os.getpid()))
             return self

@@ -23,12 +23,20 @@ def merge_recordings(previous: dict[str, Any], build: dict[str, Any], gpu_name: 
     chapters = dict(previous.get("chapters", {}))
     for chapter_id, c in build["chapters"].items():
         if c["ok"]:
-            chapters[chapter_id] = {"seconds": c["seconds"], "git_commit": c["provenance"].get("git_commit"),
-                                    "gpu_name": c["provenance"].get("gpu_name"),
-                                    "build": {**{k: build[k] for k in ("command", "built_utc", "wall_s")},
-                                              "chapters_ok": {k: v["ok"] for k, v in build["chapters"].items()}}}
-    return {"profile": build["profile"], "gpu_name": gpu_name or previous.get("gpu_name", ""),
-            "chapters": dict(sorted(chapters.items()))}
+            chapters[chapter_id] = {
+                "seconds": c["seconds"],
+                "git_commit": c["provenance"].get("git_commit"),
+                "gpu_name": c["provenance"].get("gpu_name"),
+                "build": {
+                    **{k: build[k] for k in ("command", "built_utc", "wall_s")},
+                    "chapters_ok": {k: v["ok"] for k, v in build["chapters"].items()},
+                },
+            }
+    return {
+        "profile": build["profile"],
+        "gpu_name": gpu_name or previous.get("gpu_name", ""),
+        "chapters": dict(sorted(chapters.items())),
+    }
 
 
 def record(summary: Any, data: Path, results: Path, gpu_name: str) -> Path:

@@ -13,7 +13,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import nbformat
 
@@ -44,12 +44,16 @@ def _data_source(mode: str, outcomes: list[ChapterOutcome], recording: str = "")
     dates = sorted({str(p.get("date_utc", "?"))[:10] for p in recorded})
     commits = sorted({str(p.get("git_commit", "?"))[:10] for p in recorded})
     if mode == "measure":
-        return (f"<b>Measured now</b> on {', '.join(gpus) or 'this GPU'}, {', '.join(dates)}, "
-                f"by commit {', '.join(commits)}.")
-    return (f"<div class='cudalab-replayed'><b>Replayed, not measured here.</b> No CUDA device was present when "
-            f"this report was built, so every measured number in it was recorded by this pipeline on "
-            f"<b>{', '.join(gpus) or 'a GPU'}</b> on {', '.join(dates) or '?'} (commit {', '.join(commits)}) "
-            f"and read back from <code>{html.escape(recording or 'results/')}</code>.</div>")
+        return (
+            f"<b>Measured now</b> on {', '.join(gpus) or 'this GPU'}, {', '.join(dates)}, "
+            f"by commit {', '.join(commits)}."
+        )
+    return (
+        f"<div class='cudalab-replayed'><b>Replayed, not measured here.</b> No CUDA device was present when "
+        f"this report was built, so every measured number in it was recorded by this pipeline on "
+        f"<b>{', '.join(gpus) or 'a GPU'}</b> on {', '.join(dates) or '?'} (commit {', '.join(commits)}) "
+        f"and read back from <code>{html.escape(recording or 'results/')}</code>.</div>"
+    )
 
 
 FINDINGS_PER_CHAPTER = 2
@@ -57,13 +61,19 @@ FINDINGS_PER_CHAPTER = 2
 
 def _findings(outcomes: list[ChapterOutcome], findings: dict[str, list[str]]) -> str:
     """'What this run found': a row per chapter with its first recorded headlines."""
-    rows = [f"<tr><td><a href='#{_anchor(o.id)}'>{html.escape(o.title.split(':')[0])}</a></td><td><ul>"
-            + "".join(f"<li>{html.escape(t)}</li>" for t in findings[o.id][:FINDINGS_PER_CHAPTER]) + "</ul></td></tr>"
-            for o in outcomes if o.ok and findings.get(o.id)]
+    rows = [
+        f"<tr><td><a href='#{_anchor(o.id)}'>{html.escape(o.title.split(':')[0])}</a></td><td><ul>"
+        + "".join(f"<li>{html.escape(t)}</li>" for t in findings[o.id][:FINDINGS_PER_CHAPTER])
+        + "</ul></td></tr>"
+        for o in outcomes
+        if o.ok and findings.get(o.id)
+    ]
     if not rows:
         return ""
-    return ("<h2>What this run found</h2><table class='cudalab-findings'><tr><th>chapter</th><th>headline results "
-            "(each chapter's summary.json)</th></tr>" + "".join(rows) + "</table>")
+    return (
+        "<h2>What this run found</h2><table class='cudalab-findings'><tr><th>chapter</th><th>headline results "
+        "(each chapter's summary.json)</th></tr>" + "".join(rows) + "</table>"
+    )
 
 
 def _summary(outcomes: list[ChapterOutcome], scorecards: dict[str, dict[str, Any]]) -> str:
@@ -75,37 +85,66 @@ def _summary(outcomes: list[ChapterOutcome], scorecards: dict[str, dict[str, Any
         card = scorecards.get(o.id)
         if not o.ok or not card:
             continue
-        speedup = (f"<b>{card['speedup_x']:,.1f}x</b> over {html.escape(card['baseline'])}"
-                   if card.get("speedup_x") is not None else "no baseline kernel in this chapter")
-        fraction = (f"<b>{card['fraction_of_ceiling']:.0%}</b> of {html.escape(card['ceiling'])}"
-                    if card.get("fraction_of_ceiling") is not None else "no ceiling measured in this chapter")
+        speedup = (
+            f"<b>{card['speedup_x']:,.1f}x</b> over {html.escape(card['baseline'])}"
+            if card.get("speedup_x") is not None
+            else "no baseline kernel in this chapter"
+        )
+        fraction = (
+            f"<b>{card['fraction_of_ceiling']:.0%}</b> of {html.escape(card['ceiling'])}"
+            if card.get("fraction_of_ceiling") is not None
+            else "no ceiling measured in this chapter"
+        )
         lab = html.escape(card["lab"]) if card.get("lab") else "not published"
-        rows.append(f"<tr><td><a href='#{_anchor(o.id)}'>{html.escape(o.title.split(':')[0])}</a></td>"
-                    f"<td>{html.escape(card['best'])}</td><td>{speedup}</td><td>{fraction}</td><td>{lab}</td></tr>")
+        rows.append(
+            f"<tr><td><a href='#{_anchor(o.id)}'>{html.escape(o.title.split(':')[0])}</a></td>"
+            f"<td>{html.escape(card['best'])}</td><td>{speedup}</td><td>{fraction}</td><td>{lab}</td></tr>"
+        )
     if not rows:
         return ""
-    return ("<h2>Summary</h2><table class='cudalab-summary'><tr><th>chapter</th><th>best in this run</th>"
-            "<th>speedup over the lab's baseline</th><th>fraction of the ceiling (same run)</th>"
-            "<th>the lab's published figure</th></tr>" + "".join(rows) + "</table>")
+    return (
+        "<h2>Summary</h2><table class='cudalab-summary'><tr><th>chapter</th><th>best in this run</th>"
+        "<th>speedup over the lab's baseline</th><th>fraction of the ceiling (same run)</th>"
+        "<th>the lab's published figure</th></tr>" + "".join(rows) + "</table>"
+    )
 
 
-def cover_cell(*, title: str, profile: str, lab_gpu: str, mode: str, built_utc: str, command: str,
-               outcomes: list[ChapterOutcome], recording: str = "", incomplete: str = "",
-               notes: tuple[str, ...] = (), findings: Optional[dict[str, list[str]]] = None,
-               scorecards: Optional[dict[str, dict[str, Any]]] = None) -> nbformat.NotebookNode:
+def cover_cell(
+    *,
+    title: str,
+    profile: str,
+    lab_gpu: str,
+    mode: str,
+    built_utc: str,
+    command: str,
+    outcomes: list[ChapterOutcome],
+    recording: str = "",
+    incomplete: str = "",
+    notes: tuple[str, ...] = (),
+    findings: dict[str, list[str]] | None = None,
+    scorecards: dict[str, dict[str, Any]] | None = None,
+) -> nbformat.NotebookNode:
     """The first page: measured or replayed (and from which recording), on which GPU, the contents;
     ``incomplete`` (why this report lacks chapters) is shown above everything else, and the build's
     ``notes`` (a request that could not take effect, chapters a recording lacks) under the contents,
     then ``findings``: each chapter's first headlines (its ``summary.json``), the run in brief."""
     rows = []
     for o in outcomes:
-        status = ("ok, from cache (unchanged since the last build)" if o.reused else "ok") if o.ok \
+        status = (
+            ("ok, from cache (unchanged since the last build)" if o.reused else "ok")
+            if o.ok
             else "<b style='color:#c00'>FAILED</b>"
-        rows.append(f"<tr><td><a href='#{_anchor(o.id)}'>{html.escape(o.title)}</a></td><td>{status}</td>"
-                    f"<td>{o.seconds:.0f} s</td></tr>")
+        )
+        rows.append(
+            f"<tr><td><a href='#{_anchor(o.id)}'>{html.escape(o.title)}</a></td><td>{status}</td>"
+            f"<td>{o.seconds:.0f} s</td></tr>"
+        )
     first = next((o.provenance for o in outcomes if o.provenance), {})
-    env = ", ".join(f"{label} {first[k]}" for k, label in (("driver_version", "driver"), ("cuda_runtime", "CUDA"),
-                                                          ("cupy", "CuPy")) if first.get(k))
+    env = ", ".join(
+        f"{label} {first[k]}"
+        for k, label in (("driver_version", "driver"), ("cuda_runtime", "CUDA"), ("cupy", "CuPy"))
+        if first.get(k)
+    )
     body = f"""<div class="cudalab-cover">
 <h1>{html.escape(title)}</h1>
 {f"<div class='cudalab-chapter-failed'><b>Incomplete report.</b> {html.escape(incomplete)}</div>" if incomplete else ""}
@@ -113,15 +152,15 @@ def cover_cell(*, title: str, profile: str, lab_gpu: str, mode: str, built_utc: 
 <table>
 <tr><th style="text-align:left">GPU profile</th><td><code>{html.escape(profile)}</code></td></tr>
 <tr><th style="text-align:left">Lab GPU (published numbers)</th><td>{html.escape(lab_gpu)}</td></tr>
-<tr><th style="text-align:left">Measured on</th><td>{html.escape(str(first.get('gpu_name') or '?'))}
- ({html.escape(env or 'versions not recorded')})</td></tr>
+<tr><th style="text-align:left">Measured on</th><td>{html.escape(str(first.get("gpu_name") or "?"))}
+ ({html.escape(env or "versions not recorded")})</td></tr>
 <tr><th style="text-align:left">Report built</th><td>{html.escape(built_utc)}</td></tr>
 <tr><th style="text-align:left">Command</th><td><code>{html.escape(command)}</code></td></tr>
 </table>
 {_summary(outcomes, scorecards or {})}
 <h2>Contents</h2>
 <table><tr><th>chapter</th><th>status</th><th>run time</th></tr>
-{''.join(rows)}
+{"".join(rows)}
 </table>
 {"".join(f"<p><b>Note.</b> {html.escape(n)}.</p>" for n in notes)}
 {_findings(outcomes, findings or {})}
@@ -138,8 +177,10 @@ def stitch(outcomes: list[ChapterOutcome], cover: nbformat.NotebookNode) -> nbfo
     for o in outcomes:
         start = f"<div class='cudalab-chapter-start' id='{_anchor(o.id)}'></div>"
         if not o.ok:
-            start += (f"\n<div class='cudalab-chapter-failed'><b>This chapter failed</b> and its results "
-                      f"are incomplete: <pre>{html.escape(o.error.strip()[:4000])}</pre></div>")
+            start += (
+                f"\n<div class='cudalab-chapter-failed'><b>This chapter failed</b> and its results "
+                f"are incomplete: <pre>{html.escape(o.error.strip()[:4000])}</pre></div>"
+            )
         book.cells.append(nbformat.v4.new_markdown_cell(start))
         try:
             nb = nbformat.read(o.notebook, as_version=4)
@@ -164,22 +205,32 @@ def render_html(book: nbformat.NotebookNode, path: Path, title: str) -> Path:
     return atomic_write_text(path, body)
 
 
-def find_browser() -> Optional[str]:
+def find_browser() -> str | None:
     for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
         if path := shutil.which(name):
             return path
     return None
 
 
-def render_pdf(html_path: Path, pdf_path: Path, timeout_s: int = 180) -> tuple[Optional[Path], str]:
+def render_pdf(html_path: Path, pdf_path: Path, timeout_s: int = 180) -> tuple[Path | None, str]:
     """Print the HTML report to PDF with headless Chromium; (path, '') or (None, why not)."""
     browser = find_browser()
     if browser is None:
         return None, "no Chromium found (Debian: apt-get install chromium); PDF skipped"
     tmp = pdf_path.with_name(f".{pdf_path.name}.tmp")
-    cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-           "--disable-component-update", "--no-first-run", "--no-pdf-header-footer",
-           "--virtual-time-budget=10000", f"--print-to-pdf={tmp}", html_path.resolve().as_uri()]
+    cmd = [
+        browser,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--no-first-run",
+        "--no-pdf-header-footer",
+        "--virtual-time-budget=10000",
+        f"--print-to-pdf={tmp}",
+        html_path.resolve().as_uri(),
+    ]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -206,27 +257,42 @@ def references_cell(profile: Any, chapters: list[tuple[str, str]]) -> nbformat.N
             cited = table.citations()
             used.setdefault(table.lab, []).append(chapter_id)
             inferred = sorted({f"{k}: {why}" for c in cited for k, why in c["inferred"].items()})
-            items.append(f"<li>lab {html.escape(table.lab)}, {html.escape(table.where)}: {len(cited)} published values"
-                         + (f" (table <code>{html.escape(name)}</code>)" if name else "")
-                         + ("; inferred by us: " + "; ".join(html.escape(i) for i in inferred) if inferred else
-                            "; every coordinate stated by the lab") + "</li>")
+            items.append(
+                f"<li>lab {html.escape(table.lab)}, {html.escape(table.where)}: {len(cited)} published values"
+                + (f" (table <code>{html.escape(name)}</code>)" if name else "")
+                + (
+                    "; inferred by us: " + "; ".join(html.escape(i) for i in inferred)
+                    if inferred
+                    else "; every coordinate stated by the lab"
+                )
+                + "</li>"
+            )
         if profile.device is not None and chapter_id.startswith("00") and profile.device.lab:
             used.setdefault(profile.device.lab, []).append(chapter_id)
-            items.append(f"<li>{html.escape(profile.device.source)}: "
-                         f"{len(profile.device.cite)} deviceQuery values of {html.escape(profile.device.name)}</li>")
-        per_chapter.append(f"<h3>{html.escape(title)}</h3>" + (f"<ul>{''.join(items)}</ul>" if items else
-                                                               "<p>No published numbers in this profile.</p>"))
+            items.append(
+                f"<li>{html.escape(profile.device.source)}: "
+                f"{len(profile.device.cite)} deviceQuery values of {html.escape(profile.device.name)}</li>"
+            )
+        per_chapter.append(
+            f"<h3>{html.escape(title)}</h3>"
+            + (f"<ul>{''.join(items)}</ul>" if items else "<p>No published numbers in this profile.</p>")
+        )
     labs = []
     for lab_id in sorted(used):
         ref = profile.references.get(lab_id)
         if ref is None:
             labs.append(f"<li>[{html.escape(lab_id)}] (no reference entry in the profile)</li>")
             continue
-        labs.append(f"<li>[{html.escape(lab_id)}] {html.escape(ref.course)}, <i>{html.escape(ref.title)}</i>; "
-                    f"GPU: {html.escape(ref.gpu)}. <code>shared/labs/{html.escape(ref.file)}</code></li>")
-    body = (f"<div class='cudalab-chapter-start' id='references'></div>\n<h1>References</h1>\n"
-            f"<p>Every published number in this report is quoted from these lab reports. In the text, a lab's "
-            f"number is underlined with dots; on screen, hovering over it shows the lab's own words and where "
-            f"they stand. Profile <code>{html.escape(profile.name)}</code>.</p>"
-            f"<ul>{''.join(labs) or '<li>none cited</li>'}</ul>\n<h2>Published values by chapter</h2>\n" + "\n".join(per_chapter))
+        labs.append(
+            f"<li>[{html.escape(lab_id)}] {html.escape(ref.course)}, <i>{html.escape(ref.title)}</i>; "
+            f"GPU: {html.escape(ref.gpu)}. <code>shared/labs/{html.escape(ref.file)}</code></li>"
+        )
+    body = (
+        f"<div class='cudalab-chapter-start' id='references'></div>\n<h1>References</h1>\n"
+        f"<p>Every published number in this report is quoted from these lab reports. In the text, a lab's "
+        f"number is underlined with dots; on screen, hovering over it shows the lab's own words and where "
+        f"they stand. Profile <code>{html.escape(profile.name)}</code>.</p>"
+        f"<ul>{''.join(labs) or '<li>none cited</li>'}</ul>\n<h2>Published values by chapter</h2>\n"
+        + "\n".join(per_chapter)
+    )
     return nbformat.v4.new_markdown_cell(body)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 
@@ -26,15 +26,30 @@ def _ncu() -> str:
     return path
 
 
-def profile_launches(target: Sequence[str], metrics: dict[str, tuple[str, float]], kernel_filter: str,
-                     expected: int, timeout_s: float = 300) -> pd.DataFrame:
+def profile_launches(
+    target: Sequence[str],
+    metrics: dict[str, tuple[str, float]],
+    kernel_filter: str,
+    expected: int,
+    timeout_s: float = 300,
+) -> pd.DataFrame:
     """Run ``python TARGET...`` under ``ncu`` and return one row per profiled launch, in launch
     order: a column per entry of ``metrics`` ({our column: (ncu metric, factor from its base
     unit)}). ``kernel_filter`` is ncu's ``--kernel-name`` (e.g. ``regex:phase3``); exactly
     ``expected`` launches must be profiled."""
     names = ",".join(m for m, _ in metrics.values())
-    cmd = [_ncu(), "--csv", "--print-units", "base", "--metrics", names, "--kernel-name", kernel_filter,
-           sys.executable, *target]
+    cmd = [
+        _ncu(),
+        "--csv",
+        "--print-units",
+        "base",
+        "--metrics",
+        names,
+        "--kernel-name",
+        kernel_filter,
+        sys.executable,
+        *target,
+    ]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -52,6 +67,10 @@ def profile_launches(target: Sequence[str], metrics: dict[str, tuple[str, float]
         raise CountersUnavailable(f"ncu profiled {len(values)} launches, expected {expected}")
     rows = []
     for _, got in values.sort_index().iterrows():
-        rows.append({column: float(got[metric]) * factor if metric in got else float("nan")
-                     for column, (metric, factor) in metrics.items()})
+        rows.append(
+            {
+                column: float(got[metric]) * factor if metric in got else float("nan")
+                for column, (metric, factor) in metrics.items()
+            }
+        )
     return pd.DataFrame(rows)

@@ -13,10 +13,10 @@ import re
 import shutil
 import subprocess
 import threading
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from functools import cache, lru_cache
 from pathlib import Path
-from typing import Iterable, Optional, Sequence
 
 from cudalab.core.errors import KernelCompileError, ProfileError, ToolUnavailable
 from cudalab.core.kernels import first_error, kernel_path
@@ -48,8 +48,17 @@ def parse_ptxas(log: str) -> list[PtxasUsage]:
         elif current and (m := _FRAME.search(line)):
             current.update(stack=int(m["stack"]), st=int(m["st"]), ld=int(m["ld"]))
         elif current and (m := _USED.search(line)):
-            usages.append(PtxasUsage(current["kernel"], current["arch"], int(m["regs"]), int(m["smem"] or 0),
-                                     current["stack"], current["st"], current["ld"]))
+            usages.append(
+                PtxasUsage(
+                    current["kernel"],
+                    current["arch"],
+                    int(m["regs"]),
+                    int(m["smem"] or 0),
+                    current["stack"],
+                    current["st"],
+                    current["ld"],
+                )
+            )
             current = None
     return usages
 
@@ -57,7 +66,7 @@ def parse_ptxas(log: str) -> list[PtxasUsage]:
 CUDA_BIN = Path("/usr/local/cuda/bin")
 
 
-def cuda_tool(name: str) -> Optional[str]:
+def cuda_tool(name: str) -> str | None:
     """A CUDA toolkit program from PATH or /usr/local/cuda/bin, or None."""
     found = shutil.which(name)
     if found:
@@ -122,12 +131,12 @@ def _cc_number(cc: str | tuple) -> int:
             return int(text.split("_", 1)[1].rstrip("af"))
         major_text, _, minor_text = text.partition(".")
         if not (major_text.isdigit() and minor_text.isdigit()):
-            raise ProfileError(f"compute capability {cc!r}: give major.minor (e.g. \"5.2\", not \"5.x\")")
+            raise ProfileError(f'compute capability {cc!r}: give major.minor (e.g. "5.2", not "5.x")')
         major, minor = int(major_text), int(minor_text)
     return 10 * major + minor
 
 
-def compile_arch(cc: str | tuple, supported: Optional[Sequence[int]] = None) -> tuple[str, str]:
+def compile_arch(cc: str | tuple, supported: Sequence[int] | None = None) -> tuple[str, str]:
     """The architecture to take a kernel's registers and shared memory from for a GPU of compute
     capability ``cc``, and a note for the report ("" when nvcc compiles for ``cc`` itself).
 
@@ -144,11 +153,15 @@ def compile_arch(cc: str | tuple, supported: Optional[Sequence[int]] = None) -> 
         return f"sm_{want}", ""
     cuda = "this nvcc" if supported is not None else f"CUDA {nvcc_version()}"
     if want < archs[0]:
-        return f"sm_{archs[0]}", (f"registers and shared memory from sm_{archs[0]}, the oldest architecture "
-                                   f"{cuda} compiles for (the GPU is compute capability {named})")
+        return f"sm_{archs[0]}", (
+            f"registers and shared memory from sm_{archs[0]}, the oldest architecture "
+            f"{cuda} compiles for (the GPU is compute capability {named})"
+        )
     older = max(a for a in archs if a < want)
-    return f"sm_{older}", (f"registers and shared memory from sm_{older}, the nearest architecture {cuda} "
-                            f"compiles for below compute capability {named}")
+    return f"sm_{older}", (
+        f"registers and shared memory from sm_{older}, the nearest architecture {cuda} "
+        f"compiles for below compute capability {named}"
+    )
 
 
 _MANGLED_NAME = re.compile(r"(\d+)")
@@ -166,8 +179,8 @@ def kernel_base_name(symbol: str) -> str:
     while rest and rest[0].isdigit():
         length = int(_MANGLED_NAME.match(rest)[1])
         start = len(str(length))
-        parts.append(rest[start:start + length])
-        rest = rest[start + length:]
+        parts.append(rest[start : start + length])
+        rest = rest[start + length :]
         if not nested:
             break
     return "::".join(parts) or symbol
@@ -193,12 +206,17 @@ def _source_digest(path: Path) -> str:
 def cache_dir() -> Path:
     """Where compiler resource reports are kept between builds: ``$CUDALAB_CACHE_DIR``, else
     ``$XDG_CACHE_HOME/cudalab`` or ``~/.cache/cudalab`` (as CuPy keeps its kernel cache)."""
-    root = os.environ.get("CUDALAB_CACHE_DIR") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "cudalab"
+    root = (
+        os.environ.get("CUDALAB_CACHE_DIR")
+        or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "cudalab"
+    )
     return Path(root) / "ptxas"
 
 
 def _report_file(path: str | Path, arch: str, options: Iterable[str]) -> Path:
-    key = hashlib.sha256(json.dumps([_source_digest(Path(path)), arch, list(options), nvcc_version()]).encode()).hexdigest()
+    key = hashlib.sha256(
+        json.dumps([_source_digest(Path(path)), arch, list(options), nvcc_version()]).encode()
+    ).hexdigest()
     return cache_dir() / f"{key}.json"
 
 
@@ -228,7 +246,9 @@ def _resources(path: str, mtime_ns: int, arch: str, options: tuple[str, ...]) ->
     return usages
 
 
-def kernel_resources_for(filename: str | Path, arch: str = "sm_90", options: Iterable[str] = ()) -> dict[str, PtxasUsage]:
+def kernel_resources_for(
+    filename: str | Path, arch: str = "sm_90", options: Iterable[str] = ()
+) -> dict[str, PtxasUsage]:
     """Each kernel of a ``.cu`` file with its registers and static shared memory on ``arch``
     (``ptxas -v``; compiled once per file version, architecture and options), by the name it was
     declared with (``kernel_base_name``; the mangled name where two overloads share one)."""
@@ -238,8 +258,9 @@ def kernel_resources_for(filename: str | Path, arch: str = "sm_90", options: Ite
     return {(name if names.count(name) == 1 else u.kernel): u for name, u in zip(names, usages)}
 
 
-def kernel_resources_for_cc(filename: str | Path, cc: str | tuple, options: Iterable[str] = ()
-                            ) -> tuple[dict[str, PtxasUsage], str]:
+def kernel_resources_for_cc(
+    filename: str | Path, cc: str | tuple, options: Iterable[str] = ()
+) -> tuple[dict[str, PtxasUsage], str]:
     """``kernel_resources_for`` on the architecture ``compile_arch(cc)`` picks, and the note that says
     where the numbers come from ("" when nvcc compiles for ``cc`` itself).
 
@@ -253,7 +274,15 @@ def kernel_resources_for_cc(filename: str | Path, cc: str | tuple, options: Iter
     capped = sorted(name for name, u in usages.items() if u.registers > cap)
     if capped:
         usages = {name: replace(u, registers=min(u.registers, cap)) for name, u in usages.items()}
-        note = "; ".join(filter(None, [note, f"{', '.join(capped)} capped at the {cap} registers per thread that "
-                                             f"compute capability {cc_key(cc)} allows (its compiler "
-                                             f"spills the rest)"]))
+        note = "; ".join(
+            filter(
+                None,
+                [
+                    note,
+                    f"{', '.join(capped)} capped at the {cap} registers per thread that "
+                    f"compute capability {cc_key(cc)} allows (its compiler "
+                    f"spills the rest)",
+                ],
+            )
+        )
     return usages, note

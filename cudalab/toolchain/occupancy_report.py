@@ -9,8 +9,8 @@ build wherever nvcc is installed (a GPU is not needed).
 from __future__ import annotations
 
 import os
-
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -47,24 +47,37 @@ def launch_occupancy(launches: Iterable[Mapping[str, Any]], cc: str) -> tuple[pd
         if note and note not in notes:
             notes.append(note)
         if launch["kernel"] not in usages:
-            raise ToolUnavailable(f"{launch['file']}: no kernel {launch['kernel']!r} in the compiler's report "
-                                  f"(found {', '.join(usages)})")
+            raise ToolUnavailable(
+                f"{launch['file']}: no kernel {launch['kernel']!r} in the compiler's report (found {', '.join(usages)})"
+            )
         u = usages[launch["kernel"]]
-        occ = occupancy(key, int(launch["threads"]), u.registers, u.shared_bytes, int(launch.get("dynamic_shared_bytes", 0)))
-        carried = {k: v for k, v in launch.items()
-                   if k not in ("file", "kernel", "options", "threads", "dynamic_shared_bytes")}
-        rows.append({**carried, "kernel": launch["kernel"], "threads_per_block": occ["threads_per_block"],
-                     "registers_per_thread": u.registers, "shared_bytes_per_block": occ["shared_bytes_per_block"],
-                     "blocks_per_sm": occ["blocks_per_sm"], "warps_per_sm": occ["warps_per_sm"],
-                     "occupancy_fraction": occ["occupancy"], "limited_by": occ["reason"] or occ["limited_by"],
-                     "compute_capability": key})
+        occ = occupancy(
+            key, int(launch["threads"]), u.registers, u.shared_bytes, int(launch.get("dynamic_shared_bytes", 0))
+        )
+        carried = {
+            k: v for k, v in launch.items() if k not in ("file", "kernel", "options", "threads", "dynamic_shared_bytes")
+        }
+        rows.append(
+            {
+                **carried,
+                "kernel": launch["kernel"],
+                "threads_per_block": occ["threads_per_block"],
+                "registers_per_thread": u.registers,
+                "shared_bytes_per_block": occ["shared_bytes_per_block"],
+                "blocks_per_sm": occ["blocks_per_sm"],
+                "warps_per_sm": occ["warps_per_sm"],
+                "occupancy_fraction": occ["occupancy"],
+                "limited_by": occ["reason"] or occ["limited_by"],
+                "compute_capability": key,
+            }
+        )
     return pd.DataFrame(rows), notes
 
 
 # ---- a chapter's occupancy section: its launches on the lab's GPU and on this run's
 
 LAUNCH_KEYS = ("file", "kernel", "options", "threads", "dynamic_shared_bytes")
-Launches = Union[Iterable[Mapping[str, Any]], Callable[[str], Iterable[Mapping[str, Any]]]]
+Launches = Iterable[Mapping[str, Any]] | Callable[[str], Iterable[Mapping[str, Any]]]
 
 
 def chapter_gpus(device: Any, provenance: Mapping[str, Any]) -> dict[str, str]:
@@ -85,8 +98,13 @@ def distinct_launches(launches: Iterable[Mapping[str, Any]]) -> list[dict[str, A
     whose descriptive values are the distinct values of both joined with "; "."""
     merged: dict[tuple, dict[str, Any]] = {}
     for launch in launches:
-        key = (launch["file"], launch["kernel"], tuple(launch.get("options", ())), int(launch["threads"]),
-               int(launch.get("dynamic_shared_bytes", 0)))
+        key = (
+            launch["file"],
+            launch["kernel"],
+            tuple(launch.get("options", ())),
+            int(launch["threads"]),
+            int(launch.get("dynamic_shared_bytes", 0)),
+        )
         if key not in merged:
             merged[key] = dict(launch)
             continue
@@ -108,8 +126,13 @@ def _prefetch(per_cc: Mapping[str, Iterable[Mapping[str, Any]]], workers: int = 
     side (``kernel_resources_for_cc`` caches the reports): nvcc runs are most of the table's time."""
     from concurrent.futures import ThreadPoolExecutor
 
-    builds = list(dict.fromkeys((launch["file"], tuple(launch.get("options", ())), cc)
-                                for cc, launches in per_cc.items() for launch in launches))
+    builds = list(
+        dict.fromkeys(
+            (launch["file"], tuple(launch.get("options", ())), cc)
+            for cc, launches in per_cc.items()
+            for launch in launches
+        )
+    )
     if len(builds) < 2:
         return
     with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -126,8 +149,10 @@ def occupancy_by_gpu(launches: Launches, gpus: Mapping[str, str]) -> tuple[pd.Da
     on the GPU (the shared memory a block may opt in to). An empty frame where ``gpus`` is empty;
     ``ToolUnavailable`` where nvcc is not installed."""
     frames, notes = [], []
-    listed = {name: distinct_launches(launches(resolve_cc(cc)[0]) if callable(launches) else launches)
-              for name, cc in gpus.items()}
+    listed = {
+        name: distinct_launches(launches(resolve_cc(cc)[0]) if callable(launches) else launches)
+        for name, cc in gpus.items()
+    }
     _prefetch({resolve_cc(cc)[0]: listed[name] for name, cc in gpus.items()})
     for name, cc in gpus.items():
         frame, why = launch_occupancy(listed[name], cc)
@@ -138,8 +163,15 @@ def occupancy_by_gpu(launches: Launches, gpus: Mapping[str, str]) -> tuple[pd.Da
     return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()), notes
 
 
-OCCUPANCY_COLUMNS = ("threads_per_block", "registers_per_thread", "shared_bytes_per_block", "blocks_per_sm",
-                     "warps_per_sm", "occupancy_fraction", "limited_by")
+OCCUPANCY_COLUMNS = (
+    "threads_per_block",
+    "registers_per_thread",
+    "shared_bytes_per_block",
+    "blocks_per_sm",
+    "warps_per_sm",
+    "occupancy_fraction",
+    "limited_by",
+)
 
 
 def occupancy_styled(occ: pd.DataFrame, notes: Sequence[str], keys: Sequence[str]):
@@ -151,14 +183,29 @@ def occupancy_styled(occ: pd.DataFrame, notes: Sequence[str], keys: Sequence[str
 
     shared = bool(occ["shared_bytes_per_block"].gt(0).any())
     occ = occ.assign(gpu=occ["gpu"] + ", cc " + occ["compute_capability"].astype(str))
-    columns = ["gpu", *keys,
-               *(c for c in OCCUPANCY_COLUMNS if c not in ("shared_bytes_per_block", "warps_per_sm") or
-                 (c == "shared_bytes_per_block" and shared))]
-    labels = {"gpu": "GPU", "threads_per_block": "threads / block",
-              "registers_per_thread": "registers / thread", "shared_bytes_per_block": "shared bytes / block",
-              "blocks_per_sm": "blocks / SM", "occupancy_fraction": "occupancy", "limited_by": "limited by"}
-    caption = "theoretical occupancy per SM" + ("; " + "; ".join(notes) if notes else "") + (
-        "; shared memory per block: static (the compiler's report) + dynamic (the launch's)" if shared else "")
+    columns = [
+        "gpu",
+        *keys,
+        *(
+            c
+            for c in OCCUPANCY_COLUMNS
+            if c not in ("shared_bytes_per_block", "warps_per_sm") or (c == "shared_bytes_per_block" and shared)
+        ),
+    ]
+    labels = {
+        "gpu": "GPU",
+        "threads_per_block": "threads / block",
+        "registers_per_thread": "registers / thread",
+        "shared_bytes_per_block": "shared bytes / block",
+        "blocks_per_sm": "blocks / SM",
+        "occupancy_fraction": "occupancy",
+        "limited_by": "limited by",
+    }
+    caption = (
+        "theoretical occupancy per SM"
+        + ("; " + "; ".join(notes) if notes else "")
+        + ("; shared memory per block: static (the compiler's report) + dynamic (the launch's)" if shared else "")
+    )
     return plots.styled(occ[columns].rename(columns=labels), {"occupancy": "{:.0%}"}, caption=caption)
 
 
@@ -172,8 +219,11 @@ def binding_summary(occ: pd.DataFrame, key: str, per_launch: bool = True) -> str
         lim = sm_limits(cc)
         head = f"- **{name}**, compute capability {cc}: at most {lim.max_blocks_per_sm} blocks and {lim.max_threads_per_sm} threads per SM. "
         if per_launch:
-            body = "; ".join(f"{getattr(r, key)}: {r.blocks_per_sm} blocks ({r.occupancy_fraction:.0%} of the warps), "
-                             f"limited by {r.limited_by}" for r in grp.itertuples())
+            body = "; ".join(
+                f"{getattr(r, key)}: {r.blocks_per_sm} blocks ({r.occupancy_fraction:.0%} of the warps), "
+                f"limited by {r.limited_by}"
+                for r in grp.itertuples()
+            )
         else:
             parts = []
             binding = grp["limited_by"].where(~grp["limited_by"].str.startswith("cannot launch"), "cannot launch")
@@ -189,8 +239,15 @@ def binding_summary(occ: pd.DataFrame, key: str, per_launch: bool = True) -> str
     return "\n".join(lines)
 
 
-def occupancy_section(launches: Launches, gpus: Mapping[str, str], keys: Sequence[str], *, per_launch: bool = False,
-                      after: str = "", table: Optional[Callable[..., pd.DataFrame]] = None) -> Optional[pd.DataFrame]:
+def occupancy_section(
+    launches: Launches,
+    gpus: Mapping[str, str],
+    keys: Sequence[str],
+    *,
+    per_launch: bool = False,
+    after: str = "",
+    table: Callable[..., pd.DataFrame] | None = None,
+) -> pd.DataFrame | None:
     """A chapter's occupancy section as the notebook shows it: the table (``keys`` name each
     launch), then which limit binds (each launch's, ``per_launch``, or grouped by limit), then
     ``after`` (the chapter's reading of it). Without nvcc it says what is missing and returns None.
@@ -219,14 +276,17 @@ def occupancy_section(launches: Launches, gpus: Mapping[str, str], keys: Sequenc
     return show_occupancy(occ.drop(columns="notes"), notes, keys, per_launch=per_launch, after=after)
 
 
-def show_occupancy(occ: pd.DataFrame, notes: Sequence[str], keys: Sequence[str], *, per_launch: bool = False,
-                   after: str = "") -> Optional[pd.DataFrame]:
+def show_occupancy(
+    occ: pd.DataFrame, notes: Sequence[str], keys: Sequence[str], *, per_launch: bool = False, after: str = ""
+) -> pd.DataFrame | None:
     """Display an occupancy table (``occupancy_by_gpu``'s, computed now or recorded) as
     ``occupancy_section`` does; None where it is empty."""
     from IPython.display import Markdown, display
 
     if not len(occ):
         return None
-    display(occupancy_styled(occ, notes, list(keys)),
-            Markdown(binding_summary(occ, keys[0], per_launch=per_launch) + (f"\n\n{after}" if after else "")))
+    display(
+        occupancy_styled(occ, notes, list(keys)),
+        Markdown(binding_summary(occ, keys[0], per_launch=per_launch) + (f"\n\n{after}" if after else "")),
+    )
     return occ

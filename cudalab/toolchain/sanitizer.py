@@ -12,7 +12,8 @@ import os
 import re
 import subprocess
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from cudalab.core.paths import ROOT
 from cudalab.toolchain.nvcc import cuda_tool
@@ -32,7 +33,15 @@ def synccheck(target: Sequence[str], timeout_s: int = 300) -> dict[str, Any]:
         return {"errors": None, "first_error": f"timed out after {timeout_s} s"}
     out = proc.stdout + proc.stderr
     m = re.search(r"ERROR SUMMARY: (\d+) error", out)
-    first = next((line.strip("= ").strip() for line in out.splitlines() if "Barrier error" in line or "error" in line.lower()
-                  and "ERROR SUMMARY" not in line), "")
-    return {"errors": int(m.group(1)) if m else None, "first_error": first if m and int(m.group(1)) else
-            ("" if m else out.strip()[-300:])}
+    first = next(
+        (
+            line.strip("= ").strip()
+            for line in out.splitlines()
+            if "Barrier error" in line or "error" in line.lower() and "ERROR SUMMARY" not in line
+        ),
+        "",
+    )
+    return {
+        "errors": int(m.group(1)) if m else None,
+        "first_error": first if m and int(m.group(1)) else ("" if m else out.strip()[-300:]),
+    }

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import re
 import subprocess
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable, Optional
 
 from cudalab.core.errors import ToolUnavailable
 from cudalab.core.kernels import kernel_path
 from cudalab.toolchain.nvcc import cuda_tool, nvcc_cubin, parse_ptxas, remember_resources
-
 
 _SASS_FUNCTION = re.compile(r"Function : (?P<name>\S+)")
 _SASS_INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?(?P<op>[A-Z][A-Z0-9_]*)(?:\.[\w.]+)?\b")
@@ -22,7 +21,7 @@ _SASS_INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?(?P<op>[A
 def parse_sass(text: str) -> dict[str, dict[str, int]]:
     """Opcode counts per kernel from ``cuobjdump -sass`` output (predicates and modifiers dropped)."""
     counts: dict[str, dict[str, int]] = {}
-    current: Optional[dict[str, int]] = None
+    current: dict[str, int] | None = None
     for line in text.splitlines():
         if m := _SASS_FUNCTION.search(line):
             current = counts.setdefault(m["name"], {})
@@ -56,13 +55,13 @@ def present_arch() -> str:
     return f"sm_{cp.cuda.Device().compute_capability}"
 
 
-def sass_table(builds: Iterable[tuple[str, str, tuple[str, ...]]], arch: Optional[str] = None):
+def sass_table(builds: Iterable[tuple[str, str, tuple[str, ...]]], arch: str | None = None):
     """A tidy frame (build, kernel, opcode, count) of the SASS of each (label, file, options)
     build for the present GPU; one row with the reason where nvcc or cuobjdump is missing."""
-    import pandas as pd
-
     import os
     from concurrent.futures import ThreadPoolExecutor
+
+    import pandas as pd
 
     arch = arch or present_arch()
     builds = list(builds)
@@ -71,6 +70,10 @@ def sass_table(builds: Iterable[tuple[str, str, tuple[str, ...]]], arch: Optiona
             counts = list(pool.map(lambda b: sass_opcodes(b[1], arch, b[2]), builds))
     except ToolUnavailable as exc:
         return pd.DataFrame([{"build": "", "kernel": "", "opcode": "", "count": 0, "arch": arch, "note": str(exc)}])
-    rows = [{"build": label, "kernel": kernel, "opcode": op, "count": n, "arch": arch, "note": ""}
-            for (label, _, _), per_kernel in zip(builds, counts) for kernel, ops in per_kernel.items() for op, n in ops.items()]
+    rows = [
+        {"build": label, "kernel": kernel, "opcode": op, "count": n, "arch": arch, "note": ""}
+        for (label, _, _), per_kernel in zip(builds, counts)
+        for kernel, ops in per_kernel.items()
+        for op, n in ops.items()
+    ]
     return pd.DataFrame(rows)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from cudalab.core.gpu import require_cupy
 from cudalab.core.launch import allow_shared_memory, check_launch

@@ -13,8 +13,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -46,8 +47,10 @@ MAX_PADDED = 46340  # the kernels index the matrix with int32: size^2 must stay 
 def require_int32_indexable(size: int) -> None:
     """Refuse, with the reason, a padded matrix whose entries an int32 index cannot reach."""
     if size > MAX_PADDED:
-        raise LaunchRefused(f"a padded matrix of {size} x {size} has more than 2^31 entries; the blocked kernels "
-                            f"index it with int32 (at most {MAX_PADDED} vertices after padding)")
+        raise LaunchRefused(
+            f"a padded matrix of {size} x {size} has more than 2^31 entries; the blocked kernels "
+            f"index it with int32 (at most {MAX_PADDED} vertices after padding)"
+        )
 
 
 def to_blocked(d_lab, bf: int):
@@ -99,12 +102,20 @@ class BlockedPlan:
             for p in self.phases:
                 yield self.launch(p, work, r)
 
-    def launch(self, p: Phase, work, r: int, *, grid: Optional[tuple[int, ...]] = None, args: Optional[tuple] = None,
-               lane: int = 0) -> fw.Launch:
+    def launch(
+        self, p: Phase, work, r: int, *, grid: tuple[int, ...] | None = None, args: tuple | None = None, lane: int = 0
+    ) -> fw.Launch:
         """Phase ``p`` of round ``r`` (its own grid and arguments unless given)."""
         n = work.shape[0]
-        return fw.Launch(p.kernel, grid or p.grid(n // self.bf), p.block, args or p.args(work, n, r), p.shared_mem,
-                         lane=lane, phase=p.name)
+        return fw.Launch(
+            p.kernel,
+            grid or p.grid(n // self.bf),
+            p.block,
+            args or p.args(work, n, r),
+            p.shared_mem,
+            lane=lane,
+            phase=p.name,
+        )
 
     def finish(self, work, n: int):
         return from_blocked(work, n)
@@ -166,9 +177,12 @@ def global_options(coalesced: bool, unroll: bool, bf: int = 32) -> tuple[str, ..
     return (f"-DBF={bf}",) + (("-DCOALESCED",) if coalesced else ()) + (("-DUNROLL",) if unroll else ())
 
 
-def shared_options(bf: int, select_by_arithmetic: bool = False, maxrregcount: Optional[int] = None) -> tuple[str, ...]:
-    return (f"-DBF={bf}",) + (("-DSELECT_BY_ARITHMETIC",) if select_by_arithmetic else ()) + \
-        ((f"--maxrregcount={maxrregcount}",) if maxrregcount else ())
+def shared_options(bf: int, select_by_arithmetic: bool = False, maxrregcount: int | None = None) -> tuple[str, ...]:
+    return (
+        (f"-DBF={bf}",)
+        + (("-DSELECT_BY_ARITHMETIC",) if select_by_arithmetic else ())
+        + ((f"--maxrregcount={maxrregcount}",) if maxrregcount else ())
+    )
 
 
 def registers_options(bf: int, dpx: bool = True, tile: int = 4) -> tuple[str, ...]:
@@ -180,14 +194,33 @@ def phase_launches(filename: str, options: tuple[str, ...], bf: int) -> list[dic
     without compiling (no GPU needed): ``phase``, ``file``, ``kernel``, ``options``, ``threads``, ``block``
     (x, y) and ``dynamic_shared_bytes``. ``plan_for_build`` launches exactly these."""
     if filename == GLOBAL_FILE:
-        return [{"phase": name, "file": GLOBAL_FILE, "kernel": "fw_blocked_global", "options": options,
-                 "threads": bf * bf, "block": (bf, bf), "dynamic_shared_bytes": 0} for name in PHASE_GRIDS]
+        return [
+            {
+                "phase": name,
+                "file": GLOBAL_FILE,
+                "kernel": "fw_blocked_global",
+                "options": options,
+                "threads": bf * bf,
+                "block": (bf, bf),
+                "dynamic_shared_bytes": 0,
+            }
+            for name in PHASE_GRIDS
+        ]
     if filename == SHARED_FILE:
         t = min(bf, 32)
         tile = 4 * bf * bf
-        return [{"phase": name, "file": SHARED_FILE, "kernel": f"fw_blocked_phase{p}", "options": options,
-                 "threads": t * t, "block": (t, t), "dynamic_shared_bytes": tile if p == 1 else 2 * tile}
-                for p, name in enumerate(PHASE_GRIDS, start=1)]
+        return [
+            {
+                "phase": name,
+                "file": SHARED_FILE,
+                "kernel": f"fw_blocked_phase{p}",
+                "options": options,
+                "threads": t * t,
+                "block": (t, t),
+                "dynamic_shared_bytes": tile if p == 1 else 2 * tile,
+            }
+            for p, name in enumerate(PHASE_GRIDS, start=1)
+        ]
     raise LaunchRefused(f"no three-phase plan for {filename}")
 
 
@@ -195,10 +228,15 @@ def registers_phase_launches(bf: int = 64, dpx: bool = True, tile: int = 4) -> l
     """``phase_launches`` of the project's kernel: phases 1-2 of ``fw_blocked.cu`` at ``bf``, phase 3
     register-tiled (``fw_blocked_registers.cu``, ``tile`` x ``tile`` cells per thread), as
     ``registers_plan`` launches them."""
-    phase3 = {"phase": "phase 3", "file": REGISTERS_FILE, "kernel": "fw_blocked_registers_phase3",
-              "options": registers_options(bf, dpx, tile), "threads": (bf // tile) ** 2,
-              "block": (bf // tile, bf // tile),
-              "dynamic_shared_bytes": 4 * ((bf + 4) + bf) * bf}
+    phase3 = {
+        "phase": "phase 3",
+        "file": REGISTERS_FILE,
+        "kernel": "fw_blocked_registers_phase3",
+        "options": registers_options(bf, dpx, tile),
+        "threads": (bf // tile) ** 2,
+        "block": (bf // tile, bf // tile),
+        "dynamic_shared_bytes": 4 * ((bf + 4) + bf) * bf,
+    }
     return phase_launches(SHARED_FILE, shared_options(bf), bf)[:2] + [phase3]
 
 
@@ -219,10 +257,28 @@ def minplus_phase_launches(bf: int = 64, dpx: bool = True) -> list[dict[str, Any
     opts, t = minplus_options(bf, dpx), bf // 8
     if bf not in (64, 128):
         raise LaunchRefused(f"fw_blocked_minplus.cu builds for BF 64 or 128, not {bf}")
-    return [{"phase": "phase 1", "file": MINPLUS_FILE, "kernel": "fw_minplus_phase1", "options": opts,
-             "threads": 1024, "block": (32, 32), "dynamic_shared_bytes": 0}] + [
-            {"phase": f"phase {p}", "file": MINPLUS_FILE, "kernel": f"fw_minplus_phase{p}", "options": opts,
-             "threads": t * t, "block": (t, t), "dynamic_shared_bytes": minplus_shared_bytes(bf)} for p in (2, 3)]
+    return [
+        {
+            "phase": "phase 1",
+            "file": MINPLUS_FILE,
+            "kernel": "fw_minplus_phase1",
+            "options": opts,
+            "threads": 1024,
+            "block": (32, 32),
+            "dynamic_shared_bytes": 0,
+        }
+    ] + [
+        {
+            "phase": f"phase {p}",
+            "file": MINPLUS_FILE,
+            "kernel": f"fw_minplus_phase{p}",
+            "options": opts,
+            "threads": t * t,
+            "block": (t, t),
+            "dynamic_shared_bytes": minplus_shared_bytes(bf),
+        }
+        for p in (2, 3)
+    ]
 
 
 def _phase(spec: dict[str, Any], kernel: Any = None) -> Phase:
@@ -236,9 +292,15 @@ def plan_for_build(filename: str, options: tuple[str, ...], bf: int) -> BlockedP
     specs = phase_launches(filename, options, bf)
     if filename == GLOBAL_FILE:
         k = load_kernel(GLOBAL_FILE, "fw_blocked_global", options=options)
-        return BlockedPlan(bf, tuple(
-            dataclasses.replace(_phase(spec, k), args=lambda work, n, r, p=p: (work, np.int32(n), np.int32(r), np.int32(p)))
-            for p, spec in enumerate(specs, start=1)))
+        return BlockedPlan(
+            bf,
+            tuple(
+                dataclasses.replace(
+                    _phase(spec, k), args=lambda work, n, r, p=p: (work, np.int32(n), np.int32(r), np.int32(p))
+                )
+                for p, spec in enumerate(specs, start=1)
+            ),
+        )
     return BlockedPlan(bf, tuple(_phase(spec) for spec in specs))
 
 
@@ -247,7 +309,7 @@ def global_plan(coalesced: bool, unroll: bool, bf: int = 32) -> BlockedPlan:
     return plan_for_build(GLOBAL_FILE, global_options(coalesced, unroll, bf), bf)
 
 
-def shared_plan(bf: int, select_by_arithmetic: bool = False, maxrregcount: Optional[int] = None) -> BlockedPlan:
+def shared_plan(bf: int, select_by_arithmetic: bool = False, maxrregcount: int | None = None) -> BlockedPlan:
     """Ladder steps 4-7 and the blocking-factor sweep: each phase in shared memory (``fw_blocked.cu``)."""
     return plan_for_build(SHARED_FILE, shared_options(bf, select_by_arithmetic, maxrregcount), bf)
 
@@ -282,8 +344,8 @@ class LadderStep:
     """One step of lab 001's optimization ladder: a build of one of our kernel files."""
 
     step: int
-    name: str       # the lab's name for the step
-    change: str     # what it changes, in our words
+    name: str  # the lab's name for the step
+    change: str  # what it changes, in our words
     bf: int
     file: str
     options: tuple[str, ...]
@@ -293,46 +355,84 @@ class LadderStep:
 
 
 LADDER: tuple[LadderStep, ...] = (
-    LadderStep(1, "GPU baseline", "blocked, all in global memory, threads walk down columns", 32,
-               GLOBAL_FILE, global_options(coalesced=False, unroll=False)),
+    LadderStep(
+        1,
+        "GPU baseline",
+        "blocked, all in global memory, threads walk down columns",
+        32,
+        GLOBAL_FILE,
+        global_options(coalesced=False, unroll=False),
+    ),
     LadderStep(2, "Coalesced memory access", "threads walk along rows", 32, GLOBAL_FILE, global_options(True, False)),
     LadderStep(3, "Unroll", "#pragma unroll on the k loop", 32, GLOBAL_FILE, global_options(True, True)),
-    LadderStep(4, "Shared memory", "each phase stages its tiles in shared memory", 32,
-               SHARED_FILE, shared_options(32, select_by_arithmetic=True)),
-    LadderStep(5, "Modify if-branch to min", "min() instead of an arithmetic select", 32, SHARED_FILE, shared_options(32)),
-    LadderStep(6, "Large blocking factor", "BF 64 on 32 x 32 threads, 4 cells each", 64, SHARED_FILE, shared_options(64)),
+    LadderStep(
+        4,
+        "Shared memory",
+        "each phase stages its tiles in shared memory",
+        32,
+        SHARED_FILE,
+        shared_options(32, select_by_arithmetic=True),
+    ),
+    LadderStep(
+        5, "Modify if-branch to min", "min() instead of an arithmetic select", 32, SHARED_FILE, shared_options(32)
+    ),
+    LadderStep(
+        6, "Large blocking factor", "BF 64 on 32 x 32 threads, 4 cells each", 64, SHARED_FILE, shared_options(64)
+    ),
     LadderStep(7, "Occupancy optimization", "-maxrregcount=22", 64, SHARED_FILE, shared_options(64, maxrregcount=22)),
 )
 
 
-def sass_builds(block_factors: Sequence[int], expert_block_factors: Sequence[int],
-                minplus_block_factors: Sequence[int] = ()) -> list[tuple[str, str, tuple[str, ...]]]:
+def sass_builds(
+    block_factors: Sequence[int], expert_block_factors: Sequence[int], minplus_block_factors: Sequence[int] = ()
+) -> list[tuple[str, str, tuple[str, ...]]]:
     """(label, file, options) of every kernel build of chapter 04, for its SASS table."""
     builds = [(f"{s.step}. {s.name}", s.file, s.options) for s in LADDER]
     builds += [(f"shared BF {b}", SHARED_FILE, shared_options(b)) for b in block_factors]
-    builds += [(f"registers BF {b}" + (" + DPX" if d else " (-DNO_DPX)"), REGISTERS_FILE, registers_options(b, d))
-               for b in expert_block_factors for d in (True, False)]
-    builds += [(f"registers BF {b}, 8x8 + DPX", REGISTERS_FILE, registers_options(b, True, 8)) for b in expert_block_factors]
-    builds += [(_minplus_label(b, d) + ("" if d else " (-DNO_DPX)"), MINPLUS_FILE, minplus_options(b, d))
-               for b in minplus_block_factors for d in (True, False)]
+    builds += [
+        (f"registers BF {b}" + (" + DPX" if d else " (-DNO_DPX)"), REGISTERS_FILE, registers_options(b, d))
+        for b in expert_block_factors
+        for d in (True, False)
+    ]
+    builds += [
+        (f"registers BF {b}, 8x8 + DPX", REGISTERS_FILE, registers_options(b, True, 8)) for b in expert_block_factors
+    ]
+    builds += [
+        (_minplus_label(b, d) + ("" if d else " (-DNO_DPX)"), MINPLUS_FILE, minplus_options(b, d))
+        for b in minplus_block_factors
+        for d in (True, False)
+    ]
     return builds
 
 
 def ladder_variants() -> list[fw.Variant]:
-    return [variant(f"{s.step}. {s.name}", s.make, step=s.step, lab_step=s.name, change=s.change, block_factor=s.bf)
-            for s in LADDER]
+    return [
+        variant(f"{s.step}. {s.name}", s.make, step=s.step, lab_step=s.name, change=s.change, block_factor=s.bf)
+        for s in LADDER
+    ]
 
 
 def _expert_label(bf: int, dpx: bool, tile: int = 4) -> str:
     return f"registers BF {bf}" + ("" if tile == 4 else f", {tile}x{tile}") + (" + DPX" if dpx else "")
 
 
-def expert_variants(block_factors: Sequence[int] = (64,), dpx: Sequence[bool] = (True, False),
-                    tiles: Sequence[int] = (4,)) -> list[fw.Variant]:
+def expert_variants(
+    block_factors: Sequence[int] = (64,), dpx: Sequence[bool] = (True, False), tiles: Sequence[int] = (4,)
+) -> list[fw.Variant]:
     """The register-tiled kernel at each blocking factor and register tile, with and without DPX."""
-    return [variant(_expert_label(bf, d, t), lambda bf=bf, d=d, t=t: registers_plan(bf, d, t),
-                    block_factor=bf, dpx=d, tile=t, kernel="registers")
-            for bf in block_factors for t in tiles for d in dpx]
+    return [
+        variant(
+            _expert_label(bf, d, t),
+            lambda bf=bf, d=d, t=t: registers_plan(bf, d, t),
+            block_factor=bf,
+            dpx=d,
+            tile=t,
+            kernel="registers",
+        )
+        for bf in block_factors
+        for t in tiles
+        for d in dpx
+    ]
 
 
 def _minplus_label(bf: int, dpx: bool) -> str:
@@ -341,25 +441,44 @@ def _minplus_label(bf: int, dpx: bool) -> str:
 
 def minplus_variants(block_factors: Sequence[int] = (64,), dpx: Sequence[bool] = (True,)) -> list[fw.Variant]:
     """The min-plus kernel (``fw_blocked_minplus.cu``) at each blocking factor, with or without DPX."""
-    return [variant(_minplus_label(bf, d), lambda bf=bf, d=d: minplus_plan(bf, d),
-                    block_factor=bf, dpx=d, tile=8, kernel="min-plus")
-            for bf in block_factors for d in dpx]
+    return [
+        variant(
+            _minplus_label(bf, d),
+            lambda bf=bf, d=d: minplus_plan(bf, d),
+            block_factor=bf,
+            dpx=d,
+            tile=8,
+            kernel="min-plus",
+        )
+        for bf in block_factors
+        for d in dpx
+    ]
 
 
 def blocking_factor_variants(block_factors: Sequence[int]) -> list[fw.Variant]:
-    return [variant(f"shared BF {bf}", lambda bf=bf: shared_plan(bf), block_factor=bf, kernel="shared")
-            for bf in block_factors]
+    return [
+        variant(f"shared BF {bf}", lambda bf=bf: shared_plan(bf), block_factor=bf, kernel="shared")
+        for bf in block_factors
+    ]
 
 
 def basic_variant(block: int = 16) -> fw.Variant:
     """Chapter 01's basic per-k kernel, the yardstick of the performance target."""
-    return fw.Variant(f"basic {block}x{block} (chapter 01)", {"kernel_family": "per-k", "kernel": "basic", "block_factor": np.nan},
-                      per_k.basic(block))
+    return fw.Variant(
+        f"basic {block}x{block} (chapter 01)",
+        {"kernel_family": "per-k", "kernel": "basic", "block_factor": np.nan},
+        per_k.basic(block),
+    )
 
 
-def launches(block_factors: Sequence[int], expert_block_factors: Sequence[int] = (64,),
-             dpx: Sequence[bool] = (True, False), basic_block: Optional[int] = 16,
-             tiles: Sequence[int] = (4,), minplus_block_factors: Sequence[int] = ()) -> list[dict[str, Any]]:
+def launches(
+    block_factors: Sequence[int],
+    expert_block_factors: Sequence[int] = (64,),
+    dpx: Sequence[bool] = (True, False),
+    basic_block: int | None = 16,
+    tiles: Sequence[int] = (4,),
+    minplus_block_factors: Sequence[int] = (),
+) -> list[dict[str, Any]]:
     """Every kernel launch of chapter 04's variants, without compiling (the occupancy table): the
     ladder's steps, the shared-memory kernel at each of ``block_factors``, the register-tiled one
     at each of ``expert_block_factors`` with each ``dpx``, the min-plus kernel at each of
@@ -370,8 +489,15 @@ def launches(block_factors: Sequence[int], expert_block_factors: Sequence[int] =
     out: list[dict[str, Any]] = []
 
     def add(label: str, specs: list[dict[str, Any]]) -> None:
-        out.extend({"variant": label, "phase": spec["phase"], "block": "x".join(map(str, spec["block"])),
-                    **{k: v for k, v in spec.items() if k not in ("phase", "block")}} for spec in specs)
+        out.extend(
+            {
+                "variant": label,
+                "phase": spec["phase"],
+                "block": "x".join(map(str, spec["block"])),
+                **{k: v for k, v in spec.items() if k not in ("phase", "block")},
+            }
+            for spec in specs
+        )
 
     for s in LADDER:
         add(f"{s.step}. {s.name}", phase_launches(s.file, s.options, s.bf))
@@ -418,24 +544,31 @@ class KernelSpec:
         return _expert_label(self.bf, self.dpx, self.tile)
 
     @classmethod
-    def parse(cls, text: str) -> "KernelSpec":
+    def parse(cls, text: str) -> KernelSpec:
         """'minplus:64', 'minplus:128:nodpx', 'registers:64', 'registers:64:t8',
         'registers:128:t8:nodpx' or 'shared:32'."""
         kind, _, rest = text.partition(":")
         bf, *flags = rest.split(":")
         tiles = [f[1:] for f in flags if f.startswith("t") and f[1:] in ("4", "8")]
-        known = all(f in ("dpx", "nodpx") or (kind == "registers" and f.startswith("t") and f[1:] in ("4", "8"))
-                    for f in flags)
-        if (kind not in ("shared", "registers", "minplus") or not bf.isdigit() or not known
-                or (kind == "shared" and flags) or (kind == "minplus" and bf not in ("64", "128"))):
-            raise LaunchRefused(f"kernel {text!r}: expected shared:BF, registers:BF[:t4|:t8][:nodpx] or "
-                                "minplus:64|128[:nodpx]")
+        known = all(
+            f in ("dpx", "nodpx") or (kind == "registers" and f.startswith("t") and f[1:] in ("4", "8")) for f in flags
+        )
+        if (
+            kind not in ("shared", "registers", "minplus")
+            or not bf.isdigit()
+            or not known
+            or (kind == "shared" and flags)
+            or (kind == "minplus" and bf not in ("64", "128"))
+        ):
+            raise LaunchRefused(
+                f"kernel {text!r}: expected shared:BF, registers:BF[:t4|:t8][:nodpx] or minplus:64|128[:nodpx]"
+            )
         if kind == "minplus":
             return cls(kind, int(bf), "nodpx" not in flags, 8)
         return cls(kind, int(bf), "nodpx" not in flags, int(tiles[-1]) if tiles else 4)
 
     @classmethod
-    def from_row(cls, row: Any) -> "KernelSpec":
+    def from_row(cls, row: Any) -> KernelSpec:
         """The kernel of a row of the blocking-factor sweep (a recording made before the register
         tile was a column means 4 x 4)."""
         kernel = str(getattr(row, "kernel", ""))
@@ -443,9 +576,12 @@ class KernelSpec:
         if kernel.startswith("min-plus"):
             return cls("minplus", int(row.block_factor), dpx=dpx, tile=8)
         tile = getattr(row, "tile", 4)
-        return cls("registers" if kernel.startswith("registers") else "shared",
-                   int(row.block_factor), dpx=dpx,
-                   tile=int(tile) if tile == tile and tile is not None else 4)
+        return cls(
+            "registers" if kernel.startswith("registers") else "shared",
+            int(row.block_factor),
+            dpx=dpx,
+            tile=int(tile) if tile == tile and tile is not None else 4,
+        )
 
     def as_text(self) -> str:
         if self.kind == "shared":
@@ -483,8 +619,15 @@ def phase_split(variants: Sequence[fw.Variant], n: int, seed: int, repeats: int 
             continue
         times = pd.DataFrame(per_solve[1:])
         for phase in times.columns:
-            rows.append({**base, "phase": phase, "launches": sum(x.phase == phase for x in solver.launches),
-                         **summarize(times[phase].to_numpy()), **status})
+            rows.append(
+                {
+                    **base,
+                    "phase": phase,
+                    "launches": sum(x.phase == phase for x in solver.launches),
+                    **summarize(times[phase].to_numpy()),
+                    **status,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -526,8 +669,14 @@ def operand_model(kernel: str, bf: int, tile: int = 4) -> dict[str, Any]:
         r = 8 if kernel == "min-plus" else tile
         cells, ints = r * r, 2 * r
         loads = ints // 4
-    return {"cells_per_thread": cells, "ints_per_k": ints, "shared_loads_per_k": loads, "relaxations_per_k": cells,
-            "relaxations_per_shared_load": cells / loads, "dram_bytes_per_relaxation": 8.0 / bf}
+    return {
+        "cells_per_thread": cells,
+        "ints_per_k": ints,
+        "shared_loads_per_k": loads,
+        "relaxations_per_k": cells,
+        "relaxations_per_shared_load": cells / loads,
+        "dram_bytes_per_relaxation": 8.0 / bf,
+    }
 
 
 def kernel_label(row: Any) -> str:
@@ -574,9 +723,13 @@ def traffic_model(n: int, bf: int, shared_loads_per_relaxation: float = 2.0) -> 
     size = padded_size(n, bf)
     rounds = size // bf
     tiles = rounds * (rounds - 1) ** 2
-    return {"global_load_bytes": 4.0 * 3 * bf * bf * tiles, "global_store_bytes": 4.0 * bf * bf * tiles,
-            "shared_load_bytes": 4.0 * shared_loads_per_relaxation * bf ** 3 * tiles,
-            "shared_store_bytes": 4.0 * 2 * bf * bf * tiles, "relaxations": float(bf ** 3 * tiles)}
+    return {
+        "global_load_bytes": 4.0 * 3 * bf * bf * tiles,
+        "global_store_bytes": 4.0 * bf * bf * tiles,
+        "shared_load_bytes": 4.0 * shared_loads_per_relaxation * bf**3 * tiles,
+        "shared_store_bytes": 4.0 * 2 * bf * bf * tiles,
+        "relaxations": float(bf**3 * tiles),
+    }
 
 
 def bytes_per_relaxation(row: Any) -> float:
@@ -599,7 +752,7 @@ def roofline_points(frame: pd.DataFrame) -> pd.DataFrame:
     return out.assign(label=out["variant"])
 
 
-def with_rates(frame: pd.DataFrame, ceiling_relaxations_per_s: Optional[float] = None) -> pd.DataFrame:
+def with_rates(frame: pd.DataFrame, ceiling_relaxations_per_s: float | None = None) -> pd.DataFrame:
     """Adds relaxations per second (n^3 / time: useful work, padding not counted), GOPS as two
     integer operations (add, min) per relaxation in lab 001's binary giga, and the fraction of the
     add+min ceiling; rows that are not 'ok' get none."""
@@ -634,15 +787,24 @@ def phase3_counters(specs: Sequence[dict[str, Any]], n: int, seed: int, phases: 
         bf = int(spec["bf"])
         rounds = padded_size(n, bf) // bf
         p3_s = float(p3.loc[spec["label"], "time_ms"]) * 1e-3 if spec["label"] in p3.index else np.nan
-        row: dict[str, Any] = {"variant": spec["label"], "block_factor": bf, "kernel": spec["kind"], "n": n,
-                               "rounds": rounds, "phase3_time_ms": p3_s * 1e3, "source": source}
+        row: dict[str, Any] = {
+            "variant": spec["label"],
+            "block_factor": bf,
+            "kernel": spec["kind"],
+            "n": n,
+            "rounds": rounds,
+            "phase3_time_ms": p3_s * 1e3,
+            "source": source,
+        }
         if frame is not None:
             got = frame.iloc[i]
             row.update({c: got[c] for c in COUNTER_COLUMNS + ("dram_GBps", "kernel_time_ms", "integer_instructions")})
             row["GOPS"] = got["integer_instructions"] * rounds / p3_s / 2**30
         else:
             model = traffic_model(n, bf, shared_loads_per_relaxation(spec))
-            for c, key in zip(COUNTER_COLUMNS, ("global_load_bytes", "global_store_bytes", "shared_load_bytes", "shared_store_bytes")):
+            for c, key in zip(
+                COUNTER_COLUMNS, ("global_load_bytes", "global_store_bytes", "shared_load_bytes", "shared_store_bytes")
+            ):
                 row[c] = model[key] / p3_s / 1e9
             row["GOPS"] = 2 * model["relaxations"] / p3_s / 2**30
         rows.append(row)
@@ -665,14 +827,15 @@ def profile_phase3(specs: Sequence[dict[str, Any]], n: int, seed: int = 1, timeo
     """One row per spec ({"label", "kind", "bf", "dpx"}): phase 3's counters at its middle round,
     read by Nsight Compute from a child process (``_ncu_target``), in our units (GB/s, ms)."""
 
-
     target = ["-m", "cudalab.labs.fw._ncu_target", json.dumps(list(specs)), str(n), str(seed)]
     frame = nsight.profile_launches(target, NCU_METRICS, "regex:phase3", expected=len(specs), timeout_s=timeout_s)
-    ids = pd.DataFrame([{"variant": s["label"], "block_factor": int(s["bf"]), "kernel": s["kind"], "n": n} for s in specs])
+    ids = pd.DataFrame(
+        [{"variant": s["label"], "block_factor": int(s["bf"]), "kernel": s["kind"], "n": n} for s in specs]
+    )
     return pd.concat([ids, frame], axis=1)
 
 
-def counters_available() -> Optional[str]:
+def counters_available() -> str | None:
     """None where ncu can read counters here, else the reason it cannot."""
     try:
         profile_phase3([{"label": "probe", "kind": "shared", "bf": 8}], 16, timeout_s=120)

@@ -7,7 +7,7 @@ instead, so that a sum of two still fits in an int32 and ``min`` needs no branch
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

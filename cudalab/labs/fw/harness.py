@@ -10,8 +10,9 @@ reference on the same random input, and turns a sweep into tidy frames.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Optional, Protocol, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -21,8 +22,9 @@ from cudalab.core.gpu import require_cupy
 from cudalab.core.launch import allow_shared_memory, check_launch, launch, refusal_types, require_memory
 from cudalab.core.sweep import progress
 from cudalab.core.timing import summarize, time_cpu, time_gpu
-from cudalab.labs.fw.reference import floyd_warshall_c, floyd_warshall_cupy
 from cudalab.labs.fw.graphs import INPUTS, gen_matrix
+from cudalab.labs.fw.reference import floyd_warshall_c, floyd_warshall_cupy
+
 
 @dataclass
 class Launch:
@@ -60,7 +62,7 @@ class Plan(Protocol):
 
     def prepare(self, d_input) -> Any: ...
 
-    def launches(self, work) -> Iterator["Launch | LanesMeet"]: ...
+    def launches(self, work) -> Iterator[Launch | LanesMeet]: ...
 
     def finish(self, work, n: int) -> Any: ...
 
@@ -72,8 +74,7 @@ class PerKLaunch:
     kernel: Any
     grid: tuple[int, ...]
     block: tuple[int, ...]
-    args: Callable[[Any, int, int], tuple] = field(
-        default=lambda mat, k, n: (mat, np.int32(k), np.int32(n)))
+    args: Callable[[Any, int, int], tuple] = field(default=lambda mat, k, n: (mat, np.int32(k), np.int32(n)))
     shared_mem: int = 0
 
     def prepare(self, d_input):
@@ -238,13 +239,17 @@ def measure_variant(variant: Variant, d_input, reference, n: int, timing: dict[s
             cp.copyto(work, start)
 
         samples = time_gpu(solver.run, setup=reset, stream=stream, **timing)
-        row = {**summarize(samples), "launch_mode": solver.launch_mode, "launches": len(solver.launches),
-               **compare(plan.finish(work, n), reference)}
+        row = {
+            **summarize(samples),
+            "launch_mode": solver.launch_mode,
+            "launches": len(solver.launches),
+            **compare(plan.finish(work, n), reference),
+        }
     row["grid"] = "x".join(map(str, plan.grid)) if isinstance(plan, PerKLaunch) else ""
     return row
 
 
-def expected_s(rows: Sequence[dict[str, Any]], label: str, n: int) -> Optional[float]:
+def expected_s(rows: Sequence[dict[str, Any]], label: str, n: int) -> float | None:
     """The time one solve of ``label`` at ``n`` should take, from its median at the largest smaller
     n measured so far, scaled as n^3 (a Floyd-Warshall solve is n^3 relaxations); None if none."""
     done = [r for r in rows if r["variant"] == label and r.get("status") == "ok" and r["n"] < n]
@@ -254,9 +259,16 @@ def expected_s(rows: Sequence[dict[str, Any]], label: str, n: int) -> Optional[f
     return last["time_ms"] / 1e3 * (n / last["n"]) ** 3
 
 
-def sweep(variants: Sequence[Variant], sizes: Sequence[int], *, seed: int, cpu_max_n: int,
-                timing: Optional[dict[str, Any]] = None, desc: str = "Floyd-Warshall",
-                point_budget_s: float = 0.0) -> tuple[pd.DataFrame, pd.DataFrame]:
+def sweep(
+    variants: Sequence[Variant],
+    sizes: Sequence[int],
+    *,
+    seed: int,
+    cpu_max_n: int,
+    timing: dict[str, Any] | None = None,
+    desc: str = "Floyd-Warshall",
+    point_budget_s: float = 0.0,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Measure every variant at every n, each on a fresh seeded random graph.
 
     Returns (gpu, cpu): the GPU frame has one row per (n, variant) with timing,
@@ -293,8 +305,9 @@ def sweep(variants: Sequence[Variant], sizes: Sequence[int], *, seed: int, cpu_m
                     d_input = cp.asarray(host)
                     if n <= cpu_max_n:
                         out = np.empty_like(host)
-                        samples = time_cpu(lambda: floyd_warshall_c(host, out),
-                                           min_total_s=1.0 if n < 512 else 0.0)
+                        samples = time_cpu(
+                            lambda host=host, out=out: floyd_warshall_c(host, out), min_total_s=1.0 if n < 512 else 0.0
+                        )
                         cpu_rows.append({"n": n, **summarize(samples, "cpu_time_ms")})
                         reference, checked_by = cp.asarray(out), "cpu"
                     else:
@@ -304,8 +317,14 @@ def sweep(variants: Sequence[Variant], sizes: Sequence[int], *, seed: int, cpu_m
             continue
         expected = expected_s(gpu_rows, variant.label, n) if point_budget_s else None
         if expected is not None and expected > point_budget_s:
-            gpu_rows.append({**base, "status": "skipped", "reason": f"over budget: expected {expected:.1f} s per solve "
-                             f"(n^3 from its time at a smaller N), the sweep's budget is {point_budget_s:g} s"})
+            gpu_rows.append(
+                {
+                    **base,
+                    "status": "skipped",
+                    "reason": f"over budget: expected {expected:.1f} s per solve "
+                    f"(n^3 from its time at a smaller N), the sweep's budget is {point_budget_s:g} s",
+                }
+            )
             continue
         try:
             row = measure_variant(variant, d_input, reference, n, timing, stream)

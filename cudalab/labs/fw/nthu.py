@@ -18,8 +18,19 @@ from cudalab.core.errors import CaseFormatError
 from cudalab.labs.fw.graphs import NO_EDGE, UNREACHABLE
 from cudalab.labs.fw.reference import floyd_warshall_c, floyd_warshall_numpy
 
-__all__ = ["CaseFormatError", "UNREACHABLE", "parse_case", "read_case", "write_case", "generate_case", "to_matrix",
-           "solve_cpu", "solve_numpy", "write_output", "read_output"]
+__all__ = [
+    "CaseFormatError",
+    "UNREACHABLE",
+    "parse_case",
+    "read_case",
+    "write_case",
+    "generate_case",
+    "to_matrix",
+    "solve_cpu",
+    "solve_numpy",
+    "write_output",
+    "read_output",
+]
 HEADER_BYTES = 8
 EDGE_BYTES = 12
 
@@ -38,8 +49,10 @@ def parse_case(data: bytes, name: str = "input") -> tuple[int, np.ndarray]:
     want = HEADER_BYTES + EDGE_BYTES * e
     if len(data) < want:
         edge = (len(data) - HEADER_BYTES) // EDGE_BYTES
-        raise CaseFormatError(f"{name}: truncated: E = {e} needs {want} bytes, the file has {len(data)}; "
-                              f"edge {edge} at offset {HEADER_BYTES + EDGE_BYTES * edge} is incomplete")
+        raise CaseFormatError(
+            f"{name}: truncated: E = {e} needs {want} bytes, the file has {len(data)}; "
+            f"edge {edge} at offset {HEADER_BYTES + EDGE_BYTES * edge} is incomplete"
+        )
     if len(data) > want:
         raise CaseFormatError(f"{name}: {len(data) - want} unexpected bytes after the last edge, at offset {want}")
     edges = np.frombuffer(data, dtype="<i4", count=3 * e, offset=HEADER_BYTES).reshape(e, 3)
@@ -63,23 +76,31 @@ def validate_edges(v: int, edges: np.ndarray, name: str = "input") -> np.ndarray
             bad = np.flatnonzero((edges[:, column] < 0) | (edges[:, column] >= v))
             if bad.size:
                 i = int(bad[0])
-                raise CaseFormatError(f"{name}: edge {i} at offset {HEADER_BYTES + EDGE_BYTES * i}: {what} "
-                                      f"{int(edges[i, column])} is not a vertex of [0, {v})")
+                raise CaseFormatError(
+                    f"{name}: edge {i} at offset {HEADER_BYTES + EDGE_BYTES * i}: {what} "
+                    f"{int(edges[i, column])} is not a vertex of [0, {v})"
+                )
     weights = edges[:, 2]
     high = highs[2]
     if lows[2] < 0:
         i = int(np.flatnonzero(weights < 0)[0])
-        raise CaseFormatError(f"{name}: edge {i} at offset {HEADER_BYTES + EDGE_BYTES * i}: negative weight {int(edges[i, 2])}")
+        raise CaseFormatError(
+            f"{name}: edge {i} at offset {HEADER_BYTES + EDGE_BYTES * i}: negative weight {int(edges[i, 2])}"
+        )
     if high >= UNREACHABLE:
         i = int(np.flatnonzero(weights >= UNREACHABLE)[0])
-        raise CaseFormatError(f"{name}: edge {i} at offset {HEADER_BYTES + EDGE_BYTES * i}: weight {int(edges[i, 2])} is not "
-                              f"below {UNREACHABLE}, the format's value for 'unreachable'")
+        raise CaseFormatError(
+            f"{name}: edge {i} at offset {HEADER_BYTES + EDGE_BYTES * i}: weight {int(edges[i, 2])} is not "
+            f"below {UNREACHABLE}, the format's value for 'unreachable'"
+        )
     if high * min(v - 1, len(edges)) >= UNREACHABLE:  # only then can the exact bound matter
         longest = longest_path_bound(v, weights)
         if longest >= UNREACHABLE:
-            raise CaseFormatError(f"{name}: a shortest path could weigh up to {longest:,} (the {min(v - 1, len(edges))} "
-                                  f"heaviest edges in a row), which reaches {UNREACHABLE:,}, the format's value for "
-                                  f"'unreachable': such a distance cannot be written")
+            raise CaseFormatError(
+                f"{name}: a shortest path could weigh up to {longest:,} (the {min(v - 1, len(edges))} "
+                f"heaviest edges in a row), which reaches {UNREACHABLE:,}, the format's value for "
+                f"'unreachable': such a distance cannot be written"
+            )
     return edges
 
 
@@ -130,15 +151,20 @@ def generate_case(v: int, density: float, seed: int, max_weight: int = 1000) -> 
     if v <= 0 or not 0 <= density <= 1:
         raise CaseFormatError(f"need V > 0 and 0 <= density <= 1, got V = {v}, density = {density}")
     if not 0 <= max_weight <= max_weight_for(v):
-        raise CaseFormatError(f"max weight {max_weight} is outside 0..{max_weight_for(v):,}: with V = {v} a shortest path "
-                              f"could then weigh {UNREACHABLE:,} or more, which the format reads as 'unreachable'")
+        raise CaseFormatError(
+            f"max weight {max_weight} is outside 0..{max_weight_for(v):,}: with V = {v} a shortest path "
+            f"could then weigh {UNREACHABLE:,} or more, which the format reads as 'unreachable'"
+        )
     rng = np.random.default_rng([seed, v])
     pairs = v * (v - 1)
     m = int(round(density * pairs))
     if m == 0:
         return np.empty((0, 3), dtype=np.int32)
-    flat = rng.choice(pairs, size=m, replace=False) if pairs < 50_000_000 or m > pairs // 4 else \
-        np.unique(rng.integers(0, pairs, size=int(m * 1.1)))[:m]
+    flat = (
+        rng.choice(pairs, size=m, replace=False)
+        if pairs < 50_000_000 or m > pairs // 4
+        else np.unique(rng.integers(0, pairs, size=int(m * 1.1)))[:m]
+    )
     src, rest = np.divmod(flat, v - 1)
     dst = rest + (rest >= src)  # skip the diagonal
     w = rng.integers(0, max_weight + 1, size=len(flat))
@@ -160,7 +186,9 @@ def to_matrix(v: int, edges: np.ndarray, out: np.ndarray | None = None) -> np.nd
 
 def solve_in_labs_convention(v: int, edges: np.ndarray, solve) -> np.ndarray:
     """Run a solver of the labs' -1-means-no-edge convention on a case, answer in NTHU's."""
-    hostmem.require(matrix_bytes(v, 5), f"V = {v:,} (the distance matrix and its conversions, {v:,} x {v:,} int32 each)")
+    hostmem.require(
+        matrix_bytes(v, 5), f"V = {v:,} (the distance matrix and its conversions, {v:,} x {v:,} int32 each)"
+    )
     dist = to_matrix(v, edges)
     out = solve(np.where(dist == UNREACHABLE, NO_EDGE, dist).astype(np.int32))
     return np.where(out < 0, UNREACHABLE, out).astype(np.int32)

@@ -20,16 +20,16 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
 from cudalab.core.check import compare
-from cudalab.core.launch import require_memory
 from cudalab.core.gpu import require_cupy
 from cudalab.core.kernels import load_kernel
+from cudalab.core.launch import require_memory
 from cudalab.core.sweep import progress
 from cudalab.core.timing import summarize
 from cudalab.labs.fw import blocked, nthu
@@ -80,9 +80,11 @@ class MatrixBuilder:
         self._status(len(edges))
         if len(edges):
             self.edges[: len(edges)].set(edges)
-            self.place((min(4096, -(-len(edges) // 256)),), (256,),
-                       (work, np.int32(size), self.edges, np.int64(len(edges)), np.int32(v),
-                        self.first_bad, self.heaviest))
+            self.place(
+                (min(4096, -(-len(edges) // 256)),),
+                (256,),
+                (work, np.int32(size), self.edges, np.int64(len(edges)), np.int32(v), self.first_bad, self.heaviest),
+            )
         bad, top = int(self.first_bad.get()[0]), int(self.heaviest.get()[0])
         if bad < len(edges) or top * min(v - 1, len(edges)) >= nthu.UNREACHABLE:
             nthu.validate_edges(v, edges, name)  # raises, naming the edge and its offset
@@ -126,8 +128,9 @@ class OutputStage:
         return waited * 1e3, written * 1e3
 
 
-def solve_file(input_path: str | Path, output_path: str | Path,
-               plan: blocked.BlockedPlan) -> tuple[dict[str, float], int]:
+def solve_file(
+    input_path: str | Path, output_path: str | Path, plan: blocked.BlockedPlan
+) -> tuple[dict[str, float], int]:
     """Solve one input file into an output file with a blocked plan (``blocked.KernelSpec(...).plan()``);
     (milliseconds per stage, V). A V whose padded matrix does not fit the GPU is refused with the sizes."""
     cp = require_cupy()
@@ -187,8 +190,15 @@ def reference_answer(v: int, edges: np.ndarray, cpu_max_v: int = 600) -> tuple[n
     return nthu.solve_in_labs_convention(v, edges, lambda lab: cp.asnumpy(floyd_warshall_cupy(cp.asarray(lab)))), "cupy"
 
 
-def time_split(vertices: Sequence[int], density: float, seed: int, workdir: Optional[str | Path] = None,
-               repeats: int = 3, *, plan_factory: Callable[[], blocked.BlockedPlan]) -> pd.DataFrame:
+def time_split(
+    vertices: Sequence[int],
+    density: float,
+    seed: int,
+    workdir: str | Path | None = None,
+    repeats: int = 3,
+    *,
+    plan_factory: Callable[[], blocked.BlockedPlan],
+) -> pd.DataFrame:
     """Lab 001's time distribution: for each V a generated case is solved ``repeats`` times from
     file to file (in ``workdir``, else a temporary folder); one row per (case, stage) with the
     median and range, and the check's verdict."""
@@ -215,11 +225,23 @@ def time_split(vertices: Sequence[int], density: float, seed: int, workdir: Opti
         input_ratio = frame[list(INPUT_STAGES)].sum(axis=1).median() / base["fromfile_ms"]
         output_ratio = frame[list(OUTPUT_STAGES)].sum(axis=1).median() / base["host_write_ms"]
         for stage in STAGES:
-            rows.append({"case": case.name, "v": v, "e": len(edges), "stage": stage, **summarize(frame[stage].to_numpy()),
-                         "input_bytes": case.stat().st_size, "output_bytes": 4 * v * v,
-                         "fromfile_ms": base["fromfile_ms"], "host_write_ms": base["host_write_ms"],
-                         "input_over_fromfile": input_ratio, "output_over_host_write": output_ratio,
-                         "checked_against": checked_by, **status})
+            rows.append(
+                {
+                    "case": case.name,
+                    "v": v,
+                    "e": len(edges),
+                    "stage": stage,
+                    **summarize(frame[stage].to_numpy()),
+                    "input_bytes": case.stat().st_size,
+                    "output_bytes": 4 * v * v,
+                    "fromfile_ms": base["fromfile_ms"],
+                    "host_write_ms": base["host_write_ms"],
+                    "input_over_fromfile": input_ratio,
+                    "output_over_host_write": output_ratio,
+                    "checked_against": checked_by,
+                    **status,
+                }
+            )
         case.unlink()
         out.unlink()
     return pd.DataFrame(rows)

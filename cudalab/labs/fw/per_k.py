@@ -20,7 +20,8 @@ chapters' occupancy tables); every recipe builds its launch from it.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -64,8 +65,14 @@ def launch(recipe: str, *args: int, published: bool = False) -> dict[str, Any]:
         shared = INT32 * b if published else 2 * INT32 * b
     else:
         raise ValueError(f"unknown per-k recipe {recipe!r}")
-    return {"block": "x".join(map(str, block)), "file": file, "kernel": kernel, "options": options,
-            "threads": int(np.prod(block)), "dynamic_shared_bytes": shared}
+    return {
+        "block": "x".join(map(str, block)),
+        "file": file,
+        "kernel": kernel,
+        "options": options,
+        "threads": int(np.prod(block)),
+        "dynamic_shared_bytes": shared,
+    }
 
 
 def _shape(spec: dict[str, Any]) -> tuple[int, ...]:
@@ -84,6 +91,7 @@ def _square(spec: dict[str, Any], floor: bool = False) -> PlanFactory:
     def plan(n: int) -> PerKLaunch:
         grid = (n // b, n // b) if floor else (ceil_div(n, b), ceil_div(n, b))
         return PerKLaunch(kernel, grid, block, shared_mem=spec["dynamic_shared_bytes"])
+
     return plan
 
 
@@ -103,8 +111,12 @@ def segment(s: int, threads: int) -> PlanFactory:
     """Each thread relaxes ``s`` consecutive entries of a row; ``threads`` per block."""
     spec = launch("segment", s, threads)
     kernel = _compiled(spec)
-    return lambda n: PerKLaunch(kernel, (ceil_div(n * n, threads * s),), _shape(spec),
-                                args=lambda m, k, n: (m, np.int32(k), np.int32(n), np.int32(s)))
+    return lambda n: PerKLaunch(
+        kernel,
+        (ceil_div(n * n, threads * s),),
+        _shape(spec),
+        args=lambda m, k, n: (m, np.int32(k), np.int32(n), np.int32(s)),
+    )
 
 
 def _name(base: str, published: bool) -> str:
@@ -147,8 +159,9 @@ def solve_bytes(n: int) -> int:
 # --------------------------------------------------------------- barrier check
 
 
-def synccheck(file: str, kernel: str, block: tuple[int, int], n: int, options: Sequence[str] = (),
-              timeout_s: int = 300) -> dict[str, Any]:
+def synccheck(
+    file: str, kernel: str, block: tuple[int, int], n: int, options: Sequence[str] = (), timeout_s: int = 300
+) -> dict[str, Any]:
     """compute-sanitizer's synccheck of one step (k = n/2) of a per-k kernel on a ceil grid over
     a sparse graph: a row with the number of barrier errors (None where it could not run)."""
     row = {"file": file, "kernel": kernel, "block": f"{block[0]}x{block[1]}", "n": n, "options": " ".join(options)}
@@ -168,5 +181,8 @@ BYTES_PER_RELAXATION = 8.0
 def roofline_points(frame: pd.DataFrame) -> pd.DataFrame:
     """The rows as roofline points: relaxations per byte (``BYTES_PER_RELAXATION``) and the
     relaxations per second achieved, n^3 over the time of a solve."""
-    return frame.assign(label=frame["variant"], intensity=1.0 / BYTES_PER_RELAXATION,
-                        ops_per_s=frame["n"].astype(float) ** 3 / (frame["time_ms"] / 1e3))
+    return frame.assign(
+        label=frame["variant"],
+        intensity=1.0 / BYTES_PER_RELAXATION,
+        ops_per_s=frame["n"].astype(float) ** 3 / (frame["time_ms"] / 1e3),
+    )

@@ -65,13 +65,16 @@ def floyd_warshall_numpy(mat: np.ndarray) -> np.ndarray:
 def _relax_through_group():
     cp = require_cupy()
     return cp.ElementwiseKernel(
-        "raw int32 cols, raw int32 rows, int32 b, int32 n", "int32 d",
+        "raw int32 cols, raw int32 rows, int32 b, int32 n",
+        "int32 d",
         """
         const ptrdiff_t r = i / n, c = i % n;
         int best = d;
         for (int m = 0; m < b; ++m) best = min(best, cols[r * b + m] + rows[(ptrdiff_t)m * n + c]);
         d = best;
-        """, "cudalab_reference_relax_group")
+        """,
+        "cudalab_reference_relax_group",
+    )
 
 
 def floyd_warshall_cupy(d_mat, group: int = 16) -> Any:

@@ -3,7 +3,8 @@ it derives from them (the derivations run in replay too, without a GPU)."""
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -12,13 +13,29 @@ import pandas as pd
 from cudalab.core.sweep import progress
 from cudalab.labs.kmeans import reference
 from cudalab.labs.kmeans.gpu import LADDER, VARIANTS
-STEPS = {"host_update": "a", "device_update": "b", "shared_buffers": "c", "fused": "ours 1", "tiled": "ours 2",
-         "cupy": "peer"}
-SHORT_NAMES = {"time_ms": "ms / iteration", "points_per_s": "points/s", "x_read_floor": "x read floor",
-               "x_flop_floor": "x flop floor", "speedup_over_cupy": "x CuPy", "total_s": "total s",
-               "ms_per_iteration": "ms / iteration", "speedup_over_previous": "x previous",
-               "speedup_over_baseline": "x baseline", "membership_mismatches": "mismatches", "near_ties": "near ties",
-               "worst_centre_error": "worst centre error"}
+
+STEPS = {
+    "host_update": "a",
+    "device_update": "b",
+    "shared_buffers": "c",
+    "fused": "ours 1",
+    "tiled": "ours 2",
+    "cupy": "peer",
+}
+SHORT_NAMES = {
+    "time_ms": "ms / iteration",
+    "points_per_s": "points/s",
+    "x_read_floor": "x read floor",
+    "x_flop_floor": "x flop floor",
+    "speedup_over_cupy": "x CuPy",
+    "total_s": "total s",
+    "ms_per_iteration": "ms / iteration",
+    "speedup_over_previous": "x previous",
+    "speedup_over_baseline": "x baseline",
+    "membership_mismatches": "mismatches",
+    "near_ties": "near ties",
+    "worst_centre_error": "worst centre error",
+}
 FLOAT32 = 4
 
 
@@ -41,18 +58,28 @@ def correctness(n: int, d: int, k: int, seed: int, iterations: int) -> pd.DataFr
     return pd.concat(frames, ignore_index=True)
 
 
-def configurations(sizes: Iterable[int], dims: Iterable[int], clusters: Iterable[int], base_d: int,
-                   base_k: int) -> list[tuple[int, int, int]]:
+def configurations(
+    sizes: Iterable[int], dims: Iterable[int], clusters: Iterable[int], base_d: int, base_k: int
+) -> list[tuple[int, int, int]]:
     """(n, d, k) of the three one-at-a-time sweeps, each configuration once: N at (base_d,
     base_k), then D and K at the largest N."""
     sizes = list(sizes)
     top = max(sizes)
-    configs = [(n, base_d, base_k) for n in sizes] + [(top, d, base_k) for d in dims] + [(top, base_d, k) for k in clusters]
+    configs = (
+        [(n, base_d, base_k) for n in sizes] + [(top, d, base_k) for d in dims] + [(top, base_d, k) for k in clusters]
+    )
     return list(dict.fromkeys(configs))
 
 
-def sweep(sizes: Iterable[int], dims: Iterable[int], clusters: Iterable[int], base_d: int, base_k: int,
-          iterations: int, seed: int) -> pd.DataFrame:
+def sweep(
+    sizes: Iterable[int],
+    dims: Iterable[int],
+    clusters: Iterable[int],
+    base_d: int,
+    base_k: int,
+    iterations: int,
+    seed: int,
+) -> pd.DataFrame:
     """Stage times of every variant at every configuration: one row per (n, d, k, variant,
     iteration, stage); a variant a configuration refuses is one row with its reason."""
     from cudalab.core.gpu import require_cupy
@@ -84,10 +111,20 @@ def floors_basis() -> pd.DataFrame:
     from cudalab.labs import bandwidth, capabilities
 
     copy = bandwidth.copy_ceiling(1 << 29).iloc[0]
-    return pd.DataFrame([{"quantity": "dram_GBps", "value": float(copy["bandwidth_GBps"]),
-                          "how": "device-to-device copy of 512 MiB, bytes read + written, median"},
-                         {"quantity": "fp32_peak_GFLOPs", "value": capabilities.fp32_peak_GFLOPs(capabilities.present_spec()),
-                          "how": "2 x FP32 lanes x SMs x max clock"}])
+    return pd.DataFrame(
+        [
+            {
+                "quantity": "dram_GBps",
+                "value": float(copy["bandwidth_GBps"]),
+                "how": "device-to-device copy of 512 MiB, bytes read + written, median",
+            },
+            {
+                "quantity": "fp32_peak_GFLOPs",
+                "value": capabilities.fp32_peak_GFLOPs(capabilities.present_spec()),
+                "how": "2 x FP32 lanes x SMs x max clock",
+            },
+        ]
+    )
 
 
 def per_iteration(stages: pd.DataFrame, basis: pd.Series, wrong: Iterable[str] = ()) -> pd.DataFrame:
@@ -100,8 +137,10 @@ def per_iteration(stages: pd.DataFrame, basis: pd.Series, wrong: Iterable[str] =
     totals = ran.groupby(keys + ["iteration"])["time_ms"].sum().groupby(keys).median().rename("time_ms").reset_index()
     skipped = stages[~stages["status"].eq("ok")][keys + ["status", "reason"]].drop_duplicates(keys)
     out = pd.concat([totals.assign(status="ok", reason=""), skipped], ignore_index=True)
-    out.loc[out["variant"].isin(list(wrong)) & out["status"].eq("ok"), ["status", "reason"]] = \
-        ["wrong", "failed the float64 check"]
+    out.loc[out["variant"].isin(list(wrong)) & out["status"].eq("ok"), ["status", "reason"]] = [
+        "wrong",
+        "failed the float64 check",
+    ]
     good = out["status"].eq("ok")
     out["points_per_s"] = (out["n"] / (out["time_ms"] * 1e-3)).where(good)
     out["read_floor_ms"] = out["n"] * out["d"] * FLOAT32 / (basis["dram_GBps"] * 1e9) * 1e3
@@ -113,8 +152,11 @@ def per_iteration(stages: pd.DataFrame, basis: pd.Series, wrong: Iterable[str] =
     at = pd.MultiIndex.from_frame(out[["n", "d", "k"]])
     out["speedup_over_cupy"] = (cupy.reindex(at).to_numpy() / out["time_ms"]).where(good)
     order = {v: i for i, v in enumerate(VARIANTS)}
-    return out.sort_values(["n", "d", "k"], kind="stable").sort_values(
-        ["n", "d", "k", "variant"], key=lambda s: s.map(order) if s.name == "variant" else s).reset_index(drop=True)
+    return (
+        out.sort_values(["n", "d", "k"], kind="stable")
+        .sort_values(["n", "d", "k", "variant"], key=lambda s: s.map(order) if s.name == "variant" else s)
+        .reset_index(drop=True)
+    )
 
 
 def plot_stage_split(stages: pd.DataFrame, floors: pd.Series, ax=None, title: str = ""):
@@ -129,8 +171,18 @@ def plot_stage_split(stages: pd.DataFrame, floors: pd.Series, ax=None, title: st
     for i, stage in enumerate(sorted(med.columns, key=lambda s: ("assign" not in s, "delta" not in s, s))):
         ax.barh(labels, med[stage], left=left, label=stage, color=f"C{i}")
         left += med[stage].to_numpy()
-    ax.axvline(floors["read_floor_ms"], color="black", linestyle="--", label=f"read the points once ({floors['read_floor_ms']:.3f} ms)")
-    ax.axvline(floors["flop_floor_ms"], color="0.4", linestyle=":", label=f"2NKD flops at FP32 peak ({floors['flop_floor_ms']:.3f} ms)")
+    ax.axvline(
+        floors["read_floor_ms"],
+        color="black",
+        linestyle="--",
+        label=f"read the points once ({floors['read_floor_ms']:.3f} ms)",
+    )
+    ax.axvline(
+        floors["flop_floor_ms"],
+        color="0.4",
+        linestyle=":",
+        label=f"2NKD flops at FP32 peak ({floors['flop_floor_ms']:.3f} ms)",
+    )
     ax.set_xscale("log")
     ax.invert_yaxis()
     ax.set(xlabel="ms per iteration (log scale; stages stacked)", title=title)
@@ -153,8 +205,16 @@ def full_runs(n: int, d: int, k: int, seed: int) -> pd.DataFrame:
         except refusal_types() as exc:
             rows.append({**base, **_skipped(exc)})
             continue
-        rows.append({**base, "iterations": run["iterations"], "total_ms": run["total_ms"],
-                     **{f"{stage}_ms": ms for stage, ms in run["stages_ms"].items()}, "status": "ok", "reason": ""})
+        rows.append(
+            {
+                **base,
+                "iterations": run["iterations"],
+                "total_ms": run["total_ms"],
+                **{f"{stage}_ms": ms for stage, ms in run["stages_ms"].items()},
+                "status": "ok",
+                "reason": "",
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -171,6 +231,19 @@ def chain(runs: pd.DataFrame, wrong: Iterable[str] = ()) -> pd.DataFrame:
     times = out["total_s"].where(ladder)
     out["speedup_over_previous"] = (times.shift(1) / times).where(ladder & ladder.shift(1, fill_value=False))
     baseline = out.loc[out["variant"].eq("host_update") & out["status"].eq("ok"), "total_s"]
-    out["speedup_over_baseline"] = (baseline.iloc[0] / out["total_s"]).where(out["status"].eq("ok")) if len(baseline) else np.nan
-    return out[["step", "variant", "label", "iterations", "total_s", "ms_per_iteration", "speedup_over_previous",
-                "speedup_over_baseline", "status"]]
+    out["speedup_over_baseline"] = (
+        (baseline.iloc[0] / out["total_s"]).where(out["status"].eq("ok")) if len(baseline) else np.nan
+    )
+    return out[
+        [
+            "step",
+            "variant",
+            "label",
+            "iterations",
+            "total_s",
+            "ms_per_iteration",
+            "speedup_over_previous",
+            "speedup_over_baseline",
+            "status",
+        ]
+    ]

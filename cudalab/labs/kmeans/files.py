@@ -30,16 +30,19 @@ def _check_shape(path: Path, n: int, d: int) -> None:
     if d <= 0:
         raise CaseFormatError(f"{path}: the header gives D = {d} coordinates; D must be at least 1")
     if n * d > MAX_VALUES:
-        raise CaseFormatError(f"{path}: the header gives N x D = {n} x {d} = {n * d:,} values "
-                              f"({4 * n * d / 2**30:.1f} GiB), more than this reader accepts")
+        raise CaseFormatError(
+            f"{path}: the header gives N x D = {n} x {d} = {n * d:,} values "
+            f"({4 * n * d / 2**30:.1f} GiB), more than this reader accepts"
+        )
 
 
 def _check_finite(path: Path, points: np.ndarray, where) -> None:
     bad = ~np.isfinite(points)
     if bad.any():
         i, j = map(int, np.argwhere(bad)[0])
-        raise CaseFormatError(f"{path}: {where(i, j)}: value {points[i, j]} is not a finite number "
-                              f"({int(bad.sum())} such values in all)")
+        raise CaseFormatError(
+            f"{path}: {where(i, j)}: value {points[i, j]} is not a finite number ({int(bad.sum())} such values in all)"
+        )
 
 
 def read_binary(path: str | Path) -> np.ndarray:
@@ -54,10 +57,15 @@ def read_binary(path: str | Path) -> np.ndarray:
         expected = 8 + 4 * n * d
         if size != expected:
             whole = (size - 8) // (4 * d)
-            what = (f"truncated: the data ends inside object {whole} (byte offset {size})" if size < expected
-                    else f"{size - expected} bytes follow the last object (from byte offset {expected})")
-            raise CaseFormatError(f"{path}: the header gives N = {n}, D = {d}, so the file should be "
-                                  f"{expected:,} bytes; it is {size:,}: {what}")
+            what = (
+                f"truncated: the data ends inside object {whole} (byte offset {size})"
+                if size < expected
+                else f"{size - expected} bytes follow the last object (from byte offset {expected})"
+            )
+            raise CaseFormatError(
+                f"{path}: the header gives N = {n}, D = {d}, so the file should be "
+                f"{expected:,} bytes; it is {size:,}: {what}"
+            )
         points = np.fromfile(f, dtype=VALUE, count=n * d).reshape(n, d).astype(np.float32, copy=False)
     _check_finite(path, points, lambda i, j: f"object {i}, coordinate {j} (byte offset {8 + 4 * (i * d + j)})")
     return points
@@ -76,8 +84,10 @@ def read_text(path: str | Path) -> np.ndarray:
             if d is None:
                 d = len(fields) - 1
                 if d <= 0:
-                    raise CaseFormatError(f"{path}:{lineno}: an object is an id followed by its coordinates; "
-                                          f"this line has {len(fields)} field(s)")
+                    raise CaseFormatError(
+                        f"{path}:{lineno}: an object is an id followed by its coordinates; "
+                        f"this line has {len(fields)} field(s)"
+                    )
             if len(fields) - 1 != d:
                 raise CaseFormatError(f"{path}:{lineno}: {len(fields) - 1} values where the first object has {d}")
             try:
@@ -125,6 +135,7 @@ def write_binary(path: str | Path, points: np.ndarray) -> None:
 
 def write_text(path: str | Path, points: np.ndarray) -> None:
     """One line per object: its index, then its values with 6 decimals."""
+
     def write(tmp: Path) -> None:
         with open(tmp, "w") as f:
             for i, row in enumerate(np.asarray(points, dtype=np.float32)):

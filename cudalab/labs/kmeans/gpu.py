@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Optional
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -44,8 +45,8 @@ VARIANTS = {
     "cupy": "CuPy, vectorized",
 }
 LADDER = ("host_update", "device_update", "shared_buffers", "fused", "tiled")
-CLASSIC = LADDER[:3]   # the variants built on the classic code's assignment kernel
-THREADS = 128          # the classic code's threads per block
+CLASSIC = LADDER[:3]  # the variants built on the classic code's assignment kernel
+THREADS = 128  # the classic code's threads per block
 FUSED_THREADS = 256
 # The fused kernel's knobs (see km_03_fused.cu): objects per thread, centres in shared memory
 # rather than constant memory, and how many centres are unrolled at a time.
@@ -54,12 +55,12 @@ FUSED_COPIES = (4, 2, 1)  # copies of the fused kernel's shared sums, the most t
 WARP_SUMS_BUDGET = 40 * 1024  # bytes of per-warp sums a block may keep (SUMS_BY_WARP)
 SHARED_LIMIT = 48 * 1024
 CONSTANT_LIMIT = 64 * 1024
-FUSED_MAX_D = 128      # a point's coordinates live in registers
-TILED_TP = 4           # objects per thread in the tiled kernel
-TILED_TQ = 8           # centres per thread while fewer than 32 lanes share an object group
-TILED_MAX_TQ = 16      # centres per thread, at most (TP x TQ scores live in registers)
-TILED_THREADS = 128    # at most; each warp keeps its own K x D sums, so fewer warps leave more blocks per SM
-ONE_PASS = "assign+delta+update (one pass)"   # the stage name of the fused and tiled kernels
+FUSED_MAX_D = 128  # a point's coordinates live in registers
+TILED_TP = 4  # objects per thread in the tiled kernel
+TILED_TQ = 8  # centres per thread while fewer than 32 lanes share an object group
+TILED_MAX_TQ = 16  # centres per thread, at most (TP x TQ scores live in registers)
+TILED_THREADS = 128  # at most; each warp keeps its own K x D sums, so fewer warps leave more blocks per SM
+ONE_PASS = "assign+delta+update (one pass)"  # the stage name of the fused and tiled kernels
 
 
 def shared_optin() -> int:
@@ -69,7 +70,7 @@ def shared_optin() -> int:
     return attributes().get("MaxSharedMemoryPerBlockOptin", SHARED_LIMIT) if gpu_available() else SHARED_LIMIT
 
 
-def fused_shape(d: int, k: int, optin: Optional[int] = None) -> dict[str, int]:
+def fused_shape(d: int, k: int, optin: int | None = None) -> dict[str, int]:
     """The fused kernel's plan for D and K: threads per block, and where its sums go.
 
     SUMS_BY_WARP (a staged tile and one copy of the sums per warp, in dynamic shared memory) where
@@ -105,34 +106,44 @@ def tiled_shape(d: int, k: int) -> dict[str, int]:
     return {"TP": TILED_TP, "TQ": tq, "G": g, "THREADS": threads, "dynamic_bytes": 4 * floats}
 
 
-def refusal(variant: str, d: int, k: int, optin: Optional[int] = None) -> str:
+def refusal(variant: str, d: int, k: int, optin: int | None = None) -> str:
     """Why ``variant`` cannot run with D coordinates and K clusters here (on a GPU whose blocks may
     opt in to ``optin`` bytes of shared memory: by default the present one's), or ""."""
     assign = 4 * (k * d + THREADS)
     if variant in CLASSIC and assign > SHARED_LIMIT:
-        return (f"the classic assignment stages all K x D = {k * d:,} centre coordinates in shared memory: "
-                f"{assign:,} bytes exceeds the {SHARED_LIMIT:,} a block may have")
+        return (
+            f"the classic assignment stages all K x D = {k * d:,} centre coordinates in shared memory: "
+            f"{assign:,} bytes exceeds the {SHARED_LIMIT:,} a block may have"
+        )
     buffers = 4 * (k * (d + 1) + k + 1)
-    if (variant == "shared_buffers" and buffers > SHARED_LIMIT) or (variant == "fused" and not fused_shape(d, k, optin)["COPIES"]):
+    if (variant == "shared_buffers" and buffers > SHARED_LIMIT) or (
+        variant == "fused" and not fused_shape(d, k, optin)["COPIES"]
+    ):
         return f"per-block cluster buffers of {buffers:,} bytes exceed the {SHARED_LIMIT:,} a block may have"
     if variant == "fused" and 4 * (k * d + k) > CONSTANT_LIMIT:
-        return (f"the centres and their norms, {4 * (k * d + k):,} bytes, exceed the {CONSTANT_LIMIT:,} "
-                f"bytes of constant memory")
+        return (
+            f"the centres and their norms, {4 * (k * d + k):,} bytes, exceed the {CONSTANT_LIMIT:,} "
+            f"bytes of constant memory"
+        )
     if variant == "fused" and d > FUSED_MAX_D:
         return f"D = {d} coordinates per point in registers exceeds the {FUSED_MAX_D} this kernel allows"
     if variant == "tiled":
         plan = tiled_shape(d, k)
         if plan["TQ"] > TILED_MAX_TQ:
-            return (f"K = {k} centres over 32 lanes is {plan['TQ']} per thread, more than the {TILED_MAX_TQ} "
-                    f"scores per object this kernel keeps in registers")
+            return (
+                f"K = {k} centres over 32 lanes is {plan['TQ']} per thread, more than the {TILED_MAX_TQ} "
+                f"scores per object this kernel keeps in registers"
+            )
         room = (shared_optin() if optin is None else optin) - 4 * (k + 1)
         if plan["dynamic_bytes"] > room:
-            return (f"the tile, the centres and each warp's sums take {plan['dynamic_bytes']:,} bytes of shared "
-                    f"memory; a block may have {room:,}")
+            return (
+                f"the tile, the centres and each warp's sums take {plan['dynamic_bytes']:,} bytes of shared "
+                f"memory; a block may have {room:,}"
+            )
     return ""
 
 
-def stage_launches(variant: str, n: int, d: int, k: int, optin: Optional[int] = None) -> dict[str, dict[str, Any]]:
+def stage_launches(variant: str, n: int, d: int, k: int, optin: int | None = None) -> dict[str, dict[str, Any]]:
     """The kernels ``variant``'s iteration launches for N points, D coordinates and K clusters, by
     role (assign, delta, sum, average; pass, finalize), without compiling: ``stage`` (the stage that
     times it), ``file``, ``kernel``, ``options``, ``threads`` per block and ``dynamic_shared_bytes``.
@@ -141,18 +152,53 @@ def stage_launches(variant: str, n: int, d: int, k: int, optin: Optional[int] = 
     if variant in CLASSIC:
         blocks = -(-n // THREADS)
         reduce_threads = min(1024, 1 << max(0, (blocks - 1).bit_length()))
-        out = {"assign": {"stage": "assign", "file": "km_00_assign.cu", "kernel": "find_nearest_cluster", "options": (),
-                          "threads": THREADS, "dynamic_shared_bytes": 4 * (k * d + THREADS)},
-               "delta": {"stage": "delta", "file": "km_00_assign.cu", "kernel": "compute_delta", "options": (),
-                         "threads": reduce_threads, "dynamic_shared_bytes": 4 * reduce_threads}}
+        out = {
+            "assign": {
+                "stage": "assign",
+                "file": "km_00_assign.cu",
+                "kernel": "find_nearest_cluster",
+                "options": (),
+                "threads": THREADS,
+                "dynamic_shared_bytes": 4 * (k * d + THREADS),
+            },
+            "delta": {
+                "stage": "delta",
+                "file": "km_00_assign.cu",
+                "kernel": "compute_delta",
+                "options": (),
+                "threads": reduce_threads,
+                "dynamic_shared_bytes": 4 * reduce_threads,
+            },
+        }
         if variant == "host_update":
             return out
-        out["sum"] = ({"stage": "update", "file": "km_01_device_update.cu", "kernel": "update_clusters_sum", "options": (),
-                       "threads": THREADS, "dynamic_shared_bytes": 0} if variant == "device_update" else
-                      {"stage": "update", "file": "km_02_shared_buffers.cu", "kernel": "update_clusters_sum_shared",
-                       "options": (), "threads": THREADS, "dynamic_shared_bytes": 4 * (k * (d + 1) + k)})
-        out["average"] = {"stage": "update", "file": "km_01_device_update.cu", "kernel": "update_clusters_average",
-                          "options": (), "threads": THREADS, "dynamic_shared_bytes": 0}
+        out["sum"] = (
+            {
+                "stage": "update",
+                "file": "km_01_device_update.cu",
+                "kernel": "update_clusters_sum",
+                "options": (),
+                "threads": THREADS,
+                "dynamic_shared_bytes": 0,
+            }
+            if variant == "device_update"
+            else {
+                "stage": "update",
+                "file": "km_02_shared_buffers.cu",
+                "kernel": "update_clusters_sum_shared",
+                "options": (),
+                "threads": THREADS,
+                "dynamic_shared_bytes": 4 * (k * (d + 1) + k),
+            }
+        )
+        out["average"] = {
+            "stage": "update",
+            "file": "km_01_device_update.cu",
+            "kernel": "update_clusters_average",
+            "options": (),
+            "threads": THREADS,
+            "dynamic_shared_bytes": 0,
+        }
         return out
     sizes = (f"-DK={k}", f"-DD={d}")
     if variant == "fused":
@@ -160,22 +206,49 @@ def stage_launches(variant: str, n: int, d: int, k: int, optin: Optional[int] = 
         tile_bytes, threads = plan.pop("dynamic_bytes"), plan.pop("threads")
         knobs = {**FUSED_OPTIONS, **plan, "CENTRE_UNROLL": min(FUSED_OPTIONS["CENTRE_UNROLL"], k)}
         options = (*sizes, *(f"-D{name}={value}" for name, value in knobs.items()))
-        return {"pass": {"stage": ONE_PASS, "file": "km_03_fused.cu", "kernel": "kmeans_fused", "options": options,
-                         "threads": threads, "dynamic_shared_bytes": tile_bytes},
-                "finalize": {"stage": "update", "file": "km_03_fused.cu", "kernel": "kmeans_finalize", "options": options,
-                             "threads": FUSED_THREADS, "dynamic_shared_bytes": 0}}
+        return {
+            "pass": {
+                "stage": ONE_PASS,
+                "file": "km_03_fused.cu",
+                "kernel": "kmeans_fused",
+                "options": options,
+                "threads": threads,
+                "dynamic_shared_bytes": tile_bytes,
+            },
+            "finalize": {
+                "stage": "update",
+                "file": "km_03_fused.cu",
+                "kernel": "kmeans_finalize",
+                "options": options,
+                "threads": FUSED_THREADS,
+                "dynamic_shared_bytes": 0,
+            },
+        }
     if variant == "tiled":
         plan = tiled_shape(d, k)
         shared = plan.pop("dynamic_bytes")
-        return {"pass": {"stage": ONE_PASS, "file": "km_04_tiled.cu", "kernel": "kmeans_tiled",
-                         "options": (*sizes, *(f"-D{name}={value}" for name, value in plan.items())),
-                         "threads": plan["THREADS"], "dynamic_shared_bytes": shared},
-                "finalize": {"stage": "update", "file": "km_03_fused.cu", "kernel": "kmeans_finalize",
-                             "options": (*sizes, "-DFINALIZE_ONLY=1"), "threads": FUSED_THREADS, "dynamic_shared_bytes": 0}}
+        return {
+            "pass": {
+                "stage": ONE_PASS,
+                "file": "km_04_tiled.cu",
+                "kernel": "kmeans_tiled",
+                "options": (*sizes, *(f"-D{name}={value}" for name, value in plan.items())),
+                "threads": plan["THREADS"],
+                "dynamic_shared_bytes": shared,
+            },
+            "finalize": {
+                "stage": "update",
+                "file": "km_03_fused.cu",
+                "kernel": "kmeans_finalize",
+                "options": (*sizes, "-DFINALIZE_ONLY=1"),
+                "threads": FUSED_THREADS,
+                "dynamic_shared_bytes": 0,
+            },
+        }
     return {}
 
 
-def launches(configs: Iterable[tuple[int, int, int]], cc: Optional[str] = None) -> list[dict[str, Any]]:
+def launches(configs: Iterable[tuple[int, int, int]], cc: str | None = None) -> list[dict[str, Any]]:
     """Every kernel launch of the ladder's variants at each (n, d, k) of ``configs`` that
     ``refusal`` lets run, on a GPU of compute capability ``cc`` (the shared memory its blocks may
     opt in to decides the fused kernel's shape; default: the present GPU), as
@@ -189,10 +262,22 @@ def launches(configs: Iterable[tuple[int, int, int]], cc: Optional[str] = None) 
             if refusal(variant, d, k, optin):
                 continue
             for role, spec in stage_launches(variant, n, d, k, optin).items():
-                shape = (f"N = {n:,}" if role == "delta" else
-                         "any" if spec["kernel"] in ("update_clusters_sum", "update_clusters_average") else f"D = {d}, K = {k}")
-                out.append({"variant": VARIANTS[variant], "stage": spec["stage"], "shape": shape, "block": str(spec["threads"]),
-                            **{key: v for key, v in spec.items() if key != "stage"}})
+                shape = (
+                    f"N = {n:,}"
+                    if role == "delta"
+                    else "any"
+                    if spec["kernel"] in ("update_clusters_sum", "update_clusters_average")
+                    else f"D = {d}, K = {k}"
+                )
+                out.append(
+                    {
+                        "variant": VARIANTS[variant],
+                        "stage": spec["stage"],
+                        "shape": shape,
+                        "block": str(spec["threads"]),
+                        **{key: v for key, v in spec.items() if key != "stage"},
+                    }
+                )
     return out
 
 
@@ -202,9 +287,9 @@ def _compiled(spec: dict[str, Any]) -> Any:
 
 @dataclass
 class Stage:
-    name: str                 # assign, delta, update, transfer, ...
+    name: str  # assign, delta, update, transfer, ...
     run: Callable[[], Any]
-    on_device: bool = True    # timed with events; else with a wall clock after a sync
+    on_device: bool = True  # timed with events; else with a wall clock after a sync
 
 
 class Problem:
@@ -270,7 +355,7 @@ class Runner:
             self.delta = cp.zeros(1, dtype=cp.int32)
         self.host_centres = problem.initial.copy()
         if variant == "host_update":
-            problem.points  # the host's copy of the objects, fetched once, outside any timed stage
+            _ = problem.points  # the host's copy of the objects, fetched once, outside any timed stage
         self.host_membership = np.empty(n, dtype=np.int32)
         self.changed = 0
         self.last_times: dict[str, float] = {}
@@ -280,9 +365,15 @@ class Runner:
 
     def _build(self) -> None:
         """The iteration's stages for this variant."""
-        build = self._classic_stages if self.variant in CLASSIC else \
-            self._fused_stages if self.variant == "fused" else \
-            self._tiled_stages if self.variant == "tiled" else self._cupy_stages
+        build = (
+            self._classic_stages
+            if self.variant in CLASSIC
+            else self._fused_stages
+            if self.variant == "fused"
+            else self._tiled_stages
+            if self.variant == "tiled"
+            else self._cupy_stages
+        )
         self.stages: list[Stage] = build()
 
     def _classic_stages(self) -> list[Stage]:
@@ -293,38 +384,76 @@ class Runner:
         specs = stage_launches(self.variant, p.n, p.d, p.k)
         assign, delta = _compiled(specs["assign"]), _compiled(specs["delta"])
         at, dt = specs["assign"], specs["delta"]
-        assign_stage = Stage("assign", lambda: launch(assign, (self.blocks,), (at["threads"],),
-                                                      (p.xt, self.centres, self.membership, self.intermediates,
-                                                       n, d, k), shared_mem=at["dynamic_shared_bytes"],
-                                                      stream=self.stream))
-        delta_stage = Stage("delta", lambda: launch(delta, (1,), (dt["threads"],),
-                                                    (self.intermediates, np.int32(self.blocks), self.delta),
-                                                    shared_mem=dt["dynamic_shared_bytes"], stream=self.stream))
+        assign_stage = Stage(
+            "assign",
+            lambda: launch(
+                assign,
+                (self.blocks,),
+                (at["threads"],),
+                (p.xt, self.centres, self.membership, self.intermediates, n, d, k),
+                shared_mem=at["dynamic_shared_bytes"],
+                stream=self.stream,
+            ),
+        )
+        delta_stage = Stage(
+            "delta",
+            lambda: launch(
+                delta,
+                (1,),
+                (dt["threads"],),
+                (self.intermediates, np.int32(self.blocks), self.delta),
+                shared_mem=dt["dynamic_shared_bytes"],
+                stream=self.stream,
+            ),
+        )
         count = Stage("transfer", self._fetch_count, on_device=False)
         if self.variant == "host_update":
-            return [assign_stage, delta_stage, count,
-                    Stage("transfer", self._membership_to_host, on_device=False),
-                    Stage("update", lambda: reference.host_update(p.points, self.host_membership,
-                                                                  self.host_centres), on_device=False),
-                    Stage("transfer", self._centres_to_device, on_device=False)]
+            return [
+                assign_stage,
+                delta_stage,
+                count,
+                Stage("transfer", self._membership_to_host, on_device=False),
+                Stage(
+                    "update",
+                    lambda: reference.host_update(p.points, self.host_membership, self.host_centres),
+                    on_device=False,
+                ),
+                Stage("transfer", self._centres_to_device, on_device=False),
+            ]
         st, avg = specs["sum"], specs["average"]
         average, summed = _compiled(avg), _compiled(st)
         if self.variant == "device_update":
-            sum_launch = lambda: launch(summed, (self.blocks,), (st["threads"],),
-                                        (p.xt, self.membership, self.sums, self.sizes, n, d),
-                                        shared_mem=st["dynamic_shared_bytes"], stream=self.stream)
+            sum_launch = lambda: launch(
+                summed,
+                (self.blocks,),
+                (st["threads"],),
+                (p.xt, self.membership, self.sums, self.sizes, n, d),
+                shared_mem=st["dynamic_shared_bytes"],
+                stream=self.stream,
+            )
         else:
-            sum_launch = lambda: launch(summed, (self.blocks,), (st["threads"],),
-                                        (p.xt, self.membership, self.sums, self.sizes, n, d, k),
-                                        shared_mem=st["dynamic_shared_bytes"], stream=self.stream)
+            sum_launch = lambda: launch(
+                summed,
+                (self.blocks,),
+                (st["threads"],),
+                (p.xt, self.membership, self.sums, self.sizes, n, d, k),
+                shared_mem=st["dynamic_shared_bytes"],
+                stream=self.stream,
+            )
 
         def update():
             with self.stream:
                 self.sums.fill(0)
                 self.sizes.fill(0)
             sum_launch()
-            launch(average, (-(-p.k * p.d // avg["threads"]),), (avg["threads"],),
-                   (self.centres, self.sums, self.sizes, k, d), shared_mem=avg["dynamic_shared_bytes"], stream=self.stream)
+            launch(
+                average,
+                (-(-p.k * p.d // avg["threads"]),),
+                (avg["threads"],),
+                (self.centres, self.sums, self.sizes, k, d),
+                shared_mem=avg["dynamic_shared_bytes"],
+                stream=self.stream,
+            )
 
         return [assign_stage, delta_stage, Stage("update", update), count]
 
@@ -349,15 +478,30 @@ class Runner:
         count = self._count_in_host_memory()
 
         def finish():
-            launch(finalize, (1,), (fin["threads"],),
-                   (self.centres, self.sums, self.sizes, self.next, self.delta, count), stream=self.stream)
+            launch(
+                finalize,
+                (1,),
+                (fin["threads"],),
+                (self.centres, self.sums, self.sizes, self.next, self.delta, count),
+                stream=self.stream,
+            )
             self.constants.copy_from_device_async(self.next.data, self.next.nbytes, self.stream)
 
-        return [Stage(ONE_PASS, lambda: launch(fused, (grid,), (threads,),
-                                               (p.xt, self.membership, self.sums, self.sizes, self.delta, self.next, n),
-                                               shared_mem=tile_bytes, stream=self.stream)),
-                Stage("update", finish),
-                Stage("transfer", self._read_count, on_device=False)]
+        return [
+            Stage(
+                ONE_PASS,
+                lambda: launch(
+                    fused,
+                    (grid,),
+                    (threads,),
+                    (p.xt, self.membership, self.sums, self.sizes, self.delta, self.next, n),
+                    shared_mem=tile_bytes,
+                    stream=self.stream,
+                ),
+            ),
+            Stage("update", finish),
+            Stage("transfer", self._read_count, on_device=False),
+        ]
 
     def _tiled_stages(self) -> list[Stage]:
         """Ours, tiled: the register-tiled pass reading the centres' table from global memory
@@ -375,13 +519,30 @@ class Runner:
         allow_shared_memory(tiled, shared)
         fit = resident_blocks(threads, tiled.num_regs, tiled.shared_size_bytes + shared + 1024, present_sm())
         grid = attributes()["MultiProcessorCount"] * max(1, fit["blocks_per_sm"])
-        return [Stage(ONE_PASS, lambda: launch(tiled, (grid,), (threads,),
-                                               (p.xt, self.membership, self.sums, self.sizes, self.delta, self.next, n),
-                                               shared_mem=shared, stream=self.stream)),
-                Stage("update", lambda: launch(finalize, (1,), (fin["threads"],),
-                                               (self.centres, self.sums, self.sizes, self.next, self.delta, count),
-                                               stream=self.stream)),
-                Stage("transfer", self._read_count, on_device=False)]
+        return [
+            Stage(
+                ONE_PASS,
+                lambda: launch(
+                    tiled,
+                    (grid,),
+                    (threads,),
+                    (p.xt, self.membership, self.sums, self.sizes, self.delta, self.next, n),
+                    shared_mem=shared,
+                    stream=self.stream,
+                ),
+            ),
+            Stage(
+                "update",
+                lambda: launch(
+                    finalize,
+                    (1,),
+                    (fin["threads"],),
+                    (self.centres, self.sums, self.sizes, self.next, self.delta, count),
+                    stream=self.stream,
+                ),
+            ),
+            Stage("transfer", self._read_count, on_device=False),
+        ]
 
     def _cupy_stages(self) -> list[Stage]:
         """The peer: distances by a matrix multiply, argmin, a scatter-add update."""
@@ -404,11 +565,16 @@ class Runner:
                 counts = cp.bincount(self.membership, minlength=p.k)
                 sums = cp.zeros((p.k, p.d), dtype=cp.float32)
                 cp.add.at(sums, self.membership, p.rows)
-                self.centres = cp.where(counts[:, None] > 0, sums / cp.maximum(counts, 1)[:, None].astype(cp.float32),
-                                        self.centres)
+                self.centres = cp.where(
+                    counts[:, None] > 0, sums / cp.maximum(counts, 1)[:, None].astype(cp.float32), self.centres
+                )
 
-        return [Stage("assign", distances), Stage("delta", delta_count), Stage("update", update),
-                Stage("transfer", self._fetch_count, on_device=False)]
+        return [
+            Stage("assign", distances),
+            Stage("delta", delta_count),
+            Stage("update", update),
+            Stage("transfer", self._fetch_count, on_device=False),
+        ]
 
     def _write_table(self, centres: np.ndarray) -> None:
         """The one-pass kernels' table of the centres: -2 x centre, then |centre|^2."""
@@ -475,8 +641,9 @@ class Runner:
         return self.centres.get(), self.membership.get()
 
 
-def run_to_convergence(problem: Problem, variant: str, threshold: float = reference.THRESHOLD,
-                       max_loop: int = reference.MAX_LOOP) -> dict[str, Any]:
+def run_to_convergence(
+    problem: Problem, variant: str, threshold: float = reference.THRESHOLD, max_loop: int = reference.MAX_LOOP
+) -> dict[str, Any]:
     """The whole k-means, as the classic code loops: iterate while the changed fraction exceeds
     ``threshold``, at most ``max_loop`` more times. Returns the iteration count, the wall time of
     the loop and the summed time of each stage (ms)."""
@@ -493,8 +660,13 @@ def run_to_convergence(problem: Problem, variant: str, threshold: float = refere
         loop += 1
     wall_ms = (time.perf_counter() - t0) * 1e3
     centres, membership = runner.result()
-    return {"iterations": loop + 1, "total_ms": wall_ms, "stages_ms": dict(totals), "centres": centres,
-            "membership": membership}
+    return {
+        "iterations": loop + 1,
+        "total_ms": wall_ms,
+        "stages_ms": dict(totals),
+        "centres": centres,
+        "membership": membership,
+    }
 
 
 def time_iterations(problem: Problem, variant: str, iterations: int, warmup: int = 2) -> pd.DataFrame:
@@ -511,8 +683,9 @@ def time_iterations(problem: Problem, variant: str, iterations: int, warmup: int
     return pd.DataFrame(rows)
 
 
-def check_against_float64(problem: Problem, variant: str, iterations: int,
-                          tie_rtol: float = reference.TIE_RTOL, centre_rtol: float = 1e-4) -> pd.DataFrame:
+def check_against_float64(
+    problem: Problem, variant: str, iterations: int, tie_rtol: float = reference.TIE_RTOL, centre_rtol: float = 1e-4
+) -> pd.DataFrame:
     """Lockstep check of ``variant`` against the float64 reference, iteration by iteration from
     the same initial centres: each iteration's memberships against float64's nearest centres
     for the centres the variant started from (a disagreement counts as wrong unless that point's
@@ -532,9 +705,19 @@ def check_against_float64(problem: Problem, variant: str, iterations: int,
         means = reference.means64(problem.points, membership, start)
         err = float(np.abs(centres - means).max() / scale)
         ok = wrong == 0 and err <= centre_rtol
-        rows.append({"variant": variant, "iteration": it, "n": problem.n, "d": problem.d, "k": problem.k,
-                     "membership_mismatches": wrong, "near_ties": int(ties.sum()), "centre_rel_error": err,
-                     "status": "ok" if ok else "wrong",
-                     "reason": "" if ok else f"{wrong} memberships differ beyond near ties; centre error {err:.2g}"})
+        rows.append(
+            {
+                "variant": variant,
+                "iteration": it,
+                "n": problem.n,
+                "d": problem.d,
+                "k": problem.k,
+                "membership_mismatches": wrong,
+                "near_ties": int(ties.sum()),
+                "centre_rel_error": err,
+                "status": "ok" if ok else "wrong",
+                "reason": "" if ok else f"{wrong} memberships differ beyond near ties; centre error {err:.2g}",
+            }
+        )
         start = centres.astype(np.float64)
     return pd.DataFrame(rows)

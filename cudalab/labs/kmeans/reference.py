@@ -34,8 +34,18 @@ _I = ctypes.POINTER(ctypes.c_int)
 @cache
 def _library() -> ctypes.CDLL:
     dll = cc.shared_library(SOURCE)
-    dll.seq_kmeans.argtypes = [_F, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_float, ctypes.c_int,
-                               _F, _I, _F, _I]
+    dll.seq_kmeans.argtypes = [
+        _F,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_float,
+        ctypes.c_int,
+        _F,
+        _I,
+        _F,
+        _I,
+    ]
     dll.seq_kmeans.restype = ctypes.c_int
     dll.host_update.argtypes = [_F, ctypes.c_int, ctypes.c_int, ctypes.c_int, _I, _F, _F, _I]
     dll.host_update.restype = None
@@ -57,7 +67,7 @@ def check_k(k: int, n: int, where: str = "") -> None:
 
 @dataclass
 class Result:
-    centres: np.ndarray     # (K, D) float32
+    centres: np.ndarray  # (K, D) float32
     membership: np.ndarray  # (N,) int32
     iterations: int
 
@@ -71,9 +81,18 @@ def classic(points: np.ndarray, k: int, threshold: float = THRESHOLD, max_loop: 
     membership = np.empty(n, dtype=np.int32)
     sums = np.empty((k, d), dtype=np.float32)
     sizes = np.empty(k, dtype=np.int32)
-    iterations = _library().seq_kmeans(objects.ctypes.data_as(_F), d, n, k, ctypes.c_float(threshold), max_loop,
-                                       centres.ctypes.data_as(_F), membership.ctypes.data_as(_I),
-                                       sums.ctypes.data_as(_F), sizes.ctypes.data_as(_I))
+    iterations = _library().seq_kmeans(
+        objects.ctypes.data_as(_F),
+        d,
+        n,
+        k,
+        ctypes.c_float(threshold),
+        max_loop,
+        centres.ctypes.data_as(_F),
+        membership.ctypes.data_as(_I),
+        sums.ctypes.data_as(_F),
+        sizes.ctypes.data_as(_I),
+    )
     return Result(centres, membership, int(iterations))
 
 
@@ -84,8 +103,16 @@ def host_update(points: np.ndarray, membership: np.ndarray, centres: np.ndarray)
     k = centres.shape[0]
     sums = np.empty((k, d), dtype=np.float32)
     sizes = np.empty(k, dtype=np.int32)
-    _library().host_update(points.ctypes.data_as(_F), d, n, k, membership.ctypes.data_as(_I),
-                           centres.ctypes.data_as(_F), sums.ctypes.data_as(_F), sizes.ctypes.data_as(_I))
+    _library().host_update(
+        points.ctypes.data_as(_F),
+        d,
+        n,
+        k,
+        membership.ctypes.data_as(_I),
+        centres.ctypes.data_as(_F),
+        sums.ctypes.data_as(_F),
+        sizes.ctypes.data_as(_I),
+    )
     return centres
 
 
@@ -97,11 +124,11 @@ def assign64(points: np.ndarray, centres: np.ndarray, chunk: int = 1 << 16) -> t
     membership = np.empty(len(p), dtype=np.int32)
     gap = np.ones(len(p))
     for s in range(0, len(p), chunk):
-        dist = ((p[s:s + chunk, None, :] - c[None, :, :]) ** 2).sum(axis=2)
-        membership[s:s + chunk] = dist.argmin(axis=1)
+        dist = ((p[s : s + chunk, None, :] - c[None, :, :]) ** 2).sum(axis=2)
+        membership[s : s + chunk] = dist.argmin(axis=1)
         if c.shape[0] > 1:
             two = np.partition(dist, 1, axis=1)[:, :2]
-            gap[s:s + chunk] = (two[:, 1] - two[:, 0]) / np.maximum(two[:, 1], np.finfo(float).tiny)
+            gap[s : s + chunk] = (two[:, 1] - two[:, 0]) / np.maximum(two[:, 1], np.finfo(float).tiny)
     return membership, gap
 
 
