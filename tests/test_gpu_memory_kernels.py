@@ -118,7 +118,7 @@ def test_vecmax_kernels_match_cupy_max_and_flag_a_wrong_one(cp):
     assert (configs["bandwidth_GBps"] > 0).all() and set(ceilings["ceiling"]) == {"device_to_device_copy", "cupy_max"}
     a = cp.random.default_rng(1).random(1 << 20, dtype=cp.float32)
     a[12345] = 7.0  # a max the kernel must find
-    row = vecmax.measure(kernels["vecmax01"], "vecmax01", a, 8, 128, expected=6.0, timing={})
+    row = vecmax.measure(kernels["vecmax01"], vecmax.launch("vecmax01", 128, blocks=8), a, expected=6.0, timing={})
     assert row["status"] == "wrong" and "cupy.max" in row["reason"]
 
 
@@ -127,7 +127,13 @@ def test_vecmax02_refuses_a_length_not_multiple_of_4(cp):
     from cudalab.labs import vecmax
 
     with pytest.raises(LaunchRefused, match="float4"):
-        vecmax.measure(load("vecmax_coalescing.cu", "vecmax02"), "vecmax02", cp.ones(1001, cp.float32), 2, 32, 1.0, {})
+        vecmax.measure(
+            load("vecmax_coalescing.cu", "vecmax02"),
+            vecmax.launch("vecmax02", 32, blocks=2),
+            cp.ones(1001, cp.float32),
+            1.0,
+            {},
+        )
 
 
 @pytest.mark.parametrize("kernel", ["vecmax00", "vecmax01", "vecmax02"])

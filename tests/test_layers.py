@@ -1,8 +1,8 @@
 """The architecture, enforced: which layer may import which, no cycles, faces outside the machinery.
 
     core        <- chapter, toolchain, labs, report    (the bottom: imports only itself)
-    toolchain   <- labs                                (imports core)
-    chapter     <- report, faces                       (imports core)
+    toolchain   <- labs, chapter                       (imports core; computes, never shows)
+    chapter     <- report, faces                       (imports core, toolchain)
     labs        <- notebooks, faces                    (imports core, toolchain)
     report      <- faces                               (imports core, chapter; never CuPy or labs)
 
@@ -24,7 +24,9 @@ LAYERS = ("core", "toolchain", "chapter", "labs", "report")
 MAY_IMPORT = {
     "core": {"core"},
     "toolchain": {"core", "toolchain"},
-    "chapter": {"core", "chapter"},
+    # toolchain computes for any caller (occupancy from the compiler's report) and knows no chapter:
+    # a chapter shows and records what it computes (lab.occupancy)
+    "chapter": {"core", "toolchain", "chapter"},
     "labs": {"core", "toolchain", "labs"},
     "report": {"core", "chapter", "report"},
 }
@@ -88,6 +90,25 @@ def test_layer_imports_only_what_it_may(layer):
         if dep != "cudalab" and _layer(dep) not in MAY_IMPORT[layer]
     ]
     assert not crossed, f"{layer} may import only {sorted(MAY_IMPORT[layer])}: {crossed}"
+
+
+def test_toolchain_computes_and_never_shows():
+    """The tools return frames and values: no display (IPython), no chapter's table passed in
+    as a callback; a chapter shows and records what they compute."""
+    offenders = []
+    for name, path in MODULES.items():
+        if _layer(name) != "toolchain":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                offenders += [(name, a.name) for a in node.names if a.name.split(".")[0] == "IPython"]
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "IPython":
+                offenders.append((name, node.module))
+            elif isinstance(node, ast.Name) and node.id in ("display", "Markdown"):
+                offenders.append((name, node.id))
+            elif isinstance(node, ast.arg) and node.arg == "table":
+                offenders.append((name, "a `table` callback"))
+    assert not offenders, f"toolchain computes; the chapter layer displays and records: {offenders}"
 
 
 def test_no_import_cycles():

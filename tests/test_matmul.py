@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from cudalab.core.check import compare_close
+from cudalab.core.launch import Dim3
 from cudalab.labs import matmul as mm
 
 LIMITS = {"threads": 1024, "shared_bytes": 48 * 1024, "registers": 65536}
@@ -13,7 +14,7 @@ LIMITS = {"threads": 1024, "shared_bytes": 48 * 1024, "registers": 65536}
 
 def test_lab002_footprint_shapes():
     k = mm.footprint(16, 32)
-    assert (k.threads, k.results_per_thread, k.grid(100)) == (256, 4, (4, 4))
+    assert (k.threads, k.results_per_thread, k.grid(100)) == (256, 4, Dim3(4, 4))
     assert k.shared_bytes == 2 * 32 * 32 * 4 and mm.refusal(k, LIMITS) == ""
     assert mm.footprint(16, 48).results_per_thread == 9
 
@@ -43,7 +44,7 @@ def test_limits_come_from_the_device_given():
 
 def test_register_blocked_geometry_and_defines():
     k = mm.register_blocked(128, 64, 16, 8, 4, double_buffer=False)
-    assert k.block == (256, 1) and k.patch == (128, 64) and k.grid(129) == (3, 2)
+    assert k.block == Dim3(256, 1) and k.patch == (128, 64) and k.grid(129) == Dim3(3, 2)
     assert "-DBM=128" in k.options() and "-DDOUBLE_BUFFER=0" in k.options()
     assert k.shared_bytes == 16 * (128 + 4 + 64) * 4
     row = {"bm": 128.0, "bn": 64.0, "bk": 16.0, "tm": 8.0, "tn": 4.0, "double_buffer": False}

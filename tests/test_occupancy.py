@@ -12,6 +12,8 @@ The rules (include/cuda_occupancy.h, the calculator's spreadsheet), applied by h
 Each expected value is computed in the comment beside it, not by the code under test.
 """
 
+from dataclasses import replace
+
 import pandas as pd
 import pytest
 
@@ -276,18 +278,14 @@ def test_resources_for_an_old_gpu_are_capped_at_its_register_limit():
 # ---- every chapter's launch configurations (issue 13, item 4): listed by the labs modules the
 # notebooks call, compiled for the lab GPU's and an H100's architecture, each with its binding limit
 
+from cudalab.chapter.occupancy import binding_summary, chapter_gpus, occupancy_styled  # noqa: E402
+from cudalab.core.launch import Dim3, Launch  # noqa: E402
 from cudalab.labs import matmul as mm  # noqa: E402
 from cudalab.labs import vecmax  # noqa: E402
 from cudalab.labs.fw import blocked, per_k  # noqa: E402
 from cudalab.labs.kmeans import chapter as km  # noqa: E402
 from cudalab.labs.kmeans import gpu as km_gpu  # noqa: E402
-from cudalab.toolchain.occupancy_report import (  # noqa: E402
-    binding_summary,
-    chapter_gpus,
-    distinct_launches,
-    occupancy_by_gpu,
-    occupancy_styled,
-)
+from cudalab.toolchain.occupancy_report import distinct_launches, occupancy_by_gpu  # noqa: E402
 
 CHAPTERS = [
     "01_block_size",
@@ -381,11 +379,7 @@ def test_every_launch_of_every_chapter_compiles_and_gets_an_occupancy(chapter):
         for c in __import__("json").loads(find(chapter).path.read_text())["cells"]
         if c["cell_type"] == "code"
     )
-    assert (
-        "occupancy_section(" in code
-        and "table=lab.table" in code
-        and all(call in code for call in NOTEBOOK_CALLS[chapter])
-    )
+    assert "lab.occupancy(" in code and all(call in code for call in NOTEBOOK_CALLS[chapter])
     launches = _chapter_launches(chapter, _chapter_params(chapter))
     occ, notes = occupancy_by_gpu(launches, {"lab GPU": "3.0", "this run": "9.0"})
     listed = {cc: distinct_launches(launches(cc) if callable(launches) else launches) for cc in ("3.0", "9.0")}
@@ -424,8 +418,35 @@ def test_per_k_launch_is_what_each_recipe_launches():
 
 def test_vecmax_launches_cover_each_kernel_and_block():
     got = vecmax.launches([128, 1024])
-    assert [(g["kernel"], g["threads"]) for g in got] == [(k, t) for k in vecmax.KERNELS for t in (128, 1024)]
-    assert {g["file"] for g in got} == {vecmax.FILE} and all(g["dynamic_shared_bytes"] == 0 for g in got)
+    assert [(g.kernel, g.threads) for g in got] == [(k, t) for k in vecmax.KERNELS for t in (128, 1024)]
+    assert {g.file for g in got} == {vecmax.FILE} and all(g.dynamic_shared_bytes == 0 for g in got)
+    assert [g.labels for g in got[:2]] == [{"block": "128"}, {"block": "1024"}] and got[0].block == Dim3(128)
+    timed = vecmax.launch("vecmax01", 256, blocks=80)
+    assert (timed.grid, timed.block, timed.build) == (Dim3(80), Dim3(256), (vecmax.FILE, ()))
+
+
+def _non_fw_launches() -> dict[str, list]:
+    """Every non-Floyd-Warshall family's ``launches()``, on a small grid of its configurations."""
+    return {
+        "vecmax": vecmax.launches([128, 256]),
+        "matmul": mm.launches([mm.naive(16), mm.shared_tile(16), mm.footprint(16, 32), mm.register_blocked()]),
+        "kmeans": km_gpu.launches([(65536, 32, 32)], "9.0"),
+    }
+
+
+def test_every_non_fw_family_launches_typed_launches():
+    for family, launches in _non_fw_launches().items():
+        assert launches and all(isinstance(g, Launch) for g in launches), family
+        assert all(isinstance(g.block, Dim3) and g.grid is None for g in launches), family
+        assert all(g.labels.get("block") for g in launches), f"{family}: the occupancy tables key on the block"
+
+
+@needs_nvcc
+def test_the_occupancy_computation_takes_every_non_fw_familys_launches():
+    for family, launches in _non_fw_launches().items():
+        occ, _ = occupancy_by_gpu(launches, {"here": "9.0"})
+        assert len(occ) == len(distinct_launches(launches)), family
+        assert set(launches[0].labels) <= set(occ.columns) and occ["registers_per_thread"].gt(0).all(), family
 
 
 def test_blocked_launches_follow_the_plans():
@@ -457,41 +478,42 @@ def test_matmul_launches_leave_out_what_the_sweep_refuses():
     kernels = [mm.naive(2), mm.footprint(16, 32), mm.footprint(32, 48), mm.footprint(16, 96), mm.register_blocked()]
     got = mm.launches(kernels)
     # 32 x 32 threads cannot tile a 48 footprint; a 96 footprint's 72 KiB of static shared memory cannot compile
-    assert [g["config"] for g in got] == [kernels[0].label, kernels[1].label, kernels[4].label]
-    assert (got[0]["threads"], got[0]["block"], got[0]["options"]) == (4, "2x2", ())
-    assert got[1]["options"] == ("-DBLOCK=16", "-DFOOT=32", "-DKTILE=32")
-    assert got[2]["threads"] == 256 and got[2]["dynamic_shared_bytes"] == 0
+    assert [g.labels["config"] for g in got] == [kernels[0].label, kernels[1].label, kernels[4].label]
+    assert (got[0].threads, got[0].labels["block"], got[0].options) == (4, "2x2", ())
+    assert got[1].options == ("-DBLOCK=16", "-DFOOT=32", "-DKTILE=32")
+    # the register-blocked block is 1D; the chapter's tables name both edges, as recorded
+    assert (got[2].threads, got[2].block, got[2].labels["block"], got[2].dynamic_shared_bytes) == (
+        256,
+        Dim3(256),
+        "256x1",
+        0,
+    )
+    assert got[2].tunables["BM"] == 128 and kernels[4].launch(1000).grid == Dim3(8, 8)
 
 
 def test_kmeans_launches_take_the_gpus_shared_memory():
     lab, h100 = km_gpu.launches([(65536, 32, 32)], "3.0"), km_gpu.launches([(65536, 32, 32)], "9.0")
-    fused = lambda got: next(g for g in got if g["kernel"] == "kmeans_fused")
+    fused = lambda got: next(g for g in got if g.kernel == "kmeans_fused")
     # 48 KiB per block: 128 threads; an H100 block may opt in to 227 KiB: 256 threads' warp sums
-    assert (fused(lab)["threads"], fused(lab)["dynamic_shared_bytes"]) == (128, 4 * 32 * 129 + 4 * 4 * 32 * 33)
-    assert (fused(h100)["threads"], fused(h100)["dynamic_shared_bytes"]) == (256, 4 * 32 * 257 + 4 * 8 * 32 * 33)
+    assert (fused(lab).threads, fused(lab).dynamic_shared_bytes) == (128, 4 * 32 * 129 + 4 * 4 * 32 * 33)
+    assert (fused(h100).threads, fused(h100).dynamic_shared_bytes) == (256, 4 * 32 * 257 + 4 * 8 * 32 * 33)
     # the tiled kernel's tiles and sums do not fit in 48 KiB: refused on the lab GPU, listed on the H100
-    assert not any(g["kernel"] == "kmeans_tiled" for g in lab) and any(g["kernel"] == "kmeans_tiled" for g in h100)
-    delta = next(g for g in lab if g["kernel"] == "compute_delta")
-    assert (delta["shape"], delta["threads"], delta["dynamic_shared_bytes"]) == ("N = 65,536", 512, 4 * 512)
-    assign = next(g for g in lab if g["kernel"] == "find_nearest_cluster")
-    assert assign["dynamic_shared_bytes"] == 4 * (32 * 32 + km_gpu.THREADS)
-    assert {g["variant"] for g in h100} == {km_gpu.VARIANTS[v] for v in km_gpu.LADDER}
+    assert not any(g.kernel == "kmeans_tiled" for g in lab) and any(g.kernel == "kmeans_tiled" for g in h100)
+    delta = next(g for g in lab if g.kernel == "compute_delta")
+    assert (delta.labels["shape"], delta.threads, delta.dynamic_shared_bytes) == ("N = 65,536", 512, 4 * 512)
+    assert list(delta.labels) == ["variant", "stage", "shape", "block"], "the recorded table's column order"
+    assign = next(g for g in lab if g.kernel == "find_nearest_cluster")
+    assert assign.dynamic_shared_bytes == 4 * (32 * 32 + km_gpu.THREADS)
+    assert {g.labels["variant"] for g in h100} == {km_gpu.VARIANTS[v] for v in km_gpu.LADDER}
 
 
 def test_distinct_launches_merge_one_build_listed_twice():
-    a = {
-        "variant": "5. min",
-        "phase": "phase 1",
-        "file": "f.cu",
-        "kernel": "k",
-        "options": ("-DBF=32",),
-        "threads": 1024,
-    }
-    b = {**a, "variant": "shared BF 32"}
-    c = {**a, "options": ("-DBF=64",)}
+    a = Launch("f.cu", "k", Dim3(32, 32), options=("-DBF=32",), labels={"variant": "5. min", "phase": "phase 1"})
+    b = a.relabel(variant="shared BF 32")
+    c = replace(a, options=("-DBF=64",))
     got = distinct_launches([a, b, c, b])
-    assert [g["variant"] for g in got] == ["5. min; shared BF 32", "5. min"]
-    assert got[0]["phase"] == "phase 1"
+    assert [g.labels["variant"] for g in got] == ["5. min; shared BF 32", "5. min"]
+    assert got[0].labels["phase"] == "phase 1" and got[0].options == ("-DBF=32",)
 
 
 def test_chapter_gpus_and_an_empty_table():
@@ -507,9 +529,15 @@ def test_chapter_gpus_and_an_empty_table():
     assert occ.empty and notes == []
 
 
+def _basic(edge: int) -> Launch:
+    """Chapter 01's kernel over an edge x edge block, labelled as its table names it."""
+    block = Dim3.square(edge)
+    return Launch("fw_basic_2d.cu", "fw_basic_2d", block, labels={"block": str(block)})
+
+
 @needs_nvcc
 def test_occupancy_by_gpu_table_and_summary():
-    launches = [per_k.launch("basic", b) for b in (4, 32)]
+    launches = [_basic(b) for b in (4, 32)]
     occ, notes = occupancy_by_gpu(launches, {"lab": "3.0", "here": "9.0"})
     assert list(occ["gpu"]) == ["lab", "lab", "here", "here"]
     assert list(occ["blocks_per_sm"]) == [16, 2, 32, 2]  # 4x4: the block cap (16, 32); 32x32: 2048 threads / 1024
@@ -527,11 +555,10 @@ def test_occupancy_section_records_its_table_and_replays_it_without_compiling(tm
     """Measured once through the chapter's ``table`` (a CSV round trip, as ``lab.table`` does),
     the section replays from the recording without calling the compiler; a recording without the
     table is computed."""
-    import cudalab.toolchain.occupancy_report as report
+    import cudalab.chapter.occupancy as report
     from cudalab.core.errors import NoRecordedResults
-    from cudalab.labs.fw import per_k
 
-    launches = [per_k.launch("basic", b) for b in (8, 16)]
+    launches = [_basic(b) for b in (8, 16)]
     gpus = {"lab GPU": "3.0", "this run": "9.0"}
 
     def measure_table(name, compute, *, axes, dtype=None):

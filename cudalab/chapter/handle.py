@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -25,6 +25,10 @@ from cudalab.core import gpu, provenance, sweep, timing
 from cudalab.core.errors import CudalabError, NoGPU, NoRecordedResults
 from cudalab.core.files import atomic_write, atomic_write_text
 from cudalab.core.paths import BUILD_DIR
+
+if TYPE_CHECKING:  # the occupancy computation (nvcc) is imported only when a chapter asks for it
+    from cudalab.core.launch import Launch
+    from cudalab.toolchain.occupancy_report import Launches
 
 DEFAULT_REPLAY_PROFILE = "gtx680"
 # Parameters every chapter notebook declares; the others are the chapter's own.
@@ -135,14 +139,34 @@ class Chapter:
         atomic_write(path, lambda tmp: shutil.copyfile(src, tmp))
         return pd.read_csv(src, dtype=dtype)
 
-    def precompile(self, launches: Iterable[dict[str, Any]]) -> None:
-        """Compile every kernel build among ``launches`` (dicts with ``file`` and ``options``, as
-        the kernel families' ``launches()`` list them) in parallel before the first is timed, when
+    def precompile(self, launches: Iterable[Launch]) -> None:
+        """Compile every kernel build (``Launch.build``: file and options) among ``launches``, as the
+        kernel families' ``launches()`` list them, in parallel before the first is timed, when
         measuring; a replay compiles nothing."""
         if self.mode == "measure":
             from cudalab.core.kernels import precompile
 
-            precompile((launch["file"], launch["options"]) for launch in launches)
+            precompile(launch.build for launch in launches)
+
+    def occupancy(
+        self, launches: Launches, keys: Sequence[str], *, per_launch: bool = False, after: str = ""
+    ) -> pd.DataFrame | None:
+        """The chapter's occupancy section: the theoretical occupancy of ``launches`` (``Launch``
+        objects, or a function of the compute capability returning them) on the profile's lab GPU
+        and on this run's, recorded as the table ``occupancy`` (axes ``gpu`` and ``keys``, the
+        labels that name each launch) and shown with which limit binds (each launch's where
+        ``per_launch``, else grouped by limit), then ``after``. None where nvcc is missing (it
+        says so) or there is no GPU to show."""
+        from cudalab.chapter.occupancy import chapter_gpus, occupancy_section
+
+        return occupancy_section(
+            launches,
+            chapter_gpus(self.profile.device, self.provenance),
+            keys,
+            per_launch=per_launch,
+            after=after,
+            table=self.table,
+        )
 
     def tables(
         self, names: dict[str, tuple[str, ...]], measure: Callable[[], tuple[pd.DataFrame, ...]]

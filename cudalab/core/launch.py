@@ -152,10 +152,10 @@ class Launch:
         """Launch with ``args`` (refusals as ``LaunchRefused``, see ``launch``)."""
         if self.grid is None:
             raise ValueError(f"{self.kernel}: no grid given (with_grid)")
-        launch(
+        launch(  # Dim3s as they are: no shape is rebuilt between a timed region's events
             kernel or self.compiled(),
-            tuple(self.grid),
-            tuple(self.block),
+            self.grid,
+            self.block,
             args,
             shared_mem=self.dynamic_shared_bytes,
             stream=stream,

@@ -36,7 +36,7 @@ from cudalab.core.check import compare_close
 from cudalab.core.errors import KernelCompileError, MeasurementError
 from cudalab.core.gpu import attributes, require_cupy
 from cudalab.core.kernels import load_kernel
-from cudalab.core.launch import check_launch, launch, refusal_types, require_memory
+from cudalab.core.launch import Dim3, Launch, refusal_types, require_memory
 from cudalab.core.occupancy import present_sm, resident_blocks  # noqa: F401  (the chapter shows occupancy)
 from cudalab.core.rates import gflop_per_s
 from cudalab.core.sweep import run_sweep
@@ -46,6 +46,7 @@ FLOAT32 = 4
 TOLERANCE_FACTOR = 8.0
 STATIC_SHARED_LIMIT = 48 * 1024  # statically sized __shared__ arrays cannot exceed 48 KiB
 MAX_REGISTERS_PER_THREAD = 255  # the most registers a thread can address
+ARGUMENTS = ("A", "B", "C", "n")  # every matmul kernel computes C = A B for n x n matrices
 
 
 def flops(n: int) -> int:
@@ -65,7 +66,7 @@ def tolerance(n: int) -> float:
 class MatmulKernel:
     """One compiled configuration of a matmul kernel and how it launches.
 
-    ``block`` is threads per block (x, y); ``patch`` the rows x columns of C one block computes;
+    ``block`` is its block of threads (x, y); ``patch`` the rows x columns of C one block computes;
     ``defines`` the compile-time constants; ``zero_c`` that the kernel accumulates into C (lab 004's
     first steps), which must start at zero; ``problem`` a shape rule of the source it breaks."""
 
@@ -73,7 +74,7 @@ class MatmulKernel:
     family: str
     file: str
     function: str
-    block: tuple[int, int]
+    block: Dim3
     patch: tuple[int, int]
     defines: tuple[tuple[str, int], ...] = ()
     shared_bytes: int = 0
@@ -83,14 +84,15 @@ class MatmulKernel:
 
     @property
     def threads(self) -> int:
-        return self.block[0] * self.block[1]
+        return self.block.size
 
     @property
     def results_per_thread(self) -> float:
         return self.patch[0] * self.patch[1] / self.threads
 
-    def grid(self, n: int) -> tuple[int, int]:
-        return (-(-n // self.patch[1]), -(-n // self.patch[0]))
+    def grid(self, n: int) -> Dim3:
+        """The blocks that cover an n x n C, a patch each."""
+        return Dim3(-(-n // self.patch[1]), -(-n // self.patch[0]))
 
     def options(self) -> tuple[str, ...]:
         return tuple(f"-D{k}={v}" for k, v in self.defines)
@@ -98,13 +100,28 @@ class MatmulKernel:
     def compile(self):
         return load_kernel(self.file, self.function, self.options())
 
+    def launch(self, n: int | None = None) -> Launch:
+        """This configuration's ``Launch`` (over the grid of size ``n`` where given), labelled as the
+        chapter's tables name it: ``config`` (its label) and ``block`` (both edges: "256x1"). Its
+        shared memory is static, so the compiler reports it."""
+        return Launch(
+            self.file,
+            self.function,
+            self.block,
+            grid=None if n is None else self.grid(n),
+            options=self.options(),
+            arguments=ARGUMENTS,
+            tunables=dict(self.defines),
+            labels={"config": self.label, "block": f"{self.block.x}x{self.block.y}"},
+        )
+
     def row(self) -> dict[str, Any]:
         """The columns that describe this configuration in a table."""
         return {
             "kernel": self.label,
             "family": self.family,
-            "block_x": self.block[0],
-            "block_y": self.block[1],
+            "block_x": self.block.x,
+            "block_y": self.block.y,
             "threads": self.threads,
             "patch_m": self.patch[0],
             "patch_n": self.patch[1],
@@ -122,7 +139,7 @@ def naive(block_edge: int, register: bool = False, label: str = "") -> MatmulKer
         "naive",
         "mm_00_naive.cu",
         fn,
-        (block_edge, block_edge),
+        Dim3.square(block_edge),
         (block_edge, block_edge),
         zero_c=not register,
     )
@@ -135,7 +152,7 @@ def shared_tile(tile: int, unroll: int = 1, label: str = "") -> MatmulKernel:
         "shared_tile",
         "mm_01_shared_tile.cu",
         "mm_shared_tile",
-        (tile, tile),
+        Dim3.square(tile),
         (tile, tile),
         (("TILE", tile), ("UNROLL", unroll)),
         shared_bytes=2 * tile * tile * FLOAT32,
@@ -144,14 +161,16 @@ def shared_tile(tile: int, unroll: int = 1, label: str = "") -> MatmulKernel:
 
 
 def footprint(
-    block: int, foot: int, ktile: int | None = None, aligned_copy: bool = False, label: str = ""
+    block_edge: int, foot: int, ktile: int | None = None, aligned_copy: bool = False, label: str = ""
 ) -> MatmulKernel:
-    """Lab 002's matmultKernel01: BLOCK x BLOCK threads compute a FOOT x FOOT patch of C."""
+    """Lab 002's matmultKernel01: BLOCK x BLOCK threads (``block_edge``) compute a FOOT x FOOT patch of C."""
     ktile = ktile or foot
-    defines = (("BLOCK", block), ("FOOT", foot), ("KTILE", ktile)) + ((("ALIGNED_COPY", 1),) if aligned_copy else ())
-    problem = "" if foot % block == 0 else f"footprint {foot} is not a multiple of the block edge {block}"
+    defines = (("BLOCK", block_edge), ("FOOT", foot), ("KTILE", ktile)) + (
+        (("ALIGNED_COPY", 1),) if aligned_copy else ()
+    )
+    problem = "" if foot % block_edge == 0 else f"footprint {foot} is not a multiple of the block edge {block_edge}"
     name = label or (
-        f"footprint {foot}, {block}x{block} threads"
+        f"footprint {foot}, {block_edge}x{block_edge} threads"
         + (f", k-tile {ktile}" if ktile != foot else "")
         + (", aligned copy" if aligned_copy else "")
     )
@@ -160,7 +179,7 @@ def footprint(
         "footprint",
         "mm_02_footprint.cu",
         "mm_footprint",
-        (block, block),
+        Dim3.square(block_edge),
         (foot, foot),
         defines,
         shared_bytes=2 * foot * ktile * FLOAT32,
@@ -190,7 +209,7 @@ def register_blocked(
         "register_blocked",
         "mm_03_register_blocked.cu",
         "mm_register_blocked",
-        (threads, 1),
+        Dim3(threads),
         (bm, bn),
         (("BM", bm), ("BN", bn), ("BK", bk), ("TM", tm), ("TN", tn), ("DOUBLE_BUFFER", int(double_buffer))),
         shared_bytes=stages * bk * (bm + 4 + bn) * FLOAT32,
@@ -216,7 +235,7 @@ def refusal(kernel: MatmulKernel, limits: dict[str, int]) -> str:
         return kernel.problem
     if kernel.threads > limits["threads"]:
         return (
-            f"block {kernel.block[0]}x{kernel.block[1]} = {kernel.threads} threads exceeds the limit of "
+            f"block {kernel.block.x}x{kernel.block.y} = {kernel.threads} threads exceeds the limit of "
             f"{limits['threads']} threads per block"
         )
     if kernel.shared_bytes > limits["shared_bytes"]:
@@ -247,25 +266,12 @@ def refusal(kernel: MatmulKernel, limits: dict[str, int]) -> str:
 COMMON_LIMITS = {"threads": 1024, "shared_bytes": STATIC_SHARED_LIMIT, "registers": 65536}
 
 
-def launches(kernels: Sequence[MatmulKernel], limits: dict[str, int] | None = None) -> list[dict[str, Any]]:
-    """The launch of each configuration that ``sweep`` would compile and time under ``limits``
-    (default ``COMMON_LIMITS``), as ``toolchain.occupancy_report`` takes it: ``config`` (its label),
-    ``block``, ``file``, ``kernel``, ``options`` (its defines), ``threads``; its shared memory is
-    static, so the compiler reports it. One ``refusal`` refuses before compiling leaves none."""
+def launches(kernels: Sequence[MatmulKernel], limits: dict[str, int] | None = None) -> list[Launch]:
+    """The launch (``MatmulKernel.launch``) of each configuration that ``sweep`` would compile and
+    time under ``limits`` (default ``COMMON_LIMITS``): one ``refusal`` refuses before compiling
+    leaves none."""
     limits = limits or COMMON_LIMITS
-    return [
-        {
-            "config": k.label,
-            "block": f"{k.block[0]}x{k.block[1]}",
-            "file": k.file,
-            "kernel": k.function,
-            "options": k.options(),
-            "threads": k.threads,
-            "dynamic_shared_bytes": 0,
-        }
-        for k in kernels
-        if not refusal(k, limits)
-    ]
+    return [k.launch() for k in kernels if not refusal(k, limits)]
 
 
 def intensity(kernel: MatmulKernel) -> dict[str, float]:
@@ -348,11 +354,11 @@ def cublas_precision(k: int = 1024) -> pd.DataFrame:
 def measure(kernel: MatmulKernel, compiled, ops: Operands, timing: dict[str, Any]) -> dict[str, Any]:
     """Time one configuration at ``ops.n`` and check the timed run's C against cuBLAS."""
     cp = require_cupy()
-    n, grid = ops.n, kernel.grid(ops.n)
-    check_launch(compiled, grid, kernel.block)
+    n, spec = ops.n, kernel.launch(ops.n)
+    spec.check(compiled)
     args = (ops.a, ops.b, ops.c, np.int32(n))
     reset = (lambda: ops.c.fill(0)) if kernel.zero_c else (lambda: ops.c.fill(np.nan))
-    samples = time_gpu(lambda: launch(compiled, grid, kernel.block, args), setup=reset, **timing)
+    samples = time_gpu(lambda: spec(args, kernel=compiled), setup=reset, **timing)
     stats = summarize(samples)
     cp.cuda.get_current_stream().synchronize()
     check = compare_close(ops.c, ops.reference, ops.scale, tolerance(n), "cuBLAS", "|A||B|")
@@ -502,28 +508,30 @@ def tuning_grid(tiles: Sequence[int], depths: Sequence[int], thread_tiles: Seque
 # ------------------------------------------------------------------------------- the footprint figure
 
 
-def plot_footprint(block: int, foot: int, ax=None, title: str = ""):
+def plot_footprint(block_edge: int, foot: int, ax=None, title: str = ""):
     """Who computes which element of one block's FOOT x FOOT patch of C: a colour per thread,
-    each thread's R x R results spaced ``block`` apart, as lab 002's matmultKernel01 places them."""
+    each thread's R x R results spaced ``block_edge`` apart, as lab 002's matmultKernel01 places them."""
     ax = ax or plt.subplots(figsize=(4, 4))[1]
-    r = foot // block
-    colors = sns.color_palette("husl", block * block)
+    r = foot // block_edge
+    colors = sns.color_palette("husl", block_edge * block_edge)
     for row in range(foot):
         for col in range(foot):
-            ty, tx = row % block, col % block
-            ax.add_patch(plt.Rectangle((col, foot - 1 - row), 1, 1, color=colors[ty * block + tx], ec="white", lw=0.5))
+            ty, tx = row % block_edge, col % block_edge
+            ax.add_patch(
+                plt.Rectangle((col, foot - 1 - row), 1, 1, color=colors[ty * block_edge + tx], ec="white", lw=0.5)
+            )
             if foot <= 16:
                 ax.text(col + 0.5, foot - 0.5 - row, f"{ty},{tx}", ha="center", va="center", fontsize=6)
     for k in range(1, r):
-        ax.axhline(k * block, color="black", lw=1.2)
-        ax.axvline(k * block, color="black", lw=1.2)
+        ax.axhline(k * block_edge, color="black", lw=1.2)
+        ax.axvline(k * block_edge, color="black", lw=1.2)
     ax.set(
         xlim=(0, foot),
         ylim=(0, foot),
         xticks=[],
         yticks=[],
         aspect="equal",
-        title=title or f"{block}x{block} threads, {foot}x{foot} footprint: {r * r} results per thread",
+        title=title or f"{block_edge}x{block_edge} threads, {foot}x{foot} footprint: {r * r} results per thread",
     )
     ax.grid(False)
     return ax

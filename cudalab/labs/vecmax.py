@@ -23,7 +23,7 @@ import seaborn as sns
 
 from cudalab.core.errors import LaunchRefused
 from cudalab.core.gpu import attributes, require_cupy
-from cudalab.core.launch import check_launch, launch, refusal_types, require_memory
+from cudalab.core.launch import Dim3, Launch, refusal_types, require_memory
 from cudalab.core.rates import effective_GBps
 from cudalab.core.sweep import run_sweep
 from cudalab.core.timing import summarize, time_gpu
@@ -34,15 +34,27 @@ FILE = "vecmax_coalescing.cu"
 KERNELS = ("vecmax00", "vecmax01", "vecmax02")
 
 
-def launches(threads: Sequence[int], kernels: Sequence[str] = KERNELS) -> list[dict[str, Any]]:
-    """The launches ``sweep`` times, per kernel and threads per block, as
-    ``toolchain.occupancy_report`` takes them: a 1D ``block`` of ``threads``, no dynamic shared memory
-    (the number of blocks changes how many SMs work, not what one block occupies)."""
-    return [
-        {"block": str(t), "kernel": k, "file": FILE, "threads": t, "dynamic_shared_bytes": 0}
-        for k in kernels
-        for t in threads
-    ]
+ARGUMENTS = ("array", "partial results", "n", "elements per thread")
+
+
+def launch(kernel: str, threads: int, blocks: int | None = None) -> Launch:
+    """One kernel's launch: a 1D block of ``threads`` (labelled ``block``), no dynamic shared
+    memory, over ``blocks`` blocks where given (the number of blocks changes how many SMs work,
+    not what one block occupies)."""
+    block = Dim3(threads)
+    return Launch(
+        FILE,
+        kernel,
+        block,
+        grid=None if blocks is None else Dim3(blocks),
+        arguments=ARGUMENTS,
+        labels={"block": str(block)},
+    )
+
+
+def launches(threads: Sequence[int], kernels: Sequence[str] = KERNELS) -> list[Launch]:
+    """The launches ``sweep`` times, per kernel and threads per block (without their grid)."""
+    return [launch(k, t) for k in kernels for t in threads]
 
 
 def reduction_bytes(n: int) -> int:
@@ -64,18 +76,19 @@ def random_array(n: int, seed: int):
     return cp.random.default_rng(seed).random(n, dtype=cp.float32)
 
 
-def measure(kernel, name: str, a, blocks: int, threads: int, expected: float, timing: dict[str, Any]) -> dict[str, Any]:
+def measure(kernel, spec: Launch, a, expected: float, timing: dict[str, Any]) -> dict[str, Any]:
+    """Time ``spec`` (a ``launch`` with its grid; ``kernel`` its compiled kernel) on ``a``
+    and check its partial results against ``expected`` (``cupy.max``)."""
     cp = require_cupy()
     n = a.size
-    if name == "vecmax02" and (n % 4 or a.data.ptr % 16):
+    blocks, threads = spec.grid.size, spec.threads
+    if spec.kernel == "vecmax02" and (n % 4 or a.data.ptr % 16):
         raise LaunchRefused("vecmax02 reads float4: needs n % 4 == 0 and a 16-byte-aligned array")
-    check_launch(kernel, blocks, threads)
+    spec.check(kernel)
     pt = per_thread(n, blocks, threads)
     partial = cp.empty(blocks * threads, dtype=cp.float32)
     args = (a, partial, np.int64(n), np.int32(pt))
-    samples = time_gpu(
-        lambda: launch(kernel, (blocks,), (threads,), args), setup=lambda: partial.fill(np.nan), **timing
-    )
+    samples = time_gpu(lambda: spec(args, kernel=kernel), setup=lambda: partial.fill(np.nan), **timing)
     unwritten = int(cp.isnan(partial).sum())
     got = float(partial.max())
     ok = unwritten == 0 and got == expected
@@ -133,7 +146,8 @@ def sweep(
     points = [{"kernel": k, "blocks": b, "threads_per_block": t} for k in kernels for b in blocks for t in threads]
 
     def one(p):
-        row = measure(kernels[p["kernel"]], p["kernel"], a, p["blocks"], p["threads_per_block"], expected, timing)
+        spec = launch(p["kernel"], p["threads_per_block"], p["blocks"])
+        row = measure(kernels[p["kernel"]], spec, a, expected, timing)
         return {**row, "n": n, "fills_gpu": row["threads_total"] >= full}
 
     configs = run_sweep(points, one, desc="vecMax", skip_on=refusal_types())

@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -31,8 +31,8 @@ import pandas as pd
 
 from cudalab.core.errors import LaunchRefused
 from cudalab.core.gpu import attributes, require_cupy
-from cudalab.core.kernels import load_kernel, load_module
-from cudalab.core.launch import allow_shared_memory, launch, require_memory
+from cudalab.core.kernels import load_module
+from cudalab.core.launch import Dim3, Launch, allow_shared_memory, require_memory
 from cudalab.core.occupancy import present_sm, resident_blocks, sm_limits
 from cudalab.labs.kmeans import reference
 
@@ -143,62 +143,34 @@ def refusal(variant: str, d: int, k: int, optin: int | None = None) -> str:
     return ""
 
 
-def stage_launches(variant: str, n: int, d: int, k: int, optin: int | None = None) -> dict[str, dict[str, Any]]:
+def _stage(stage: str, file: str, kernel: str, threads: int, shared: int = 0, options: tuple[str, ...] = ()) -> Launch:
+    """One kernel of an iteration: a 1D block of ``threads``, labelled with the ``stage`` that times it."""
+    return Launch(file, kernel, Dim3(threads), options=options, dynamic_shared_bytes=shared, labels={"stage": stage})
+
+
+def stage_launches(variant: str, n: int, d: int, k: int, optin: int | None = None) -> dict[str, Launch]:
     """The kernels ``variant``'s iteration launches for N points, D coordinates and K clusters, by
-    role (assign, delta, sum, average; pass, finalize), without compiling: ``stage`` (the stage that
-    times it), ``file``, ``kernel``, ``options``, ``threads`` per block and ``dynamic_shared_bytes``.
-    ``optin``: the shared memory a block may opt in to (default: the present GPU's). The Runner
-    launches exactly these; CuPy's own kernels (the ``cupy`` variant) are not listed."""
+    role (assign, delta, sum, average; pass, finalize), without compiling or a grid: each a
+    ``Launch`` whose label ``stage`` names the stage that times it. ``optin``: the shared memory
+    a block may opt in to (default: the present GPU's). The Runner launches exactly these; CuPy's
+    own kernels (the ``cupy`` variant) are not listed."""
     if variant in CLASSIC:
         blocks = -(-n // THREADS)
         reduce_threads = min(1024, 1 << max(0, (blocks - 1).bit_length()))
         out = {
-            "assign": {
-                "stage": "assign",
-                "file": "km_00_assign.cu",
-                "kernel": "find_nearest_cluster",
-                "options": (),
-                "threads": THREADS,
-                "dynamic_shared_bytes": 4 * (k * d + THREADS),
-            },
-            "delta": {
-                "stage": "delta",
-                "file": "km_00_assign.cu",
-                "kernel": "compute_delta",
-                "options": (),
-                "threads": reduce_threads,
-                "dynamic_shared_bytes": 4 * reduce_threads,
-            },
+            "assign": _stage("assign", "km_00_assign.cu", "find_nearest_cluster", THREADS, 4 * (k * d + THREADS)),
+            "delta": _stage("delta", "km_00_assign.cu", "compute_delta", reduce_threads, 4 * reduce_threads),
         }
         if variant == "host_update":
             return out
         out["sum"] = (
-            {
-                "stage": "update",
-                "file": "km_01_device_update.cu",
-                "kernel": "update_clusters_sum",
-                "options": (),
-                "threads": THREADS,
-                "dynamic_shared_bytes": 0,
-            }
+            _stage("update", "km_01_device_update.cu", "update_clusters_sum", THREADS)
             if variant == "device_update"
-            else {
-                "stage": "update",
-                "file": "km_02_shared_buffers.cu",
-                "kernel": "update_clusters_sum_shared",
-                "options": (),
-                "threads": THREADS,
-                "dynamic_shared_bytes": 4 * (k * (d + 1) + k),
-            }
+            else _stage(
+                "update", "km_02_shared_buffers.cu", "update_clusters_sum_shared", THREADS, 4 * (k * (d + 1) + k)
+            )
         )
-        out["average"] = {
-            "stage": "update",
-            "file": "km_01_device_update.cu",
-            "kernel": "update_clusters_average",
-            "options": (),
-            "threads": THREADS,
-            "dynamic_shared_bytes": 0,
-        }
+        out["average"] = _stage("update", "km_01_device_update.cu", "update_clusters_average", THREADS)
         return out
     sizes = (f"-DK={k}", f"-DD={d}")
     if variant == "fused":
@@ -207,54 +179,28 @@ def stage_launches(variant: str, n: int, d: int, k: int, optin: int | None = Non
         knobs = {**FUSED_OPTIONS, **plan, "CENTRE_UNROLL": min(FUSED_OPTIONS["CENTRE_UNROLL"], k)}
         options = (*sizes, *(f"-D{name}={value}" for name, value in knobs.items()))
         return {
-            "pass": {
-                "stage": ONE_PASS,
-                "file": "km_03_fused.cu",
-                "kernel": "kmeans_fused",
-                "options": options,
-                "threads": threads,
-                "dynamic_shared_bytes": tile_bytes,
-            },
-            "finalize": {
-                "stage": "update",
-                "file": "km_03_fused.cu",
-                "kernel": "kmeans_finalize",
-                "options": options,
-                "threads": FUSED_THREADS,
-                "dynamic_shared_bytes": 0,
-            },
+            "pass": _stage(ONE_PASS, "km_03_fused.cu", "kmeans_fused", threads, tile_bytes, options),
+            "finalize": _stage("update", "km_03_fused.cu", "kmeans_finalize", FUSED_THREADS, options=options),
         }
     if variant == "tiled":
         plan = tiled_shape(d, k)
         shared = plan.pop("dynamic_bytes")
+        options = (*sizes, *(f"-D{name}={value}" for name, value in plan.items()))
         return {
-            "pass": {
-                "stage": ONE_PASS,
-                "file": "km_04_tiled.cu",
-                "kernel": "kmeans_tiled",
-                "options": (*sizes, *(f"-D{name}={value}" for name, value in plan.items())),
-                "threads": plan["THREADS"],
-                "dynamic_shared_bytes": shared,
-            },
-            "finalize": {
-                "stage": "update",
-                "file": "km_03_fused.cu",
-                "kernel": "kmeans_finalize",
-                "options": (*sizes, "-DFINALIZE_ONLY=1"),
-                "threads": FUSED_THREADS,
-                "dynamic_shared_bytes": 0,
-            },
+            "pass": _stage(ONE_PASS, "km_04_tiled.cu", "kmeans_tiled", plan["THREADS"], shared, options),
+            "finalize": _stage(
+                "update", "km_03_fused.cu", "kmeans_finalize", FUSED_THREADS, options=(*sizes, "-DFINALIZE_ONLY=1")
+            ),
         }
     return {}
 
 
-def launches(configs: Iterable[tuple[int, int, int]], cc: str | None = None) -> list[dict[str, Any]]:
+def launches(configs: Iterable[tuple[int, int, int]], cc: str | None = None) -> list[Launch]:
     """Every kernel launch of the ladder's variants at each (n, d, k) of ``configs`` that
     ``refusal`` lets run, on a GPU of compute capability ``cc`` (the shared memory its blocks may
-    opt in to decides the fused kernel's shape; default: the present GPU), as
-    ``toolchain.occupancy_report`` takes them: ``variant`` (its label), ``stage``, ``shape`` (the N,
-    or the D and K, that decide the launch; "any" where none does), ``block`` (threads), then the
-    launch (``stage_launches``)."""
+    opt in to decides the fused kernel's shape; default: the present GPU), labelled ``variant``
+    (its label), ``stage``, ``shape`` (the N, or the D and K, that decide the launch; "any" where
+    none does) and ``block`` (threads): ``stage_launches``, named for the chapter's tables."""
     optin = sm_limits(cc).max_shared_per_block if cc is not None else None
     out = []
     for n, d, k in configs:
@@ -266,23 +212,12 @@ def launches(configs: Iterable[tuple[int, int, int]], cc: str | None = None) -> 
                     f"N = {n:,}"
                     if role == "delta"
                     else "any"
-                    if spec["kernel"] in ("update_clusters_sum", "update_clusters_average")
+                    if spec.kernel in ("update_clusters_sum", "update_clusters_average")
                     else f"D = {d}, K = {k}"
                 )
-                out.append(
-                    {
-                        "variant": VARIANTS[variant],
-                        "stage": spec["stage"],
-                        "shape": shape,
-                        "block": str(spec["threads"]),
-                        **{key: v for key, v in spec.items() if key != "stage"},
-                    }
-                )
+                labels = {"variant": VARIANTS[variant], "stage": spec.labels["stage"], "shape": shape}
+                out.append(replace(spec, labels={**labels, "block": str(spec.block)}))
     return out
-
-
-def _compiled(spec: dict[str, Any]) -> Any:
-    return load_kernel(spec["file"], spec["kernel"], spec["options"])
 
 
 @dataclass
@@ -382,29 +317,17 @@ class Runner:
         p = self.p
         n, d, k = np.int32(p.n), np.int32(p.d), np.int32(p.k)
         specs = stage_launches(self.variant, p.n, p.d, p.k)
-        assign, delta = _compiled(specs["assign"]), _compiled(specs["delta"])
-        at, dt = specs["assign"], specs["delta"]
+        at, dt = specs["assign"].with_grid(self.blocks), specs["delta"].with_grid(1)
+        assign, delta = at.compiled(), dt.compiled()
         assign_stage = Stage(
             "assign",
-            lambda: launch(
-                assign,
-                (self.blocks,),
-                (at["threads"],),
-                (p.xt, self.centres, self.membership, self.intermediates, n, d, k),
-                shared_mem=at["dynamic_shared_bytes"],
-                stream=self.stream,
+            lambda: at(
+                (p.xt, self.centres, self.membership, self.intermediates, n, d, k), kernel=assign, stream=self.stream
             ),
         )
         delta_stage = Stage(
             "delta",
-            lambda: launch(
-                delta,
-                (1,),
-                (dt["threads"],),
-                (self.intermediates, np.int32(self.blocks), self.delta),
-                shared_mem=dt["dynamic_shared_bytes"],
-                stream=self.stream,
-            ),
+            lambda: dt((self.intermediates, np.int32(self.blocks), self.delta), kernel=delta, stream=self.stream),
         )
         count = Stage("transfer", self._fetch_count, on_device=False)
         if self.variant == "host_update":
@@ -420,25 +343,16 @@ class Runner:
                 ),
                 Stage("transfer", self._centres_to_device, on_device=False),
             ]
-        st, avg = specs["sum"], specs["average"]
-        average, summed = _compiled(avg), _compiled(st)
+        st = specs["sum"].with_grid(self.blocks)
+        avg = specs["average"].with_grid(-(-p.k * p.d // specs["average"].threads))
+        average, summed = avg.compiled(), st.compiled()
         if self.variant == "device_update":
-            sum_launch = lambda: launch(
-                summed,
-                (self.blocks,),
-                (st["threads"],),
-                (p.xt, self.membership, self.sums, self.sizes, n, d),
-                shared_mem=st["dynamic_shared_bytes"],
-                stream=self.stream,
+            sum_launch = lambda: st(
+                (p.xt, self.membership, self.sums, self.sizes, n, d), kernel=summed, stream=self.stream
             )
         else:
-            sum_launch = lambda: launch(
-                summed,
-                (self.blocks,),
-                (st["threads"],),
-                (p.xt, self.membership, self.sums, self.sizes, n, d, k),
-                shared_mem=st["dynamic_shared_bytes"],
-                stream=self.stream,
+            sum_launch = lambda: st(
+                (p.xt, self.membership, self.sums, self.sizes, n, d, k), kernel=summed, stream=self.stream
             )
 
         def update():
@@ -446,14 +360,7 @@ class Runner:
                 self.sums.fill(0)
                 self.sizes.fill(0)
             sum_launch()
-            launch(
-                average,
-                (-(-p.k * p.d // avg["threads"]),),
-                (avg["threads"],),
-                (self.centres, self.sums, self.sizes, k, d),
-                shared_mem=avg["dynamic_shared_bytes"],
-                stream=self.stream,
-            )
+            avg((self.centres, self.sums, self.sizes, k, d), kernel=average, stream=self.stream)
 
         return [assign_stage, delta_stage, Stage("update", update), count]
 
@@ -463,39 +370,32 @@ class Runner:
         p = self.p
         n = np.int32(p.n)
         specs = stage_launches("fused", p.n, p.d, p.k)
-        one, fin = specs["pass"], specs["finalize"]
-        tile_bytes, threads = one["dynamic_shared_bytes"], one["threads"]
-        module = load_module(one["file"], one["options"])
-        fused, finalize = module.get_function(one["kernel"]), module.get_function(fin["kernel"])
+        one, fin = specs["pass"], specs["finalize"].with_grid(1)
+        tile_bytes, threads = one.dynamic_shared_bytes, one.threads
+        module = load_module(one.file, one.options)
+        fused, finalize = module.get_function(one.kernel), module.get_function(fin.kernel)
         self.constants = module.get_global("c_centres")
         self.next = cp.zeros(p.k * p.d + p.k, dtype=cp.float32)
         # a persistent grid: exactly the blocks that fit at once, so there is no tail wave
         allow_shared_memory(fused, tile_bytes)
         fit = resident_blocks(threads, fused.num_regs, fused.shared_size_bytes + tile_bytes + 1024, present_sm())
-        grid = attributes()["MultiProcessorCount"] * max(1, fit["blocks_per_sm"])
+        one = one.with_grid(attributes()["MultiProcessorCount"] * max(1, fit["blocks_per_sm"]))
         self._write_constants(p.initial)
 
         count = self._count_in_host_memory()
 
         def finish():
-            launch(
-                finalize,
-                (1,),
-                (fin["threads"],),
-                (self.centres, self.sums, self.sizes, self.next, self.delta, count),
-                stream=self.stream,
+            fin(
+                (self.centres, self.sums, self.sizes, self.next, self.delta, count), kernel=finalize, stream=self.stream
             )
             self.constants.copy_from_device_async(self.next.data, self.next.nbytes, self.stream)
 
         return [
             Stage(
                 ONE_PASS,
-                lambda: launch(
-                    fused,
-                    (grid,),
-                    (threads,),
+                lambda: one(
                     (p.xt, self.membership, self.sums, self.sizes, self.delta, self.next, n),
-                    shared_mem=tile_bytes,
+                    kernel=fused,
                     stream=self.stream,
                 ),
             ),
@@ -510,34 +410,29 @@ class Runner:
         p = self.p
         n = np.int32(p.n)
         specs = stage_launches("tiled", p.n, p.d, p.k)
-        one, fin = specs["pass"], specs["finalize"]
-        shared, threads = one["dynamic_shared_bytes"], one["threads"]
-        tiled, finalize = _compiled(one), _compiled(fin)
+        one, fin = specs["pass"], specs["finalize"].with_grid(1)
+        shared, threads = one.dynamic_shared_bytes, one.threads
+        tiled, finalize = one.compiled(), fin.compiled()
         count = self._count_in_host_memory()
         self.next = cp.zeros(p.k * p.d + p.k, dtype=cp.float32)
         self._write_table(p.initial)
         allow_shared_memory(tiled, shared)
         fit = resident_blocks(threads, tiled.num_regs, tiled.shared_size_bytes + shared + 1024, present_sm())
-        grid = attributes()["MultiProcessorCount"] * max(1, fit["blocks_per_sm"])
+        one = one.with_grid(attributes()["MultiProcessorCount"] * max(1, fit["blocks_per_sm"]))
         return [
             Stage(
                 ONE_PASS,
-                lambda: launch(
-                    tiled,
-                    (grid,),
-                    (threads,),
+                lambda: one(
                     (p.xt, self.membership, self.sums, self.sizes, self.delta, self.next, n),
-                    shared_mem=shared,
+                    kernel=tiled,
                     stream=self.stream,
                 ),
             ),
             Stage(
                 "update",
-                lambda: launch(
-                    finalize,
-                    (1,),
-                    (fin["threads"],),
+                lambda: fin(
                     (self.centres, self.sums, self.sizes, self.next, self.delta, count),
+                    kernel=finalize,
                     stream=self.stream,
                 ),
             ),

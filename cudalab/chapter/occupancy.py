@@ -1,0 +1,161 @@
+"""A chapter's occupancy section: its launches' theoretical occupancy on the lab's GPU and on
+this run's, as a table the report prints and a few lines on which limit binds.
+
+The numbers are computed (``toolchain.occupancy_report``: the compiler's resource report and
+``core.occupancy``'s limits per compute capability); this module chooses the GPUs, records the
+table with the chapter's measurements (so that a replay shows the recording without compiling)
+and displays it. A notebook asks for it as ``lab.occupancy(launches, keys)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from cudalab.core.errors import NoRecordedResults, ToolUnavailable
+from cudalab.core.occupancy import sm_limits
+from cudalab.toolchain.occupancy_report import Launches, occupancy_by_gpu
+
+
+def chapter_gpus(device: Any, provenance: Mapping[str, Any]) -> dict[str, str]:
+    """{name: compute capability} of the GPUs a chapter's occupancy table covers: the profile's lab
+    GPU (``device``, with ``name`` and ``compute_capability``; None where the profile has none) and
+    the GPU this run measured on, or whose recording it replays (``provenance``)."""
+    gpus: dict[str, str] = {}
+    if device is not None and getattr(device, "compute_capability", None):
+        gpus[f"{device.name} (lab GPU)"] = str(device.compute_capability)
+    if provenance.get("compute_capability"):
+        gpus[f"{provenance.get('gpu_name')} (this run)"] = str(provenance["compute_capability"])
+    return gpus
+
+
+OCCUPANCY_COLUMNS = (
+    "threads_per_block",
+    "registers_per_thread",
+    "shared_bytes_per_block",
+    "blocks_per_sm",
+    "warps_per_sm",
+    "occupancy_fraction",
+    "limited_by",
+)
+
+
+def occupancy_styled(occ: pd.DataFrame, notes: Sequence[str], keys: Sequence[str]):
+    """The occupancy table as the report shows it: per GPU, the launch (``keys``, the chapter's
+    columns that name it), its threads, registers and (where any launch has some) shared memory
+    per block, the blocks per SM, the occupancy and the binding limit, under short headers that
+    wrap at spaces (the table must print on a page)."""
+    from cudalab.core import plots
+
+    shared = bool(occ["shared_bytes_per_block"].gt(0).any())
+    occ = occ.assign(gpu=occ["gpu"] + ", cc " + occ["compute_capability"].astype(str))
+    columns = [
+        "gpu",
+        *keys,
+        *(
+            c
+            for c in OCCUPANCY_COLUMNS
+            if c not in ("shared_bytes_per_block", "warps_per_sm") or (c == "shared_bytes_per_block" and shared)
+        ),
+    ]
+    labels = {
+        "gpu": "GPU",
+        "threads_per_block": "threads / block",
+        "registers_per_thread": "registers / thread",
+        "shared_bytes_per_block": "shared bytes / block",
+        "blocks_per_sm": "blocks / SM",
+        "occupancy_fraction": "occupancy",
+        "limited_by": "limited by",
+    }
+    caption = (
+        "theoretical occupancy per SM"
+        + ("; " + "; ".join(notes) if notes else "")
+        + ("; shared memory per block: static (the compiler's report) + dynamic (the launch's)" if shared else "")
+    )
+    return plots.styled(occ[columns].rename(columns=labels), {"occupancy": "{:.0%}"}, caption=caption)
+
+
+def binding_summary(occ: pd.DataFrame, key: str, per_launch: bool = True) -> str:
+    """Markdown, a bullet per GPU: its compute capability's resident blocks and threads per SM, then
+    each launch's blocks, occupancy and binding limit (``per_launch``), or, for a long table, each
+    binding limit with how many launches it binds and their range of occupancy."""
+    lines = []
+    for name, grp in occ.groupby("gpu", sort=False):
+        cc = grp["compute_capability"].iloc[0]
+        lim = sm_limits(cc)
+        head = f"- **{name}**, compute capability {cc}: at most {lim.max_blocks_per_sm} blocks and {lim.max_threads_per_sm} threads per SM. "
+        if per_launch:
+            body = "; ".join(
+                f"{getattr(r, key)}: {r.blocks_per_sm} blocks ({r.occupancy_fraction:.0%} of the warps), "
+                f"limited by {r.limited_by}"
+                for r in grp.itertuples()
+            )
+        else:
+            parts = []
+            binding = grp["limited_by"].where(~grp["limited_by"].str.startswith("cannot launch"), "cannot launch")
+            for limit, rows in grp.groupby(binding, sort=False):
+                if limit == "cannot launch":
+                    parts.append(f"{len(rows)} of {len(grp)} cannot launch (the table says why)")
+                    continue
+                low, high = rows["occupancy_fraction"].min(), rows["occupancy_fraction"].max()
+                span = f"{low:.0%}" if low == high else f"{low:.0%} to {high:.0%}"
+                parts.append(f"{len(rows)} of {len(grp)} limited by {limit} ({span} of the warps)")
+            body = "; ".join(parts)
+        lines.append(head + body + ".")
+    return "\n".join(lines)
+
+
+def occupancy_section(
+    launches: Launches,
+    gpus: Mapping[str, str],
+    keys: Sequence[str],
+    *,
+    per_launch: bool = False,
+    after: str = "",
+    table: Callable[..., pd.DataFrame] | None = None,
+) -> pd.DataFrame | None:
+    """A chapter's occupancy section as the notebook shows it (``Chapter.occupancy``): the table (``keys`` name each
+    launch), then which limit binds (each launch's, ``per_launch``, or grouped by limit), then
+    ``after`` (the chapter's reading of it). Without nvcc it says what is missing and returns None.
+
+    ``launches``: ``Launch`` objects, or a function of the compute capability that returns them
+    (``occupancy_by_gpu``). ``table`` (the chapter's ``lab.table``) records the table with the chapter's measurements
+    (``occupancy``, where the numbers come from in its ``notes`` column), so that a replay shows
+    the recording without compiling; a recording made before it was recorded computes it."""
+    from IPython.display import Markdown, display
+
+    def compute() -> pd.DataFrame:
+        occ, notes = occupancy_by_gpu(launches, gpus)
+        return occ.assign(notes="; ".join(notes))
+
+    try:
+        if table is None:
+            occ = compute()
+        else:
+            try:
+                occ = table("occupancy", compute, axes=("gpu", *keys), dtype={"compute_capability": str, "notes": str})
+            except NoRecordedResults:
+                occ = compute()
+    except ToolUnavailable as exc:
+        display(Markdown(f"*Occupancy not computed: {exc}. It needs nvcc (the CUDA toolkit), not a GPU.*"))
+        return None
+    notes = [n for n in str(occ["notes"].iloc[0]).split("; ") if n and n != "nan"] if len(occ) else []
+    return show_occupancy(occ.drop(columns="notes"), notes, keys, per_launch=per_launch, after=after)
+
+
+def show_occupancy(
+    occ: pd.DataFrame, notes: Sequence[str], keys: Sequence[str], *, per_launch: bool = False, after: str = ""
+) -> pd.DataFrame | None:
+    """Display an occupancy table (``occupancy_by_gpu``'s, computed now or recorded) as
+    ``occupancy_section`` does; None where it is empty."""
+    from IPython.display import Markdown, display
+
+    if not len(occ):
+        return None
+    display(
+        occupancy_styled(occ, notes, list(keys)),
+        Markdown(binding_summary(occ, keys[0], per_launch=per_launch) + (f"\n\n{after}" if after else "")),
+    )
+    return occ
