@@ -581,3 +581,33 @@ def test_occupancy_section_records_its_table_and_replays_it_without_compiling(tm
     (tmp_path / "occupancy.csv").unlink()
     monkeypatch.undo()
     assert len(report.occupancy_section(launches, gpus, ["block"], table=replay_table)) == 4
+
+
+def test_the_chapter_handle_replays_its_recorded_occupancy_table(tmp_path, monkeypatch):
+    """``lab.occupancy`` reads the recorded table ``occupancy`` (its text columns kept as text)
+    without compiling, for the profile's lab GPU and the recording's GPU."""
+    import json
+
+    import cudalab.chapter.occupancy as section
+    from cudalab.chapter.handle import Chapter
+    from cudalab.chapter.profiles import load_profile
+
+    recorded = tmp_path / "recorded" / "01_block_size"
+    recorded.mkdir(parents=True)
+    (recorded / "provenance.json").write_text(json.dumps({"gpu_name": "H100", "compute_capability": "9.0"}))
+    rows = [
+        {"gpu": gpu, "block": "16x16", "kernel": "fw_basic_2d", "threads_per_block": 256, "registers_per_thread": 12}
+        | {"shared_bytes_per_block": 0, "blocks_per_sm": blocks, "warps_per_sm": 8 * blocks}
+        | {"occupancy_fraction": 1.0, "limited_by": "threads per SM", "compute_capability": cc, "notes": ""}
+        for gpu, cc, blocks in (("GeForce GTX 680 (lab GPU)", "3.0", 8), ("H100 (this run)", "9.0", 8))
+    ]
+    pd.DataFrame(rows).to_csv(recorded / "occupancy.csv", index=False)
+    lab = Chapter("01_block_size", load_profile("gtx680"), "replay", tmp_path / "data", recorded.parent)
+    lab._start()
+    seen = {}
+    real_chapter_gpus = section.chapter_gpus
+    monkeypatch.setattr(section, "chapter_gpus", lambda *a: seen.setdefault("gpus", real_chapter_gpus(*a)))
+    monkeypatch.setattr(section, "occupancy_by_gpu", lambda *a, **k: pytest.fail("the replay compiled"))
+    occ = lab.occupancy([_basic(16)], ["block"], per_launch=True)
+    assert seen["gpus"] == {"GeForce GTX 680 (lab GPU)": "3.0", "H100 (this run)": "9.0"}
+    assert occ["compute_capability"].tolist() == ["3.0", "9.0"] and (lab.out_dir / "occupancy.csv").is_file()
