@@ -24,6 +24,7 @@ from cudalab.chapter.recorded import ANSWERS, PROVENANCE, SCORECARD, SUMMARY
 from cudalab.core import gpu, provenance, sweep, timing
 from cudalab.core.errors import CudalabError, NoGPU, NoRecordedResults
 from cudalab.core.files import atomic_write, atomic_write_text
+from cudalab.core.launch import Launch
 from cudalab.core.paths import BUILD_DIR
 
 DEFAULT_REPLAY_PROFILE = "gtx680"
@@ -135,14 +136,17 @@ class Chapter:
         atomic_write(path, lambda tmp: shutil.copyfile(src, tmp))
         return pd.read_csv(src, dtype=dtype)
 
-    def precompile(self, launches: Iterable[dict[str, Any]]) -> None:
-        """Compile every kernel build among ``launches`` (dicts with ``file`` and ``options``, as
-        the kernel families' ``launches()`` list them) in parallel before the first is timed, when
-        measuring; a replay compiles nothing."""
+    def precompile(self, launches: Iterable[Launch | dict[str, Any]]) -> None:
+        """Compile every kernel build among ``launches`` (``core.launch.Launch``es, or dicts with
+        ``file`` and ``options``, as the kernel families' ``launches()`` list them) in parallel
+        before the first is timed, when measuring; a replay compiles nothing."""
         if self.mode == "measure":
             from cudalab.core.kernels import precompile
 
-            precompile((launch["file"], launch["options"]) for launch in launches)
+            precompile(
+                launch.build if isinstance(launch, Launch) else (launch["file"], launch["options"])
+                for launch in launches
+            )
 
     def tables(
         self, names: dict[str, tuple[str, ...]], measure: Callable[[], tuple[pd.DataFrame, ...]]
