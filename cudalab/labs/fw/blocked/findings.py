@@ -125,8 +125,8 @@ def what_we_saw(
     if pub is not None and {4, 5} <= set(pub["step"]):
         t4, t5 = (float(pub.loc[pub["step"].eq(s), "time_s"].iloc[0]) for s in (4, 5))
         lab_step5 = (
-            f" against {t4 / t5:.2f}x in lab 001 ({cite('time_s', table='lab001_ladder', step=4)} s over "
-            f"{cite('time_s', table='lab001_ladder', step=5)} s)"
+            f" against {t4 / t5:.2f}x in lab 001 ({cite('time_s', table='lab001_ladder', step=4, fmt='{:.3g}')} s over "
+            f"{cite('time_s', table='lab001_ladder', step=5, fmt='{:.3g}')} s)"
         )
     same_code = ""
     if {"4. Shared memory", "5. Modify if-branch to min"} <= set(ops.index):
