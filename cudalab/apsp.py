@@ -94,7 +94,7 @@ def recorded_best_kernel(gpu: str) -> tuple[str, str]:
 
 def _solve_gpu(args: argparse.Namespace, v: int, edges: np.ndarray) -> np.ndarray:
     from cudalab.labs.fw import nthu_gpu
-    from cudalab.labs.fw.blocked import KernelSpec
+    from cudalab.labs.fw.blocked.kernels import KernelSpec
 
     name = gpu_name() or ""
     text, source = (args.kernel, "--kernel") if args.kernel else recorded_best_kernel(name)

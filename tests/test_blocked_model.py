@@ -1,6 +1,7 @@
 """Chapter 04's pure parts: padding, the ladder's order, the traffic model, the ceiling's closed form,
 and every build variant of the blocked kernels compiling with nvcc."""
 
+import dataclasses
 import shutil
 
 import numpy as np
@@ -8,8 +9,10 @@ import pandas as pd
 import pytest
 
 from cudalab.core.errors import LaunchRefused
+from cudalab.core.launch import Dim3, Launch
 from cudalab.labs import int_ceiling
-from cudalab.labs.fw import blocked
+from cudalab.labs.fw.blocked import kernels, models, plans, variants
+from cudalab.labs.fw.blocked.ladder import OPTIMIZATION_STEPS
 from cudalab.toolchain.nvcc import nvcc_check
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
@@ -17,32 +20,34 @@ needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is no
 
 @pytest.mark.parametrize("n,bf,want", [(1, 64, 64), (64, 64, 64), (65, 64, 128), (100, 8, 104), (12000, 64, 12032)])
 def test_padded_size(n, bf, want):
-    assert blocked.padded_size(n, bf) == want
+    assert plans.padded_size(n, bf) == want
 
 
 def test_a_matrix_beyond_int32_indices_is_refused_with_the_reason():
     from cudalab.core.launch import LaunchRefused
 
-    blocked.require_int32_indexable(46336)
+    plans.require_int32_indexable(46336)
     with pytest.raises(LaunchRefused, match="more than 2\\^31 entries"):
-        blocked.require_int32_indexable(46400)
+        plans.require_int32_indexable(46400)
 
 
 def test_ladder_is_the_labs_seven_steps_in_order():
-    assert [s.step for s in blocked.LADDER] == list(range(1, 8))
-    assert [s.name for s in blocked.LADDER][0] == "GPU baseline" and blocked.LADDER[-1].name == "Occupancy optimization"
-    assert [s.bf for s in blocked.LADDER] == [32] * 5 + [64] * 2
+    assert [s.step for s in OPTIMIZATION_STEPS] == list(range(1, 8))
+    assert [s.name for s in OPTIMIZATION_STEPS][0] == "GPU baseline" and OPTIMIZATION_STEPS[
+        -1
+    ].name == "Occupancy optimization"
+    assert [s.bf for s in OPTIMIZATION_STEPS] == [32] * 5 + [64] * 2
 
 
 def test_traffic_model_counts_phase3_tiles():
-    m = blocked.traffic_model(256, 64)  # R = 4 rounds, 9 phase-3 tiles per round
+    m = models.traffic_model(256, 64)  # R = 4 rounds, 9 phase-3 tiles per round
     tiles = 4 * 9
     assert m["relaxations"] == 64**3 * tiles
     assert m["global_load_bytes"] == 4 * 3 * 64 * 64 * tiles and m["global_store_bytes"] == 4 * 64 * 64 * tiles
     assert m["shared_load_bytes"] == 4 * 2 * 64**3 * tiles
-    assert blocked.traffic_model(256, 64, 0.5)["shared_load_bytes"] == m["shared_load_bytes"] / 4
+    assert models.traffic_model(256, 64, 0.5)["shared_load_bytes"] == m["shared_load_bytes"] / 4
     # a larger blocking factor moves fewer global bytes for the same work
-    assert blocked.traffic_model(1024, 64)["global_load_bytes"] < blocked.traffic_model(1024, 16)["global_load_bytes"]
+    assert models.traffic_model(1024, 64)["global_load_bytes"] < models.traffic_model(1024, 16)["global_load_bytes"]
 
 
 def test_ceiling_closed_form_matches_a_direct_simulation():
@@ -61,7 +66,7 @@ def test_ceiling_closed_form_matches_a_direct_simulation():
 @needs_nvcc
 @pytest.mark.parametrize(
     "label,filename,options",
-    blocked.sass_builds([8, 16, 32, 64, 128], [64, 128]),
+    variants.sass_builds([8, 16, 32, 64, 128], [64, 128]),
     ids=lambda v: v if isinstance(v, str) else " ".join(v),
 )
 def test_every_build_variant_compiles(label, filename, options):
@@ -71,7 +76,7 @@ def test_every_build_variant_compiles(label, filename, options):
 
 def test_ladder_steps_change_one_build_option_at_a_time():
     """Each ladder step differs from the one before by one build option or file (the lab's method)."""
-    for before, after in zip(blocked.LADDER, blocked.LADDER[1:]):
+    for before, after in zip(OPTIMIZATION_STEPS, OPTIMIZATION_STEPS[1:]):
         if before.file == after.file:
             assert len(set(before.options) ^ set(after.options)) <= 2, (before.name, after.name)
 
@@ -79,30 +84,31 @@ def test_ladder_steps_change_one_build_option_at_a_time():
 @pytest.mark.parametrize(
     "text,spec",
     [
-        ("registers:64", blocked.KernelSpec("registers", 64)),
-        ("registers:128:t8", blocked.KernelSpec("registers", 128, True, 8)),
-        ("registers:64:t8:nodpx", blocked.KernelSpec("registers", 64, False, 8)),
-        ("shared:32", blocked.KernelSpec("shared", 32)),
+        ("registers:64", kernels.KernelSpec("registers", 64)),
+        ("registers:128:t8", kernels.KernelSpec("registers", 128, True, 8)),
+        ("registers:64:t8:nodpx", kernels.KernelSpec("registers", 64, False, 8)),
+        ("shared:32", kernels.KernelSpec("shared", 32)),
     ],
 )
 def test_a_kernel_spec_reads_and_writes_its_text(text, spec):
-    assert blocked.KernelSpec.parse(text) == spec and spec.as_text() == text
+    assert kernels.KernelSpec.parse(text) == spec and spec.as_text() == text
 
 
 @pytest.mark.parametrize("text", ["registers:64:t6", "shared:32:t8", "registers:x", "global:32", "registers:64:fast"])
 def test_a_bad_kernel_spec_is_refused_with_the_forms_it_takes(text):
     with pytest.raises(LaunchRefused, match="registers:BF"):
-        blocked.KernelSpec.parse(text)
+        kernels.KernelSpec.parse(text)
 
 
 def test_the_register_tile_sets_the_phase_3_block_and_options():
-    launch = blocked.registers_phase_launches(128, True, 8)[2]
-    assert launch["block"] == (16, 16) and launch["threads"] == 256 and "-DTILE=8" in launch["options"]
-    assert "-DTILE=4" not in blocked.registers_phase_launches(64)[2]["options"], "4 x 4 builds as before"
+    launch = kernels.registers_phase_launches(128, True, 8)[2]
+    assert launch.block == Dim3(16, 16) and launch.threads == 256 and "-DTILE=8" in launch.options
+    assert launch.labels == {"phase": "phase 3"} and launch.tunables == {"block_factor": 128, "dpx": True, "tile": 8}
+    assert "-DTILE=4" not in kernels.registers_phase_launches(64)[2].options, "4 x 4 builds as before"
     row = pd.Series({"kernel": "registers", "block_factor": 128.0, "dpx": True, "tile": 8.0})
-    assert blocked.KernelSpec.from_row(row) == blocked.KernelSpec("registers", 128, True, 8)
+    assert kernels.KernelSpec.from_row(row) == kernels.KernelSpec("registers", 128, True, 8)
     old = pd.Series({"kernel": "registers", "block_factor": 64.0, "dpx": True})
-    assert blocked.KernelSpec.from_row(old).tile == 4
+    assert kernels.KernelSpec.from_row(old).tile == 4
 
 
 def test_a_sweep_point_expected_over_budget_is_chosen_by_its_time_at_a_smaller_n():
@@ -121,41 +127,44 @@ def test_a_sweep_point_expected_over_budget_is_chosen_by_its_time_at_a_smaller_n
 @pytest.mark.parametrize(
     "text,spec",
     [
-        ("minplus:64", blocked.KernelSpec("minplus", 64, True, 8)),
-        ("minplus:128:nodpx", blocked.KernelSpec("minplus", 128, False, 8)),
+        ("minplus:64", kernels.KernelSpec("minplus", 64, True, 8)),
+        ("minplus:128:nodpx", kernels.KernelSpec("minplus", 128, False, 8)),
     ],
 )
 def test_minplus_kernel_spec_round_trips(text, spec):
-    assert blocked.KernelSpec.parse(text) == spec and spec.as_text() == text
+    assert kernels.KernelSpec.parse(text) == spec and spec.as_text() == text
     assert spec.label().startswith("min-plus BF")
 
 
 @pytest.mark.parametrize("text", ["minplus:32", "minplus:64:t4", "minplus:256"])
 def test_minplus_kernel_spec_refuses_what_the_file_does_not_build(text):
     with pytest.raises(LaunchRefused):
-        blocked.KernelSpec.parse(text)
+        kernels.KernelSpec.parse(text)
 
 
 def test_minplus_launches_match_the_kernel_file():
     """Phase 1 on 32 x 32 threads without dynamic shared memory; phases 2 and 3 on (BF/8)^2
     threads with two stages of a BF/4-deep chunk of A (transposed, padded) and B."""
-    p1, p2, p3 = blocked.minplus_phase_launches(128)
-    assert (p1["block"], p1["dynamic_shared_bytes"]) == ((32, 32), 0)
-    assert p2["block"] == p3["block"] == (16, 16)
-    assert p3["dynamic_shared_bytes"] == 2 * 4 * (32 * 132 + 32 * 128)
-    assert {p["options"] for p in (p1, p2, p3)} == {("-DBF=128",)}
-    assert blocked.minplus_phase_launches(64, dpx=False)[2]["options"] == ("-DBF=64", "-DNO_DPX")
+    p1, p2, p3 = kernels.minplus_phase_launches(128)
+    assert all(isinstance(p, Launch) and p.grid is None for p in (p1, p2, p3))
+    assert (p1.block, p1.dynamic_shared_bytes) == (Dim3(32, 32), 0)
+    assert p2.block == p3.block == Dim3(16, 16)
+    assert p3.dynamic_shared_bytes == 2 * 4 * (32 * 132 + 32 * 128)
+    assert {p.options for p in (p1, p2, p3)} == {("-DBF=128",)}
+    assert [p.labels["phase"] for p in (p1, p2, p3)] == ["phase 1", "phase 2", "phase 3"]
+    assert p3.arguments[-1] == "part" and p3.tunables == {"block_factor": 128, "dpx": True, "tile": 8}
+    assert kernels.minplus_phase_launches(64, dpx=False)[2].options == ("-DBF=64", "-DNO_DPX")
     with pytest.raises(LaunchRefused):
-        blocked.minplus_phase_launches(32)
+        kernels.minplus_phase_launches(32)
 
 
 def test_operand_model_counts_loads_and_relaxations_per_thread_and_k():
-    shared = blocked.operand_model("shared", 64)
+    shared = models.operand_model("shared", 64)
     assert (shared["cells_per_thread"], shared["shared_loads_per_k"]) == (4, 8)
     r4, r8, mp = (
-        blocked.operand_model("registers", 64, 4),
-        blocked.operand_model("registers", 64, 8),
-        blocked.operand_model("min-plus", 128),
+        models.operand_model("registers", 64, 4),
+        models.operand_model("registers", 64, 8),
+        models.operand_model("min-plus", 128),
     )
     assert (r4["shared_loads_per_k"], r4["relaxations_per_k"], r4["relaxations_per_shared_load"]) == (2, 16, 8)
     assert (r8["shared_loads_per_k"], r8["relaxations_per_k"], r8["relaxations_per_shared_load"]) == (4, 64, 16)
@@ -213,14 +222,14 @@ def test_operand_table_reads_the_sweep_and_names_the_fastest_per_n():
             },
         ]
     )
-    table = blocked.operand_table(blocked.with_rates(sweep, 16e12))
+    table = models.operand_table(models.with_rates(sweep, 16e12))
     assert list(table["variant"]) == ["shared BF 64", "registers BF 64, 8x8 + DPX", "min-plus BF 128, 8x8 + DPX"]
     assert table.loc[2, "fraction_at_8192"] == pytest.approx(8192**3 / 45e-3 / 16e12)
     # a wrong result is never the best, however fast
     assert table.attrs["best"][8192]["variant"] == "min-plus BF 128, 8x8 + DPX"
-    assert blocked.kernel_label(sweep.iloc[2]) == "registers 8x8 + DPX"
+    assert models.kernel_label(sweep.iloc[2]) == "registers 8x8 + DPX"
     assert (
-        blocked.kernel_label(pd.Series({"kernel": "registers", "tile": float("nan"), "dpx": False})) == "registers 4x4"
+        models.kernel_label(pd.Series({"kernel": "registers", "tile": float("nan"), "dpx": False})) == "registers 4x4"
     )
 
 
@@ -278,12 +287,14 @@ def test_lookahead_schedule_solves_whichever_lane_runs_first(lane_first, rounds)
     n = bf * rounds
     lab = np.where(rng.random((n, n)) < 0.3, rng.integers(0, 3, (n, n)), -1).astype(np.int32)
     np.fill_diagonal(lab, 0)
-    work = np.where(lab < 0, blocked.INF, lab).astype(np.int64)
-    phases = tuple(blocked.Phase(name, None, blocked.PHASE_GRIDS[name], (1, 1)) for name in blocked.PHASE_GRIDS)
-    p3 = phases[2]
-    phases = phases[:2] + (blocked.dataclasses.replace(p3, args=lambda w, m, r: (w, m, r, 0)),)
-    schedule = list(blocked.LookaheadPlan(bf, phases).launches(work))
+    work = np.where(lab < 0, plans.INF, lab).astype(np.int64)
+    phases = tuple(
+        plans.Phase(Launch("none.cu", "none", Dim3(1), labels={"phase": name}), None, grid)
+        for name, grid in plans.PHASE_GRIDS.items()
+    )
+    phases = phases[:2] + (dataclasses.replace(phases[2], args=lambda w, m, r: (w, m, r, 0)),)
+    schedule = list(plans.LookaheadPlan(bf, phases).launches(work))
     assert sum(1 for x in schedule if getattr(x, "lane", 0) == 1) == 3 * (rounds - 1) + 2
     _emulate(schedule, work, bf, lane_first)
     want = floyd_warshall_numpy(lab)
-    np.testing.assert_array_equal(np.where(work >= blocked.INF, -1, work), want)
+    np.testing.assert_array_equal(np.where(work >= plans.INF, -1, work), want)

@@ -111,10 +111,11 @@ def test_a_roofline_places_each_kernel_under_the_lower_roof_at_its_intensity():
 def test_the_blocked_bytes_model_counts_the_own_tile_once_per_round():
     from types import SimpleNamespace
 
-    from cudalab.labs.fw import blocked, per_k
+    from cudalab.labs.fw import per_k
+    from cudalab.labs.fw.blocked import models
 
-    assert blocked.bytes_per_relaxation(SimpleNamespace(kernel_family="per-k", block_factor=float("nan"))) == 8.0
-    assert blocked.bytes_per_relaxation(SimpleNamespace(kernel_family="blocked", block_factor=64.0)) == 8.0 / 64
+    assert models.bytes_per_relaxation(SimpleNamespace(kernel_family="per-k", block_factor=float("nan"))) == 8.0
+    assert models.bytes_per_relaxation(SimpleNamespace(kernel_family="blocked", block_factor=64.0)) == 8.0 / 64
     assert per_k.BYTES_PER_RELAXATION == 8.0
 
 

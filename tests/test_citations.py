@@ -166,3 +166,85 @@ def test_no_notebook_markdown_types_a_published_figure(path):
             if m.group(1) in typed:
                 found.append(text[max(0, m.start() - 40) : m.end() + 10].replace("\n", " "))
     assert not found, "render lab figures from the profile (lab.cited(...)), not as typed text: " + " | ".join(found)
+
+
+# ---- nor does a code cell's text, nor a number beside the lab's name
+
+
+LAB_NAME = re.compile(r"\b(?:lab \d{3}|the lab)\b", re.IGNORECASE)
+# a figure: a number with a lab figure's unit (21.1x, 2.18 s, 740 GOPS, 85%)
+# (not a shape, "80 x 128", nor a lab's own number, "lab 004")
+FIGURE = re.compile(r"(?<![\w.§{-])(?<!lab )(\d+(?:\.\d+)?)\s?(x|s|ms|GB/s|MB/s|GOPS|%)(?![\w/}])(?!\s*\d)")
+# the lab's results listed after its name: "lab 001: BF 16, 32 and 64"
+LISTED = re.compile(r"\b(?:lab \d{3}|the lab)\s*:\s*[A-Za-z]{0,4}\s*\d", re.IGNORECASE)
+NEAR = 30  # characters between a figure and the lab's name that make it the lab's
+
+
+def _code_text(source: str) -> list[str]:
+    """The text a code cell puts in prose: its string literals, f-strings' literal parts included."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    return [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+
+
+def typed_lab_figures(cell: dict, typed: set[str]) -> list[str]:
+    """Where a notebook cell types a lab's figure, in Markdown or in a code cell's string
+    literals: a figure equal to a published value, a figure within a few words of the lab's name
+    ("1.43x in lab 001"), or results listed after it ("lab 001: BF 16, 32 and 64")."""
+    source = "".join(cell["source"])
+    texts = [source] if cell["cell_type"] == "markdown" else _code_text(source)
+    found = []
+    for text in texts:
+        for m in FIGURE.finditer(text):
+            near = text[max(0, m.start() - NEAR) : m.end() + NEAR]
+            if m.group(1) in typed or (m.group(2) != "%" and LAB_NAME.search(near)):
+                found.append(near.replace("\n", " "))
+        found += [text[m.start() : m.end() + 20].replace("\n", " ") for m in LISTED.finditer(text)]
+    return found
+
+
+# figures typed before this check, in chapters outside the Floyd-Warshall family: cite them from
+# the profile and remove them here
+NOT_YET_CITED = {"05_matmul_footprint.ipynb"}
+
+
+@pytest.mark.parametrize("path", sorted(NOTEBOOKS_DIR.glob("*.ipynb")), ids=lambda p: p.name)
+def test_no_notebook_types_a_lab_figure_in_prose_or_code_text(path):
+    if path.name in NOT_YET_CITED:
+        pytest.xfail("its lab figures are still typed (see NOT_YET_CITED)")
+    typed = {r for v in _published_values() for r in _renderings(v)}
+    found = [hit for cell in json.loads(path.read_text())["cells"] for hit in typed_lab_figures(cell, typed)]
+    assert not found, "render lab figures from the profile (lab.cited(...)), not as typed text: " + " | ".join(found)
+
+
+@pytest.mark.parametrize(
+    "cell",
+    [
+        {
+            "cell_type": "code",
+            "source": ["text = f\"gained {step5:.2f}x here{' against 1.43x in lab 001' if pub else ''}\""],
+        },
+        {"cell_type": "code", "source": ['line = f"peaks at BF {peak} (lab 001: BF 16, 32 and 64)"']},
+        {"cell_type": "markdown", "source": ["Step 5 gained 1.43x in lab 001."]},
+        {"cell_type": "markdown", "source": ["the lab reached 2431 GOPS"]},
+        {"cell_type": "code", "source": ['display(Markdown("lab 001 took 2.18 s at step 7"))']},
+    ],
+)
+def test_a_typed_lab_figure_is_caught(cell):
+    """The old chapter 04 typed "1.43x in lab 001" and "(lab 001: BF 16, 32 and 64)" into its
+    f-strings: the check above must catch both, in code text as in Markdown."""
+    typed = {r for v in _published_values() for r in _renderings(v)}
+    assert typed_lab_figures(cell, typed)
+
+
+def test_a_cited_figure_and_a_lab_reference_pass():
+    typed = {r for v in _published_values() for r in _renderings(v)}
+    fine = [
+        {"cell_type": "markdown", "source": ["Lab 000 §2.1 explains it; lab 001's step 5 replaced a select."]},
+        {"cell_type": "code", "source": ["f\"in lab 001: {lab.cited('time_s', table='lab001_ladder', step=4)} s\""]},
+    ]
+    assert not [hit for cell in fine for hit in typed_lab_figures(cell, typed)]

@@ -10,6 +10,7 @@ import pytest
 from conftest import random_graph
 
 from cudalab.labs.fw import harness as fw
+from cudalab.labs.fw import per_k
 from cudalab.labs.fw.graphs import gen_matrix
 from cudalab.labs.fw.reference import floyd_warshall_c, floyd_warshall_cupy
 from cudalab.labs.fw.scaling import with_speedups
@@ -33,8 +34,9 @@ def basic_kernel():
 
 
 def basic_variant(kernel, b):
+    basic = per_k.launch("basic", b)
     return fw.Variant(
-        f"{b}x{b}", {"block_edge": b}, lambda n: fw.PerKLaunch(kernel, (fw.ceil_div(n, b), fw.ceil_div(n, b)), (b, b))
+        f"{b}x{b}", {"block_edge": b}, lambda n: fw.PerKPlan.over(basic, (fw.ceil_div(n, b), fw.ceil_div(n, b)), kernel)
     )
 
 

@@ -7,8 +7,10 @@ import numpy as np
 import pytest
 from conftest import random_graph
 
-from cudalab.labs.fw import blocked, nthu
 from cudalab.labs.fw import harness as fw
+from cudalab.labs.fw import nthu
+from cudalab.labs.fw.blocked import counters, kernels, plans, variants
+from cudalab.labs.fw.blocked.phase_split import phase_split
 from cudalab.labs.fw.graphs import NO_EDGE, gen_matrix
 from cudalab.labs.fw.reference import floyd_warshall_c
 
@@ -25,11 +27,11 @@ def cp():
 
 def every_variant():
     return (
-        blocked.ladder_variants()
-        + blocked.blocking_factor_variants([8, 16, 32, 64, 128])
-        + blocked.expert_variants([64, 128], dpx=[True, False])
-        + blocked.expert_variants([64], dpx=[True], tiles=[8])
-        + blocked.minplus_variants([64, 128], dpx=[True, False])
+        variants.ladder_variants()
+        + variants.blocking_factor_variants([8, 16, 32, 64, 128])
+        + variants.registers_variants([64, 128], dpx=[True, False])
+        + variants.registers_variants([64], dpx=[True], tiles=[8])
+        + variants.minplus_variants([64, 128], dpx=[True, False])
     )
 
 
@@ -60,30 +62,30 @@ def test_every_blocked_kernel_matches_cpu(cp, rng, n):
 
 
 def test_padding_is_unreachable_with_zero_diagonal(cp):
-    d = blocked.to_blocked(cp.asarray(np.array([[0, 5, -1], [-1, 0, 2], [1, -1, 0]], dtype=np.int32)), 8)
+    d = plans.to_blocked(cp.asarray(np.array([[0, 5, -1], [-1, 0, 2], [1, -1, 0]], dtype=np.int32)), 8)
     host = cp.asnumpy(d)
     assert host.shape == (8, 8)
     assert (np.diag(host) == 0).all()
-    assert host[0, 2] == blocked.INF and host[0, 1] == 5 and host[3, 4] == blocked.INF and host[0, 5] == blocked.INF
-    np.testing.assert_array_equal(cp.asnumpy(blocked.from_blocked(d, 3)), [[0, 5, -1], [-1, 0, 2], [1, -1, 0]])
+    assert host[0, 2] == plans.INF and host[0, 1] == 5 and host[3, 4] == plans.INF and host[0, 5] == plans.INF
+    np.testing.assert_array_equal(cp.asnumpy(plans.from_blocked(d, 3)), [[0, 5, -1], [-1, 0, 2], [1, -1, 0]])
 
 
 def test_a_wrong_blocked_kernel_is_flagged(cp):
     """Phase 3 alone (no pivot phases) misses paths through the pivot tiles: the check must see it."""
-    plan = blocked.shared_plan(16)
-    broken = blocked.BlockedPlan(16, plan.phases[2:])
+    plan = kernels.shared_plan(16)
+    broken = plans.BlockedPlan(16, plan.phases[2:])
     gpu, _ = fw.sweep([fw.Variant("phase 3 only", {}, lambda n: broken)], [100], seed=3, cpu_max_n=100)
     assert gpu["status"].eq("wrong").all() and gpu["mismatches"].gt(0).all()
 
 
 def test_phase_split_times_every_phase_and_checks(cp):
-    split = blocked.phase_split(
-        blocked.expert_variants([64], dpx=[True]) + blocked.blocking_factor_variants([16]), 200, seed=4, repeats=2
+    split = phase_split(
+        variants.registers_variants([64], dpx=[True]) + variants.blocking_factor_variants([16]), 200, seed=4, repeats=2
     )
     assert set(split["phase"]) == {"phase 1", "phase 2", "phase 3"}
     assert split["status"].eq("ok").all() and split["time_ms"].gt(0).all()
     rounds = split.set_index(["variant", "phase"])["launches"]
-    assert rounds[("shared BF 16", "phase 1")] == blocked.padded_size(200, 16) // 16
+    assert rounds[("shared BF 16", "phase 1")] == plans.padded_size(200, 16) // 16
 
 
 @pytest.mark.parametrize("kernel", ["minplus:64", "registers:64"])
@@ -93,7 +95,7 @@ def test_nthu_case_solved_on_gpu_matches_cpu(cp, tmp_path, v, density, kernel):
 
     edges = nthu.generate_case(v, density, seed=v)
     nthu.write_case(tmp_path / "c.in", v, edges)
-    ms, solved_v = nthu_gpu.solve_file(tmp_path / "c.in", tmp_path / "c.out", blocked.KernelSpec.parse(kernel).plan())
+    ms, solved_v = nthu_gpu.solve_file(tmp_path / "c.in", tmp_path / "c.out", kernels.KernelSpec.parse(kernel).plan())
     want = nthu.solve_cpu(v, edges)
     dist = nthu.read_output(tmp_path / "c.out", v)
     assert solved_v == v
@@ -107,7 +109,7 @@ def test_time_split_rows_per_stage(cp, tmp_path):
     from cudalab.labs.fw import nthu_gpu
 
     split = nthu_gpu.time_split(
-        [100, 700], 0.05, seed=1, workdir=tmp_path, repeats=2, plan_factory=blocked.KernelSpec("shared", 32).plan
+        [100, 700], 0.05, seed=1, workdir=tmp_path, repeats=2, plan_factory=kernels.KernelSpec("shared", 32).plan
     )
     assert len(split) == 2 * len(nthu_gpu.STAGES)
     assert split["status"].eq("ok").all()
@@ -139,11 +141,11 @@ def test_add_min_ceiling_checks_and_measures(cp):
 
 
 def test_nsight_counters_or_a_clear_reason(cp):
-    reason = blocked.counters_available()
+    reason = counters.counters_available()
     if reason is not None:
         assert "ncu" in reason
         pytest.skip(reason)
-    frame = blocked.profile_phase3(
+    frame = counters.profile_phase3(
         [
             {"label": "BF 16", "kind": "shared", "bf": 16},
             {"label": "reg 64", "kind": "registers", "bf": 64, "dpx": True},
@@ -168,7 +170,7 @@ def test_the_gpu_output_file_is_byte_identical_through_many_staging_blocks(cp, t
     edges[:, 1] = np.where(edges[:, 0] < 40, (edges[:, 1] % 40), edges[:, 1])  # a cluster, and vertices it cannot reach
     nthu.write_case(tmp_path / "c.in", v, edges)
     monkeypatch.setattr(nthu_gpu, "STAGING_BYTES", 4 * v * 7)  # 7 rows per block: 43 blocks through two buffers
-    nthu_gpu.solve_file(tmp_path / "c.in", tmp_path / "gpu.out", blocked.KernelSpec("minplus", 64).plan())
+    nthu_gpu.solve_file(tmp_path / "c.in", tmp_path / "gpu.out", kernels.KernelSpec("minplus", 64).plan())
     nthu.write_output(tmp_path / "cpu.out", nthu.solve_cpu(v, edges))
     assert (tmp_path / "gpu.out").read_bytes() == (tmp_path / "cpu.out").read_bytes()
 
@@ -191,7 +193,7 @@ def test_a_bad_edge_found_on_the_device_is_the_host_checks_error_and_writes_noth
     with pytest.raises(CaseFormatError) as on_host:
         nthu.read_case(tmp_path / "bad.in")
     with pytest.raises(CaseFormatError) as on_device:
-        nthu_gpu.solve_file(tmp_path / "bad.in", tmp_path / "bad.out", blocked.KernelSpec("registers", 64).plan())
+        nthu_gpu.solve_file(tmp_path / "bad.in", tmp_path / "bad.out", kernels.KernelSpec("registers", 64).plan())
     assert str(on_device.value) == str(on_host.value) and "edge 17 at offset 212" in str(on_host.value)
     assert not (tmp_path / "bad.out").exists()
 
@@ -203,22 +205,22 @@ def test_weights_that_could_reach_unreachable_are_refused_as_the_host_refuses_th
     heavy = nthu.max_weight_for(3) + 1  # two such edges in a row weigh 'unreachable' or more
     nthu.write_case(tmp_path / "heavy.in", 3, np.array([[0, 1, heavy], [1, 2, heavy]], dtype=np.int32))
     with pytest.raises(CaseFormatError, match="shortest path could weigh"):
-        nthu_gpu.solve_file(tmp_path / "heavy.in", tmp_path / "heavy.out", blocked.KernelSpec("registers", 64).plan())
+        nthu_gpu.solve_file(tmp_path / "heavy.in", tmp_path / "heavy.out", kernels.KernelSpec("registers", 64).plan())
     assert not (tmp_path / "heavy.out").exists()
 
 
 def test_precompile_fills_the_module_cache_before_first_use(cp):
     from cudalab.core import kernels
 
-    launches = blocked.minplus_phase_launches(64, dpx=False)
-    builds = [(x["file"], x["options"]) for x in launches]
+    launches = kernels.minplus_phase_launches(64, dpx=False)
+    builds = [x.build for x in launches]
     assert kernels.precompile(builds + builds) == 1  # three phases, one build
-    path = kernels.kernel_path(blocked.MINPLUS_FILE)
+    path = kernels.kernel_path(kernels.MINPLUS_FILE)
     assert any(key[0] == str(path) and key[2][-1] == "-DNO_DPX" for key in kernels._modules)
 
 
 def test_lookahead_solves_as_plain_launches_on_large_matrices_and_as_a_graph_below(cp):
-    plan = blocked.minplus_plan(64)
+    plan = kernels.minplus_plan(64)
     small, large = cp.zeros((128, 128), dtype=cp.int32), cp.zeros((4096, 4096), dtype=cp.int32)
     assert fw.Solver(plan, small).launch_mode == "cuda-graph"
     assert fw.Solver(plan, large).launch_mode == "stream"

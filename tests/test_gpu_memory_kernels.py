@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from conftest import random_graph
 
+from cudalab.core.launch import Launch
 from cudalab.labs import vecmax as access_pattern
 from cudalab.labs.fw import harness as fw
 from cudalab.labs.fw.graphs import gen_matrix
@@ -29,7 +30,14 @@ def load(file, name, *options):
 
 def square(kernel, b, shared=0, floor=False):
     grid = (lambda n: (n // b, n // b)) if floor else (lambda n: (fw.ceil_div(n, b), fw.ceil_div(n, b)))
-    return fw.Variant(f"{b}x{b}", {}, lambda n: fw.PerKLaunch(kernel, grid(n), (b, b), shared_mem=shared))
+    return fw.Variant(f"{b}x{b}", {}, lambda n: per_k_plan(kernel, grid(n), (b, b), shared))
+
+
+def per_k_plan(kernel, grid, block, shared=0, **kwargs):
+    """A per-k plan of a kernel compiled here, over ``grid`` (its description names no file)."""
+    return fw.PerKPlan.over(
+        Launch("(compiled by the test)", "kernel", block, dynamic_shared_bytes=shared), grid, kernel, **kwargs
+    )
 
 
 def check(variant, mats):
@@ -46,14 +54,14 @@ def graphs(rng, n):
 @pytest.mark.parametrize("threads", [32, 96, 128, 1024])
 def test_coalesced_kernel(cp, rng, n, threads):
     k = load("fw_coalesced.cu", "fw_coalesced")
-    check(fw.Variant("c", {}, lambda m: fw.PerKLaunch(k, (fw.ceil_div(m * m, threads),), (threads,))), graphs(rng, n))
+    check(fw.Variant("c", {}, lambda m: per_k_plan(k, (fw.ceil_div(m * m, threads),), (threads,))), graphs(rng, n))
 
 
 @pytest.mark.parametrize("n", SIZES)
 @pytest.mark.parametrize("segment", [1, 2, 3, 8])
 def test_segmented_kernel(cp, rng, n, segment):
     k = load("fw_coalesced.cu", "fw_coalesced_segment")
-    plan = lambda m: fw.PerKLaunch(
+    plan = lambda m: per_k_plan(
         k,
         (fw.ceil_div(m * m, 128 * segment),),
         (128,),
@@ -72,7 +80,7 @@ def test_fixed_tile_kernel(cp, rng, n, tile):
 @pytest.mark.parametrize("segment", [64, 100, 256, 1024])
 def test_fixed_row_segment_kernel(cp, rng, n, segment):
     k = load("fw_shared_row.cu", "fw_shared_row")
-    check(fw.Variant("r", {}, lambda m: fw.PerKLaunch(k, (m, fw.ceil_div(m, segment)), (1, segment))), graphs(rng, n))
+    check(fw.Variant("r", {}, lambda m: per_k_plan(k, (m, fw.ceil_div(m, segment)), (1, segment))), graphs(rng, n))
 
 
 @pytest.mark.parametrize("n", SIZES)
@@ -102,7 +110,7 @@ def test_published_barrier_kernels_are_checked_at_awkward_n(cp):
     row = load("fw_shared_row.cu", "fw_shared_row_published")
     variants = [
         square(tile, 16),
-        fw.Variant("row 64", {}, lambda m: fw.PerKLaunch(row, (m, fw.ceil_div(m, 64)), (1, 64))),
+        fw.Variant("row 64", {}, lambda m: per_k_plan(row, (m, fw.ceil_div(m, 64)), (1, 64))),
     ]
     table = fw.correctness(variants, [96, 100], seed=5)
     assert set(table["status"]) <= {"ok", "wrong", "skipped"} and len(table) == 8
@@ -150,13 +158,13 @@ def test_access_pattern_generator_matches_the_traced_kernel(cp, kernel, n, block
 def test_synccheck_runs_on_the_barrier_kernels():
     """synccheck gives a verdict on the published barrier (on an H100, 2026-11-23: 0 errors, since
     threads that skip the barrier exit, and exited threads leave it); the fixed kernel has none."""
-    from cudalab.labs.fw.per_k import synccheck
+    from cudalab.labs.fw.per_k import launch, synccheck
     from cudalab.toolchain.nvcc import cuda_tool
 
     if cuda_tool("compute-sanitizer") is None:
         pytest.skip("compute-sanitizer is not installed")
-    published = synccheck("fw_shared_tile.cu", "fw_shared_tile_published", (16, 16), 100, ["-DTILE=16"])
-    fixed = synccheck("fw_shared_tile.cu", "fw_shared_tile", (16, 16), 100, ["-DTILE=16"])
+    published = synccheck(launch("tile", 16, published=True), 100)
+    fixed = synccheck(launch("tile", 16), 100)
     print(published, fixed)
     assert fixed["errors"] == 0, fixed
     assert isinstance(published["errors"], int), published

@@ -282,7 +282,10 @@ from cudalab.chapter.occupancy import binding_summary, chapter_gpus, occupancy_s
 from cudalab.core.launch import Dim3, Launch  # noqa: E402
 from cudalab.labs import matmul as mm  # noqa: E402
 from cudalab.labs import vecmax  # noqa: E402
-from cudalab.labs.fw import blocked, per_k  # noqa: E402
+from cudalab.labs.fw import per_k  # noqa: E402
+from cudalab.labs.fw.blocked import kernels as blocked_kernels  # noqa: E402
+from cudalab.labs.fw.blocked import variants as blocked_variants  # noqa: E402
+from cudalab.labs.fw.blocked.ladder import OPTIMIZATION_STEPS  # noqa: E402
 from cudalab.labs.kmeans import chapter as km  # noqa: E402
 from cudalab.labs.kmeans import gpu as km_gpu  # noqa: E402
 from cudalab.toolchain.occupancy_report import distinct_launches, occupancy_by_gpu  # noqa: E402
@@ -300,7 +303,7 @@ NOTEBOOK_CALLS = {
     "01_block_size": ["per_k.launch("],
     "02_coalescing": ["per_k.launch(", "vecmax.launches("],
     "03_shared_memory": ["per_k.launch("],
-    "04_blocking_factor": ["blocked.launches("],
+    "04_blocking_factor": ["variants.launches("],
     "05_matmul_footprint": ["mm.launches("],
     "06_kmeans_device_update": ["km_gpu.launches("],
 }
@@ -340,11 +343,11 @@ def _chapter_launches(chapter: str, p: dict):
             out += [per_k.launch("kslices", b, published=published) for b in p["kslice_edges"]]
         return out
     if chapter == "04_blocking_factor":
-        return blocked.launches(
+        return blocked_variants.launches(
             p["block_factors"],
             p["expert_block_factors"],
             dpx=(True, False),
-            basic_block=16,
+            basic_block_edge=16,
             tiles=p.get("expert_tiles", [4]),
         )
     if chapter == "05_matmul_footprint":
@@ -396,22 +399,30 @@ def test_every_launch_of_every_chapter_compiles_and_gets_an_occupancy(chapter):
 
 
 def test_per_k_launch_is_what_each_recipe_launches():
-    assert per_k.launch("basic", 16) == {
-        "block": "16x16",
-        "file": "fw_basic_2d.cu",
-        "kernel": "fw_basic_2d",
-        "options": (),
-        "threads": 256,
-        "dynamic_shared_bytes": 0,
-    }
-    assert per_k.launch("segment", 4, 128)["threads"] == 128
-    assert per_k.launch("tile", 8)["options"] == ("-DTILE=8",)
-    assert per_k.launch("tile", 8, published=True)["kernel"] == "fw_shared_tile_published"
+    basic = per_k.launch("basic", 16)
+    assert isinstance(basic, Launch)
+    assert (basic.file, basic.kernel, basic.options, basic.block, basic.grid) == (
+        "fw_basic_2d.cu",
+        "fw_basic_2d",
+        (),
+        Dim3(16, 16),
+        None,
+    )
+    assert (basic.threads, basic.dynamic_shared_bytes, basic.labels, basic.tunables) == (
+        256,
+        0,
+        {"block": "16x16"},
+        {"block_edge": 16},
+    )
+    assert per_k.launch("segment", 4, 128).threads == 128
+    assert per_k.launch("segment", 4, 128).tunables == {"segment_size": 4, "threads": 128}
+    assert per_k.launch("tile", 8).options == ("-DTILE=8",)
+    assert per_k.launch("tile", 8, published=True).kernel == "fw_shared_tile_published"
     row = per_k.launch("row_segment", 64)
-    assert (row["block"], row["threads"]) == ("1x64", 64)
+    assert (row.labels["block"], row.threads) == ("1x64", 64)
     # team 5's k-slices: one array of b ints as published, two when fixed
-    assert per_k.launch("kslices", 16, published=True)["dynamic_shared_bytes"] == 4 * 16
-    assert per_k.launch("kslices", 16)["dynamic_shared_bytes"] == 2 * 4 * 16
+    assert per_k.launch("kslices", 16, published=True).dynamic_shared_bytes == 4 * 16
+    assert per_k.launch("kslices", 16).dynamic_shared_bytes == 2 * 4 * 16
     with pytest.raises(ValueError):
         per_k.launch("diagonal", 16)
 
@@ -450,28 +461,32 @@ def test_the_occupancy_computation_takes_every_non_fw_familys_launches():
 
 
 def test_blocked_launches_follow_the_plans():
-    got = blocked.launches([8], [64], dpx=(True,))
-    assert len(got) == 3 * len(blocked.LADDER) + 3 + 3 + 1
-    by = {(g["variant"], g["phase"]): g for g in got}
+    got = blocked_variants.launches([8], [64], dpx=(True,))
+    assert all(isinstance(g, Launch) and g.grid is None for g in got)
+    assert len(got) == 3 * len(OPTIMIZATION_STEPS) + 3 + 3 + 1
+    by = {(g.labels["variant"], g.labels["phase"]): g for g in got}
+    assert all(list(g.labels) == ["variant", "phase", "block"] and g.labels["block"] == str(g.block) for g in got)
     # fw_blocked.cu at BF 8: 8 x 8 threads, one BF^2 int tile in phase 1, two in phases 2-3
-    assert (by[("shared BF 8", "phase 1")]["threads"], by[("shared BF 8", "phase 1")]["dynamic_shared_bytes"]) == (
+    assert (by[("shared BF 8", "phase 1")].threads, by[("shared BF 8", "phase 1")].dynamic_shared_bytes) == (
         64,
         256,
     )
-    assert by[("shared BF 8", "phase 3")]["dynamic_shared_bytes"] == 512
+    assert by[("shared BF 8", "phase 3")].dynamic_shared_bytes == 512
     # BF 64 runs 32 x 32 threads (4 cells each); step 7 adds the register cap
-    assert by[("6. Large blocking factor", "phase 3")]["threads"] == 1024
-    assert "--maxrregcount=22" in by[("7. Occupancy optimization", "phase 2")]["options"]
-    # the register-tiled phase 3: (BF/4)^2 threads, ((BF + 4) + BF) * BF ints
+    assert by[("6. Large blocking factor", "phase 3")].threads == 1024
+    assert "--maxrregcount=22" in by[("7. Occupancy optimization", "phase 2")].options
+    # the registers kernel's phase 3: (BF/4)^2 threads, ((BF + 4) + BF) * BF ints
     reg = by[("registers BF 64 + DPX", "phase 3")]
-    assert (reg["file"], reg["threads"], reg["dynamic_shared_bytes"]) == (
-        blocked.REGISTERS_FILE,
+    assert (reg.file, reg.threads, reg.dynamic_shared_bytes) == (
+        blocked_kernels.REGISTERS_FILE,
         256,
         4 * (68 + 64) * 64,
     )
-    assert by[("registers BF 64 + DPX", "phase 1")]["kernel"] == "fw_blocked_phase1"
-    assert by[("basic 16x16 (chapter 01)", "per k")]["threads"] == 256
-    assert by[("1. GPU baseline", "phase 2")]["kernel"] == "fw_blocked_global"
+    assert by[("registers BF 64 + DPX", "phase 1")].kernel == "fw_blocked_phase1"
+    assert by[("basic 16x16 (chapter 01)", "per k")].threads == 256
+    assert by[("1. GPU baseline", "phase 2")].kernel == "fw_blocked_global"
+    assert by[("registers BF 64 + DPX", "phase 3")].tunables == {"block_factor": 64, "dpx": True, "tile": 4}
+    assert by[("shared BF 8", "phase 3")].labels["block"] == "8x8"
 
 
 def test_matmul_launches_leave_out_what_the_sweep_refuses():

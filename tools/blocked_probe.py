@@ -13,8 +13,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from cudalab.labs import int_ceiling  # noqa: E402
-from cudalab.labs.fw import blocked  # noqa: E402
 from cudalab.labs.fw import harness as fw  # noqa: E402
+from cudalab.labs.fw.blocked import variants  # noqa: E402
 
 
 def main() -> None:
@@ -26,9 +26,9 @@ def main() -> None:
     ceil = int_ceiling.add_min_ceiling()
     print(ceil[["instruction", "time_ms", "relaxations_per_s", "relaxations_per_clock_per_sm", "status"]].to_string())
     best = int_ceiling.ceiling(ceil)["relaxations_per_s"]
-    variants = (blocked.ladder_variants() if args.ladder else []) + ([blocked.basic_variant()] if args.basic else [])
-    variants += blocked.blocking_factor_variants([32, 64, 128]) + blocked.expert_variants([64, 128])
-    gpu, _ = fw.sweep(variants, args.sizes, seed=1, cpu_max_n=0, timing={"min_repeats": 2, "min_total_s": 0})
+    chosen = (variants.ladder_variants() if args.ladder else []) + ([variants.basic_variant()] if args.basic else [])
+    chosen += variants.blocking_factor_variants([32, 64, 128]) + variants.registers_variants([64, 128])
+    gpu, _ = fw.sweep(chosen, args.sizes, seed=1, cpu_max_n=0, timing={"min_repeats": 2, "min_total_s": 0})
     gpu["relaxations_per_s"] = gpu["n"] ** 3 / (gpu["time_ms"] * 1e-3)
     gpu["fraction_of_ceiling"] = gpu["relaxations_per_s"] / best
     print(gpu[["n", "variant", "time_ms", "relaxations_per_s", "fraction_of_ceiling", "status"]].to_string())

@@ -1,4 +1,4 @@
-"""The child process that Nsight Compute profiles (see ``blocked.profile_phase3``): one phase-3
+"""The child process that Nsight Compute profiles (see ``blocked.counters.profile_phase3``): one phase-3
 launch of each blocked kernel spec at its middle round, in order.
 
     python -m cudalab.labs.fw._ncu_target SPECS_JSON N SEED
@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from cudalab.core.gpu import require_cupy
-from cudalab.core.launch import allow_shared_memory, check_launch
-from cudalab.labs.fw.blocked import KernelSpec
+from cudalab.core.launch import allow_shared_memory
+from cudalab.labs.fw.blocked.kernels import KernelSpec
 from cudalab.labs.fw.graphs import gen_matrix
 
 
@@ -26,9 +26,10 @@ def launch_phase3(specs: Sequence[dict[str, Any]], n: int, seed: int) -> None:
         size = work.shape[0]
         rounds = size // plan.bf
         p3 = plan.phases[2]
-        allow_shared_memory(p3.kernel, p3.shared_mem)
-        check_launch(p3.kernel, p3.grid(rounds), p3.block, p3.shared_mem)
-        p3.kernel(p3.grid(rounds), p3.block, p3.args(work, size, rounds // 2), shared_mem=p3.shared_mem)
+        launch = p3.launch.with_grid(p3.grid(rounds))
+        allow_shared_memory(p3.kernel, launch.dynamic_shared_bytes)
+        launch.check(p3.kernel)
+        launch(p3.args(work, size, rounds // 2), kernel=p3.kernel)
         cp.cuda.Device().synchronize()
     print(json.dumps({"launched": len(specs), "n": n}), file=sys.stderr)
 

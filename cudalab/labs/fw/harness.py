@@ -1,11 +1,12 @@
 """Floyd-Warshall on the GPU: plans of launches, the solver, correctness tables and sweeps.
 
-Every lab kernel of chapters 01-03 is "one launch per k": the k loop stays on
-the host and each launch relaxes the whole matrix through vertex k; chapter
-04's blocked kernels launch three phases per round instead (``labs.fw.blocked``).
-This module runs any such plan of launches (captured in a CUDA graph so that
-Python's launch cost stays out of the timing), checks every result against a
-reference on the same random input, and turns a sweep into tidy frames.
+Every lab kernel of chapters 01-03 is "one launch per k": the k loop stays on the host and each
+launch relaxes the whole matrix through vertex k (``PerKPlan``, its recipes in ``labs.fw.per_k``);
+chapter 04's blocked kernels launch three phases per round instead (``labs.fw.blocked``). A plan
+lists the ``Step``s of one solve: each a ``core.launch.Launch`` (what runs, over which grid) with
+its compiled kernel and concrete arguments. The ``Solver`` runs them (captured in a CUDA graph so
+that Python's launch cost stays out of the timing); the rest checks every result against a
+reference on the same random input and turns a sweep into tidy frames.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import pandas as pd
 
 from cudalab.core.check import compare
 from cudalab.core.gpu import require_cupy
-from cudalab.core.launch import allow_shared_memory, check_launch, launch, refusal_types, require_memory
+from cudalab.core.launch import Launch, allow_shared_memory, check_launch, launch, refusal_types, require_memory
 from cudalab.core.sweep import progress
 from cudalab.core.timing import summarize, time_cpu, time_gpu
 from cudalab.labs.fw.graphs import INPUTS, gen_matrix
@@ -27,18 +28,29 @@ from cudalab.labs.fw.reference import floyd_warshall_c, floyd_warshall_cupy
 
 
 @dataclass
-class Launch:
-    """One kernel launch of a solve: on ``lane`` 0 (the solver's stream) or 1 (a second stream,
-    for work that may run beside lane 0's until the lanes next meet); ``phase`` names its part
-    of the algorithm for per-phase timing."""
+class Step:
+    """One kernel launch of a solve, ready to enqueue: its ``launch`` (a ``core.launch.Launch``
+    with its grid), the kernel compiled from it (resolved once per plan, not per step), and the
+    concrete ``args``; on ``lane`` 0 (the solver's stream) or 1 (a second stream, for work that
+    may run beside lane 0's until the lanes next meet). ``grid``, ``block`` and ``shared_mem``
+    are the launch's, as CuPy takes them."""
 
+    launch: Launch
     kernel: Any
-    grid: tuple[int, ...]
-    block: tuple[int, ...]
     args: tuple
-    shared_mem: int = 0
     lane: int = 0
-    phase: str = ""
+    grid: tuple[int, ...] = field(init=False)
+    block: tuple[int, ...] = field(init=False)
+    shared_mem: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.grid, self.block = tuple(self.launch.grid), tuple(self.launch.block)
+        self.shared_mem = self.launch.dynamic_shared_bytes
+
+    @property
+    def phase(self) -> str:
+        """The part of the algorithm it belongs to (its ``phase`` label), for per-phase timing."""
+        return self.launch.labels.get("phase", "")
 
 
 class LanesMeet:
@@ -53,7 +65,7 @@ class Plan(Protocol):
     """How a kernel family solves an n x n matrix given in the labs' convention (-1 = no edge).
 
     ``prepare`` turns the input into what the kernels work on (the same array, or a padded copy
-    in another convention), ``launches`` lists the launches of one solve of that array (in
+    in another convention), ``launches`` lists the steps of one solve of that array (in
     order; a plan that uses a second lane says where the lanes meet), and
     ``finish`` turns the solved array back into an n x n answer in the labs' convention. A plan
     may also say, by ``capture(work) -> bool``, that a solve is better launched plainly than as a
@@ -62,28 +74,35 @@ class Plan(Protocol):
 
     def prepare(self, d_input) -> Any: ...
 
-    def launches(self, work) -> Iterator[Launch | LanesMeet]: ...
+    def launches(self, work) -> Iterator[Step | LanesMeet]: ...
 
     def finish(self, work, n: int) -> Any: ...
 
 
 @dataclass
-class PerKLaunch:
-    """How to launch one per-k kernel for an n x n matrix: n launches, one per k."""
+class PerKPlan:
+    """How to solve an n x n matrix with one per-k kernel: n steps of one ``launch`` (its grid
+    for this n), one per k, the kernel compiled once. ``args(matrix, k, n)`` gives a step's
+    arguments; ``grid_label`` is the grid as the sweep's ``grid`` column shows it."""
 
+    launch: Launch
     kernel: Any
-    grid: tuple[int, ...]
-    block: tuple[int, ...]
     args: Callable[[Any, int, int], tuple] = field(default=lambda mat, k, n: (mat, np.int32(k), np.int32(n)))
-    shared_mem: int = 0
+    grid_label: str = ""
+
+    @classmethod
+    def over(cls, launch: Launch, grid: tuple[int, ...], kernel: Any = None, **kwargs: Any) -> PerKPlan:
+        """``launch`` over ``grid`` (the kernel compiled unless given)."""
+        kernel = kernel if kernel is not None else launch.compiled()
+        return cls(launch.with_grid(grid), kernel, grid_label="x".join(map(str, grid)), **kwargs)
 
     def prepare(self, d_input):
         return d_input
 
-    def launches(self, work) -> Iterator[Launch]:
+    def launches(self, work) -> Iterator[Step]:
         n = work.shape[0]
         for k in range(n):
-            yield Launch(self.kernel, self.grid, self.block, self.args(work, k, n), self.shared_mem)
+            yield Step(self.launch, self.kernel, self.args(work, k, n))
 
     def finish(self, work, n: int):
         return work
@@ -117,7 +136,7 @@ class Solver:
         cp = require_cupy()
         self.plan, self.work = plan, work
         self.schedule = list(plan.launches(work))  # launches, and where the lanes meet
-        self.launches = [x for x in self.schedule if isinstance(x, Launch)]
+        self.launches = [x for x in self.schedule if isinstance(x, Step)]
         self.stream = stream or cp.cuda.Stream(non_blocking=True)
         self.side = _priority_stream() if any(x.lane for x in self.launches) else None
         self.graph, self.capture_error = None, ""
@@ -245,7 +264,7 @@ def measure_variant(variant: Variant, d_input, reference, n: int, timing: dict[s
             "launches": len(solver.launches),
             **compare(plan.finish(work, n), reference),
         }
-    row["grid"] = "x".join(map(str, plan.grid)) if isinstance(plan, PerKLaunch) else ""
+    row["grid"] = plan.grid_label if isinstance(plan, PerKPlan) else ""
     return row
 
 

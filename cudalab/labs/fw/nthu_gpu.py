@@ -32,8 +32,9 @@ from cudalab.core.kernels import load_kernel
 from cudalab.core.launch import require_memory
 from cudalab.core.sweep import progress
 from cudalab.core.timing import summarize
-from cudalab.labs.fw import blocked, nthu
 from cudalab.labs.fw import harness as fw
+from cudalab.labs.fw import nthu
+from cudalab.labs.fw.blocked.plans import BlockedPlan, padded_size, require_int32_indexable
 from cudalab.labs.fw.reference import floyd_warshall_cupy
 
 STAGES = ("read input", "setup", "H2D", "compute", "D2H", "write output")
@@ -128,10 +129,8 @@ class OutputStage:
         return waited * 1e3, written * 1e3
 
 
-def solve_file(
-    input_path: str | Path, output_path: str | Path, plan: blocked.BlockedPlan
-) -> tuple[dict[str, float], int]:
-    """Solve one input file into an output file with a blocked plan (``blocked.KernelSpec(...).plan()``);
+def solve_file(input_path: str | Path, output_path: str | Path, plan: BlockedPlan) -> tuple[dict[str, float], int]:
+    """Solve one input file into an output file with a blocked plan (``blocked.kernels.KernelSpec(...).plan()``);
     (milliseconds per stage, V). A V whose padded matrix does not fit the GPU is refused with the sizes."""
     cp = require_cupy()
     ms: dict[str, float] = {}
@@ -140,8 +139,8 @@ def solve_file(
     ms["read input"] = (time.perf_counter() - t0) * 1e3
 
     t0 = time.perf_counter()
-    size = blocked.padded_size(v, plan.bf)
-    blocked.require_int32_indexable(size)
+    size = padded_size(v, plan.bf)
+    require_int32_indexable(size)
     require_memory(nthu.matrix_bytes(size) + edges.nbytes, f"V = {v:,} (a {size:,} x {size:,} int32 matrix)")
     stream = cp.cuda.Stream(non_blocking=True)
     with stream:
@@ -197,7 +196,7 @@ def time_split(
     workdir: str | Path | None = None,
     repeats: int = 3,
     *,
-    plan_factory: Callable[[], blocked.BlockedPlan],
+    plan_factory: Callable[[], BlockedPlan],
 ) -> pd.DataFrame:
     """Lab 001's time distribution: for each V a generated case is solved ``repeats`` times from
     file to file (in ``workdir``, else a temporary folder); one row per (case, stage) with the

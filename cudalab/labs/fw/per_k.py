@@ -1,21 +1,23 @@
 """Launch recipes of the per-k Floyd-Warshall kernels (chapters 01-03), one per kernel, here only.
 
 A per-k kernel relaxes the whole matrix through one vertex k per launch; the host loops over k.
-Each recipe returns a plan factory: given n, the ``PerKLaunch`` (kernel, grid, block, arguments,
-dynamic shared memory) of one solve. Notebooks give each its label and the columns they sweep;
-the recipe itself exists once.
+``launch(recipe, ...)`` describes what a recipe compiles and how it launches, without a GPU (a
+``core.launch.Launch``: the chapters' occupancy tables and parallel compile take it); each recipe
+below builds its plan factory from that one description: given n, the ``PerKPlan`` (the launch
+over its grid for n, the kernel compiled once, the arguments of each k) of one solve. Notebooks
+give each its label and the columns they sweep; the recipe itself exists once.
 
 | recipe | kernel file | thread mapping |
 |---|---|---|
-| ``basic(b)`` | fw_basic_2d.cu | a b x b block per b x b tile of the matrix (lab 000 §2.1) |
-| ``coalesced(t)`` | fw_coalesced.cu | one thread per entry, row order, t per block (lab 000 §2.2) |
-| ``segment(s, t)`` | fw_coalesced.cu | s consecutive entries per thread (lab 000 §2.3) |
-| ``tile(t, published)`` | fw_shared_tile.cu | lab 000 §2.4's shared tile, TILE = t |
+| ``basic(edge)`` | fw_basic_2d.cu | an edge x edge block per edge x edge tile of the matrix (lab 000 §2.1) |
+| ``coalesced(threads)`` | fw_coalesced.cu | one thread per entry, row order (lab 000 §2.2) |
+| ``segment(s, threads)`` | fw_coalesced.cu | s consecutive entries per thread (lab 000 §2.3) |
+| ``tile(edge, published)`` | fw_shared_tile.cu | lab 000 §2.4's shared tile, TILE = edge |
 | ``row_segment(s, published)`` | fw_shared_row.cu | lab 000 §2.5: a row segment of s threads shares d[i][k] |
-| ``kslices(b, published)`` | fw_shared_kslices.cu | team 5 (lab 003 §4): row k and column k in shared memory |
+| ``kslices(edge, published)`` | fw_shared_kslices.cu | team 5 (lab 003 §4): row k and column k in shared memory |
 
-``launch(recipe, *args)`` says what a recipe compiles and how it launches without a GPU (the
-chapters' occupancy tables); every recipe builds its launch from it.
+The bytes model of a per-k solve and the barrier check of its kernels (compute-sanitizer's
+synccheck) follow.
 """
 
 from __future__ import annotations
@@ -26,95 +28,96 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cudalab.core.kernels import load_kernel
-from cudalab.labs.fw.harness import PerKLaunch, ceil_div
+from cudalab.core.launch import Dim3, Launch
+from cudalab.labs.fw.harness import PerKPlan, ceil_div
 from cudalab.toolchain import sanitizer
 
-PlanFactory = Callable[[int], PerKLaunch]
+PlanFactory = Callable[[int], PerKPlan]
 INT32 = 4
 
 
-def launch(recipe: str, *args: int, published: bool = False) -> dict[str, Any]:
-    """What a recipe compiles and how it launches, without compiling anything (no GPU needed):
-    ``block`` (its shape, e.g. "16x16"), ``file``, ``kernel``, ``options``, ``threads`` per block and
-    ``dynamic_shared_bytes``, as ``toolchain.occupancy_report`` takes a launch. The recipes below
-    build their launches from it, so what an occupancy table lists is what the chapters time.
+def launch(recipe: str, *args: int, published: bool = False) -> Launch:
+    """What a recipe compiles and how it launches, without compiling anything (no GPU needed): a
+    ``Launch`` without its grid (that depends on n), labelled with its block shape (``block``,
+    e.g. "16x16", as the chapters' tables show it), its recipe's arguments as ``tunables``. The
+    recipes below build their plans from it, so what an occupancy table lists is what the
+    chapters time.
 
-    ``launch("basic", b)``, ``("coalesced", t)``, ``("segment", s, t)``, ``("tile", t, published=)``,
-    ``("row_segment", s, published=)``, ``("kslices", b, published=)``."""
+    ``launch("basic", edge)``, ``("coalesced", threads)``, ``("segment", s, threads)``,
+    ``("tile", edge, published=)``, ``("row_segment", s, published=)``,
+    ``("kslices", edge, published=)``."""
     options: tuple[str, ...] = ()
     shared = 0
     if recipe == "basic":
-        (b,) = args
-        file, kernel, block = "fw_basic_2d.cu", "fw_basic_2d", (b, b)
+        (edge,) = args
+        file, kernel, block, tunables = "fw_basic_2d.cu", "fw_basic_2d", Dim3.square(edge), {"block_edge": edge}
     elif recipe == "coalesced":
-        (t,) = args
-        file, kernel, block = "fw_coalesced.cu", "fw_coalesced", (t,)
+        (threads,) = args
+        file, kernel, block, tunables = "fw_coalesced.cu", "fw_coalesced", Dim3(threads), {"threads": threads}
     elif recipe == "segment":
-        _, t = args
-        file, kernel, block = "fw_coalesced.cu", "fw_coalesced_segment", (t,)
+        s, threads = args
+        file, kernel, block = "fw_coalesced.cu", "fw_coalesced_segment", Dim3(threads)
+        tunables = {"segment_size": s, "threads": threads}
     elif recipe == "tile":
-        (t,) = args
-        file, kernel, block, options = "fw_shared_tile.cu", _name("fw_shared_tile", published), (t, t), (f"-DTILE={t}",)
+        (edge,) = args
+        file, kernel, block = "fw_shared_tile.cu", _name("fw_shared_tile", published), Dim3.square(edge)
+        options, tunables = (f"-DTILE={edge}",), {"tile_edge": edge}
     elif recipe == "row_segment":
         (s,) = args
-        file, kernel, block = "fw_shared_row.cu", _name("fw_shared_row", published), (1, s)
+        file, kernel, block = "fw_shared_row.cu", _name("fw_shared_row", published), Dim3(1, s)
+        tunables = {"segment_threads": s}
     elif recipe == "kslices":
-        (b,) = args
-        file, kernel, block = "fw_shared_kslices.cu", _name("fw_shared_kslices", published), (b, b)
-        shared = INT32 * b if published else 2 * INT32 * b
+        (edge,) = args
+        file, kernel, block = "fw_shared_kslices.cu", _name("fw_shared_kslices", published), Dim3.square(edge)
+        shared, tunables = (INT32 * edge if published else 2 * INT32 * edge), {"block_edge": edge}
     else:
         raise ValueError(f"unknown per-k recipe {recipe!r}")
-    return {
-        "block": "x".join(map(str, block)),
-        "file": file,
-        "kernel": kernel,
-        "options": options,
-        "threads": int(np.prod(block)),
-        "dynamic_shared_bytes": shared,
-    }
+    if recipe in ("tile", "row_segment", "kslices"):
+        tunables["published"] = published
+    return Launch(
+        file,
+        kernel,
+        block,
+        options=options,
+        dynamic_shared_bytes=shared,
+        arguments=("matrix", "k", "n") + (("segment_size",) if recipe == "segment" else ()),
+        tunables=tunables,
+        labels={"block": str(block)},
+    )
 
 
-def _shape(spec: dict[str, Any]) -> tuple[int, ...]:
-    return tuple(int(edge) for edge in spec["block"].split("x"))
+def _square(spec: Launch, floor: bool = False) -> PlanFactory:
+    """An edge x edge block per edge x edge tile; ``floor`` drops the partial tiles (as team 5's
+    launch did)."""
+    kernel, edge = spec.compiled(), spec.block.edge
 
-
-def _compiled(spec: dict[str, Any]) -> Any:
-    return load_kernel(spec["file"], spec["kernel"], options=spec["options"])
-
-
-def _square(spec: dict[str, Any], floor: bool = False) -> PlanFactory:
-    """A b x b block per b x b tile; ``floor`` drops the partial tiles (as team 5's launch did)."""
-    kernel, block = _compiled(spec), _shape(spec)
-    b = block[0]
-
-    def plan(n: int) -> PerKLaunch:
-        grid = (n // b, n // b) if floor else (ceil_div(n, b), ceil_div(n, b))
-        return PerKLaunch(kernel, grid, block, shared_mem=spec["dynamic_shared_bytes"])
+    def plan(n: int) -> PerKPlan:
+        tiles = n // edge if floor else ceil_div(n, edge)
+        return PerKPlan.over(spec, (tiles, tiles), kernel)
 
     return plan
 
 
-def basic(b: int) -> PlanFactory:
-    """The basic kernel with b x b threads per block: chapter 01's subject, everyone's yardstick."""
-    return _square(launch("basic", b))
+def basic(edge: int) -> PlanFactory:
+    """The basic kernel with edge x edge threads per block: chapter 01's subject, everyone's yardstick."""
+    return _square(launch("basic", edge))
 
 
 def coalesced(threads: int) -> PlanFactory:
     """One thread per entry in row order, ``threads`` per block: consecutive threads, consecutive j."""
     spec = launch("coalesced", threads)
-    kernel = _compiled(spec)
-    return lambda n: PerKLaunch(kernel, (ceil_div(n * n, threads),), _shape(spec))
+    kernel = spec.compiled()
+    return lambda n: PerKPlan.over(spec, (ceil_div(n * n, threads),), kernel)
 
 
 def segment(s: int, threads: int) -> PlanFactory:
     """Each thread relaxes ``s`` consecutive entries of a row; ``threads`` per block."""
     spec = launch("segment", s, threads)
-    kernel = _compiled(spec)
-    return lambda n: PerKLaunch(
-        kernel,
+    kernel = spec.compiled()
+    return lambda n: PerKPlan.over(
+        spec,
         (ceil_div(n * n, threads * s),),
-        _shape(spec),
+        kernel,
         args=lambda m, k, n: (m, np.int32(k), np.int32(n), np.int32(s)),
     )
 
@@ -123,23 +126,24 @@ def _name(base: str, published: bool) -> str:
     return f"{base}_published" if published else base
 
 
-def tile(t: int, published: bool = False) -> PlanFactory:
-    """Lab 000's shared tile of t x t threads (``-DTILE=t``), as published or with the barrier fixed."""
-    return _square(launch("tile", t, published=published))
+def tile(edge: int, published: bool = False) -> PlanFactory:
+    """Lab 000's shared tile of edge x edge threads (``-DTILE=edge``), as published or with the
+    barrier fixed."""
+    return _square(launch("tile", edge, published=published))
 
 
 def row_segment(s: int, published: bool = False) -> PlanFactory:
     """Lab 000's row segment: s threads of one row share d[i][k] through shared memory."""
     spec = launch("row_segment", s, published=published)
-    kernel = _compiled(spec)
-    return lambda n: PerKLaunch(kernel, (n, ceil_div(n, s)), _shape(spec))
+    kernel = spec.compiled()
+    return lambda n: PerKPlan.over(spec, (n, ceil_div(n, s)), kernel)
 
 
-def kslices(b: int, published: bool = False) -> PlanFactory:
-    """Team 5's k-slices on b x b blocks. As published: one shared array of b ints for both the
-    row and the column slice, and a floor grid that skips the partial tiles; fixed: two arrays
-    and a ceil grid."""
-    return _square(launch("kslices", b, published=published), floor=published)
+def kslices(edge: int, published: bool = False) -> PlanFactory:
+    """Team 5's k-slices on edge x edge blocks. As published: one shared array of edge ints for
+    both the row and the column slice, and a floor grid that skips the partial tiles; fixed: two
+    arrays and a ceil grid."""
+    return _square(launch("kslices", edge, published=published), floor=published)
 
 
 # --------------------------------------------------------------- bytes model
@@ -159,18 +163,20 @@ def solve_bytes(n: int) -> int:
 # --------------------------------------------------------------- barrier check
 
 
-def synccheck(
-    file: str, kernel: str, block: tuple[int, int], n: int, options: Sequence[str] = (), timeout_s: int = 300
-) -> dict[str, Any]:
-    """compute-sanitizer's synccheck of one step (k = n/2) of a per-k kernel on a ceil grid over
-    a sparse graph: a row with the number of barrier errors (None where it could not run)."""
-    row = {"file": file, "kernel": kernel, "block": f"{block[0]}x{block[1]}", "n": n, "options": " ".join(options)}
-    target = ["-m", "cudalab.labs.fw._sanitizer_target", file, kernel, str(block[0]), str(block[1]), str(n), *options]
-    return {**row, **sanitizer.synccheck(target, timeout_s)}
+def synccheck(launch: Launch, n: int, timeout_s: int = 300) -> dict[str, Any]:
+    """compute-sanitizer's synccheck of one step (k = n/2) of a per-k kernel's ``launch`` (a 2D
+    block) on a ceil grid over a sparse graph: a row with the number of barrier errors (None
+    where it could not run)."""
+    block = launch.block
+    row = {"file": launch.file, "kernel": launch.kernel, "block": f"{block.x}x{block.y}", "n": n}
+    row["options"] = " ".join(launch.options)
+    target = ["-m", "cudalab.labs.fw._sanitizer_target", launch.file, launch.kernel, str(block.x), str(block.y), str(n)]
+    return {**row, **sanitizer.synccheck(target + list(launch.options), timeout_s)}
 
 
-def synccheck_table(cases: Sequence[tuple[str, str, tuple[int, int], int, Sequence[str]]]) -> pd.DataFrame:
-    return pd.DataFrame([synccheck(*case) for case in cases])
+def synccheck_table(launches: Sequence[Launch], n: int) -> pd.DataFrame:
+    """``synccheck`` of each launch at ``n``."""
+    return pd.DataFrame([synccheck(launch, n) for launch in launches])
 
 
 # A per-k kernel reads d[i][j] and writes it once per step; d[i][k] and d[k][j] are shared by a
