@@ -27,6 +27,10 @@
 // phase 3 grid (R, R) (or see its `part`), block (BF / 8, BF / 8), dynamic shared memory two
 // stages (see STAGE_INTS below).
 
+// add_min(a, b, c) = min(a + b, c), one relaxation: one DPX instruction (VIADDMNMX) on compute
+// capability 9.0, the add and the min elsewhere or built with -DNO_DPX; the ceiling runs this code.
+#include "add_min.cuh"
+
 #ifndef BF
 #define BF 64
 #endif
@@ -41,17 +45,6 @@
 #define STAGE_INTS (KC * AT_STRIDE + KC * BF)
 #define A_LOADS (BF * KC / 4 / THREADS)  // 16-byte loads of A per thread per chunk (4)
 // dynamic shared memory of phases 2 and 3: two stages, 2 * 4 * STAGE_INTS bytes
-
-// One relaxation, min(a + b, c): the DPX instruction VIADDMNMX on compute capability 9.0, the add
-// and the min elsewhere or built with -DNO_DPX.
-__device__ __forceinline__ int add_min(int a, int b, int c)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(NO_DPX)
-    return __viaddmin_s32(a, b, c);
-#else
-    return min(a + b, c);
-#endif
-}
 
 __device__ __forceinline__ void copy16(int* smem, const int* gmem)
 {

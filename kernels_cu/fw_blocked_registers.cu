@@ -7,6 +7,10 @@
 // Distances use the NTHU convention (1073741823 = unreachable); n must be a multiple of BF.
 // Launch: grid (R, R), block (BF/TILE, BF/TILE), dynamic shared memory ((BF + 4) + BF) * BF ints.
 
+// add_min(a, b, c) = min(a + b, c), one relaxation: one DPX instruction (VIADDMNMX) on compute
+// capability 9.0, the add and the min elsewhere or built with -DNO_DPX; the ceiling runs this code.
+#include "add_min.cuh"
+
 #ifndef BF
 #define BF 64
 #endif
@@ -21,17 +25,6 @@
 constexpr int K_UNROLL = TILE == 4 ? 8 : 2;  // k steps unrolled: enough loads in flight, code that fits
 #define COL_STRIDE (BF + 4)  // padded so a row of colT stays 16-byte aligned and stores spread banks
 #define THREADS ((BF / TM) * (BF / TN))
-
-// One relaxation, min(a + b, c). On compute capability 9.0 the DPX instruction does the add and
-// the min in one (VIADDMNMX); elsewhere, or built with -DNO_DPX, it is the add and the min.
-__device__ __forceinline__ int add_min(int a, int b, int c)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(NO_DPX)
-    return __viaddmin_s32(a, b, c);
-#else
-    return min(a + b, c);
-#endif
-}
 
 // Changes from fw_blocked_phase3 at BF 64 (ladder step 6-7): each thread's cells form a 4 x 4
 // patch read with 16-byte loads, and the pivot column tile is stored transposed so that the four

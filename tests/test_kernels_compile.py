@@ -6,7 +6,7 @@ import pytest
 
 from cudalab.core.kernels import KernelCompileError, first_error
 from cudalab.core.paths import KERNELS_DIR
-from cudalab.toolchain.nvcc import nvcc_check, parse_ptxas
+from cudalab.toolchain.nvcc import cuda_tool, nvcc_check, parse_ptxas
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 KERNEL_FILES = sorted(KERNELS_DIR.glob("*.cu"))
@@ -85,6 +85,8 @@ VARIANTS = (
     + [("fw_blocked.cu", f"-DBF={bf}") for bf in (8, 16, 32, 64)]
     + [("vecmax_coalescing.cu", "-DTRACE_ACCESS")]
 )
+# The register-tiled kernels on add_min.cuh's plain path (-DNO_DPX), as chapter 04 builds them beside DPX.
+VARIANTS += [("fw_blocked_registers.cu", "-DBF=64 -DNO_DPX"), ("fw_blocked_minplus.cu", "-DBF=64 -DNO_DPX")]
 # Chapter 05's ladder and the shapes its profiles tune over that must not spill (16 x 16 results per
 # thread spill by design: the tuning sweep shows that cliff).
 VARIANTS += [("mm_01_shared_tile.cu", o) for o in ("-DTILE=16", "-DTILE=32", "-DTILE=32 -DUNROLL=16")]
@@ -152,3 +154,20 @@ def test_parse_sass_counts_opcodes_per_kernel():
         /*0020*/                   IMNMX R3, R3, R4, PT ;                  /* 0x0000000403037217 */
     """
     assert parse_sass(text) == {"add_min_dpx": {"LDC": 1, "VIADDMNMX": 2, "BRA": 1}, "plain": {"LDS": 1, "IMNMX": 1}}
+
+
+needs_cuobjdump = pytest.mark.skipif(
+    cuda_tool("nvcc") is None or cuda_tool("cuobjdump") is None, reason="nvcc and cuobjdump are needed"
+)
+
+
+@needs_cuobjdump
+def test_add_min_is_one_dpx_instruction_in_the_ceiling_and_the_minplus_product():
+    """add_min.cuh's add_min is one VIADDMNMX on sm_90, in the ceiling's DPX kernel and in the
+    min-plus product's inner loop alike: 8 x 8 cells per thread over KC = BF / 4 = 16 unrolled k."""
+    from cudalab.toolchain.sass import sass_opcodes
+
+    ceiling = sass_opcodes("int_add_min_ceiling.cu", "sm_90", ("-DCHAINS=16",))
+    assert ceiling["add_min_dpx"].get("VIADDMNMX", 0) >= 16 and "IMNMX" not in ceiling["add_min_dpx"]
+    minplus = sass_opcodes("fw_blocked_minplus.cu", "sm_90", ("-DBF=64",))
+    assert minplus["fw_minplus_phase3"].get("VIADDMNMX", 0) == 8 * 8 * 16

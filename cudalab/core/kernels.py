@@ -2,11 +2,20 @@
 
 A kernel that fails to compile must say which ``.cu`` file and line, so the
 source is handed to NVRTC behind a ``#line`` directive naming the real file:
-the compiler's own diagnostics then point at ``kernels_cu/...cu(LINE)``.
+the compiler's own diagnostics then point at ``kernels_cu/...cu(LINE)``, or at
+the header's own line where the error is in a header the file includes.
+
+A kernel file may include local headers (``#include "add_min.cuh"``, found in
+the file's own folder, which every compiler here has on its include path). What
+a build depends on is therefore the file *and* those headers: ``source_digest``
+covers both, and every cache of a compiled kernel (``load_module``'s, CuPy's on
+disk, ``toolchain.nvcc``'s ``ptxas`` reports) is keyed on it.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -34,6 +43,18 @@ def first_error(log: str) -> tuple[str | None, int | None, str]:
     return None, None, (log.strip().splitlines() or ["compilation failed"])[0]
 
 
+def compile_error(path: Path, log: str) -> KernelCompileError:
+    """The error to raise for a kernel file ``path`` that failed to compile with this ``log``: it
+    names the file and line of the first error, the included header's where the error is in one
+    (a relative name in the log is the compiler's working folder's or the kernel's folder's)."""
+    where, line, message = first_error(log)
+    if where is not None:
+        for named in (Path(where), path.parent / where):
+            if named.is_file() and named.resolve() != path:
+                return KernelCompileError(named.resolve(), line, message, log)
+    return KernelCompileError(path, line, message, log)
+
+
 def kernel_path(filename: str | Path) -> Path:
     path = Path(filename)
     if not path.is_absolute() and not path.exists():
@@ -43,27 +64,94 @@ def kernel_path(filename: str | Path) -> Path:
     return path.resolve()
 
 
+def include_options(path: Path) -> tuple[str, ...]:
+    """The include path a kernel file compiles with, NVRTC and nvcc alike: its own folder, where its
+    local headers (``#include "add_min.cuh"``) are."""
+    return (f"-I{path.parent}",)
+
+
+_LOCAL_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
+
+
+def included_headers(path: str | Path) -> list[Path]:
+    """The local headers a kernel file includes, directly or through another header, in the order
+    first met: each ``#include "NAME"`` found beside the file that includes it or in the kernel's
+    folder (the include path). Includes under an ``#if`` count as well: a digest may cover more than
+    a build reads, never less. System headers (``<...>``) are the toolkit's, not the project's."""
+    top = kernel_path(path)
+    found: list[Path] = []
+    todo = [top]
+    while todo:
+        current = todo.pop(0)
+        for name in _LOCAL_INCLUDE.findall(current.read_text(errors="replace")):
+            for folder in dict.fromkeys((current.parent, top.parent)):
+                candidate = (folder / name).resolve()
+                if candidate.is_file():
+                    if candidate != top and candidate not in found:
+                        found.append(candidate)
+                        todo.append(candidate)
+                    break
+    return found
+
+
+_digests: dict[Path, tuple[tuple[tuple[Path, int, int], ...], str]] = {}
+
+
+def _stamp(path: Path) -> tuple[Path, int, int]:
+    st = os.stat(path)
+    return path, st.st_mtime_ns, st.st_size
+
+
+def source_digest(path: str | Path) -> str:
+    """sha256 of a kernel file and the local headers it includes (``included_headers``): what its
+    compilation depends on, beside the options and the compiler. Every cache of a compiled kernel
+    keys on it, so an edit to a shared header rebuilds each file that includes it.
+
+    Remembered per file while none of the files it covers changes size or modification time (one
+    ``stat`` each): ``load_module`` asks for it at every launch."""
+    path = kernel_path(path)
+    memo = _digests.get(path)
+    if memo is not None:
+        try:
+            if all(_stamp(stamp[0]) == stamp for stamp in memo[0]):
+                return memo[1]
+        except OSError:
+            pass
+    files = [path, *included_headers(path)]
+    stamps = tuple(_stamp(p) for p in files)
+    h = hashlib.sha256()
+    for p in files:
+        h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
+    digest = h.hexdigest()
+    _digests[path] = (stamps, digest)
+    return digest
+
+
 _modules: dict[tuple, Any] = {}
 
 
 def load_module(filename: str | Path, options: Iterable[str] = ()):
-    """Compile a ``.cu`` file with NVRTC (cached) and return the ``cupy.RawModule``."""
+    """Compile a ``.cu`` file with NVRTC (cached) and return the ``cupy.RawModule``.
+
+    Cached in this process on the file, ``source_digest`` and options, and on disk by CuPy on the
+    source text and options: the text handed to NVRTC therefore starts with a comment carrying the
+    digest, so that an edit to an included header, which NVRTC reads from disk behind CuPy's back,
+    still changes the text CuPy keys on."""
     from cudalab.core.gpu import require_cupy
 
     cp = require_cupy()
     path = kernel_path(filename)
-    opts = (f"-I{path.parent}", "-std=c++17", *options)
-    key = (str(path), path.stat().st_mtime_ns, opts)
+    opts = (*include_options(path), "-std=c++17", *options)
+    digest = source_digest(path)
+    key = (str(path), digest, opts)
     if key in _modules:
         return _modules[key]
-    source = f'#line 1 "{path}"\n' + path.read_text()
-    module = cp.RawModule(code=source, options=opts)
+    source = f"// cudalab source_digest {digest} ({path.name} and its headers)\n" + f'#line 1 "{path}"\n'
+    module = cp.RawModule(code=source + path.read_text(), options=opts)
     try:
         module.compile()
     except cp.cuda.compiler.CompileException as exc:
-        log = str(exc)
-        _, line, message = first_error(log)
-        raise KernelCompileError(path, line, message, log) from None
+        raise compile_error(path, str(exc)) from None
     _modules[key] = module
     return module
 
@@ -96,26 +184,35 @@ def load_kernel(filename: str | Path, name: str, options: Iterable[str] = ()):
     return load_module(filename, options).get_function(name)
 
 
+def _listing(path: Path, title: str, inner: str = "", *, folded: bool) -> str:
+    """One folded listing of a file: a ``<details>`` block whose summary names it and its length."""
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+    from pygments.lexers import CudaLexer
+
+    text = path.read_text().rstrip()
+    code = highlight(text, CudaLexer(), HtmlFormatter(noclasses=True, nobackground=True))
+    lines = text.count("\n") + 1
+    return (
+        f'<details class="cudalab-listing"{"" if folded else " open"}><summary>{title}: '
+        f"<code>kernels_cu/{path.name}</code> ({lines} lines)</summary>\n"
+        f'<div class="cudalab-listing-code">{code}</div>{inner}</details>'
+    )
+
+
 def source_markdown(filename: str | Path, *, folded: bool = True):
     """The kernel file's source, for the notebook to show what is being measured.
 
     Folded like the report's code (a ``<details>`` block whose summary names the file and its
     length): a listing is reference material beside the story; a handout prints it open. The
-    highlighting is inline, so the listing reads the same in JupyterLab, the HTML and the PDF."""
+    highlighting is inline, so the listing reads the same in JupyterLab, the HTML and the PDF.
+    Each local header the file includes (``included_headers``, e.g. ``add_min.cuh``) follows its
+    code as a listing of its own, folded inside, so that the listing shows all the code it runs."""
     from IPython.display import HTML
-    from pygments import highlight
-    from pygments.formatters import HtmlFormatter
-    from pygments.lexers import CudaLexer
 
     path = kernel_path(filename)
-    text = path.read_text().rstrip()
-    code = highlight(text, CudaLexer(), HtmlFormatter(noclasses=True, nobackground=True))
-    lines = text.count("\n") + 1
-    return HTML(
-        f'<details class="cudalab-listing"{"" if folded else " open"}><summary>Listing: '
-        f"<code>kernels_cu/{path.name}</code> ({lines} lines)</summary>\n"
-        f'<div class="cudalab-listing-code">{code}</div></details>'
-    )
+    headers = "".join(_listing(h, "Included", folded=folded) for h in included_headers(path))
+    return HTML(_listing(path, "Listing", headers, folded=folded))
 
 
 def kernel_resources(kernel) -> dict[str, int]:

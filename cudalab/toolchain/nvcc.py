@@ -18,8 +18,8 @@ from dataclasses import asdict, dataclass, replace
 from functools import cache, lru_cache
 from pathlib import Path
 
-from cudalab.core.errors import KernelCompileError, ProfileError, ToolUnavailable
-from cudalab.core.kernels import first_error, kernel_path
+from cudalab.core.errors import ProfileError, ToolUnavailable
+from cudalab.core.kernels import compile_error, include_options, kernel_path, source_digest
 from cudalab.core.occupancy import cc_key, sm_limits
 
 
@@ -76,16 +76,27 @@ def cuda_tool(name: str) -> str | None:
 
 
 def nvcc_cubin(path: Path, arch: str, options: Iterable[str], out: str, extra: tuple[str, ...] = ()) -> str:
-    """Compile a kernel file to a cubin with nvcc; its log, or ``KernelCompileError`` naming file and line."""
+    """Compile a kernel file to a cubin with nvcc; its log, or ``KernelCompileError`` naming file and line
+    (the included header's where the error is in one)."""
     nvcc = cuda_tool("nvcc")
     if nvcc is None:
         raise ToolUnavailable("nvcc is not installed here (not on PATH, nor in /usr/local/cuda/bin)")
-    cmd = [nvcc, "-cubin", f"-arch={arch}", "-std=c++17", *extra, f"-I{path.parent}", "-o", out, *options, str(path)]
+    cmd = [
+        nvcc,
+        "-cubin",
+        f"-arch={arch}",
+        "-std=c++17",
+        *extra,
+        *include_options(path),
+        "-o",
+        out,
+        *options,
+        str(path),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     log = proc.stdout + proc.stderr
     if proc.returncode != 0:
-        _, line, message = first_error(log)
-        raise KernelCompileError(path, line, message, log)
+        raise compile_error(path, log)
     return log
 
 
@@ -186,23 +197,6 @@ def kernel_base_name(symbol: str) -> str:
     return "::".join(parts) or symbol
 
 
-_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
-
-
-def _source_digest(path: Path) -> str:
-    """sha256 of a kernel file and the local headers it includes: what its compilation depends on."""
-    h, seen, todo = hashlib.sha256(), set(), [path]
-    while todo:
-        p = todo.pop()
-        if p in seen or not p.is_file():
-            continue
-        seen.add(p)
-        text = p.read_bytes()
-        h.update(p.name.encode() + b"\0" + text)
-        todo += [p.parent / inc for inc in _INCLUDE.findall(text.decode(errors="replace"))]
-    return h.hexdigest()
-
-
 def cache_dir() -> Path:
     """Where compiler resource reports are kept between builds: ``$CUDALAB_CACHE_DIR``, else
     ``$XDG_CACHE_HOME/cudalab`` or ``~/.cache/cudalab`` (as CuPy keeps its kernel cache)."""
@@ -214,9 +208,7 @@ def cache_dir() -> Path:
 
 
 def _report_file(path: str | Path, arch: str, options: Iterable[str]) -> Path:
-    key = hashlib.sha256(
-        json.dumps([_source_digest(Path(path)), arch, list(options), nvcc_version()]).encode()
-    ).hexdigest()
+    key = hashlib.sha256(json.dumps([source_digest(path), arch, list(options), nvcc_version()]).encode()).hexdigest()
     return cache_dir() / f"{key}.json"
 
 
@@ -234,9 +226,10 @@ def remember_resources(path: str | Path, arch: str, options: Iterable[str], usag
 
 
 @lru_cache(maxsize=256)
-def _resources(path: str, mtime_ns: int, arch: str, options: tuple[str, ...]) -> tuple[PtxasUsage, ...]:
-    """``ptxas -v`` of one build, from the disk cache when the same source, headers, options,
-    architecture and nvcc produced it before (a report is a pure function of those)."""
+def _resources(path: str, digest: str, arch: str, options: tuple[str, ...]) -> tuple[PtxasUsage, ...]:
+    """``ptxas -v`` of one build (``digest``: its ``source_digest``, the file and its headers), from
+    the disk cache when the same source, headers, options, architecture and nvcc produced it before
+    (a report is a pure function of those)."""
     try:
         return tuple(PtxasUsage(**u) for u in json.loads(_report_file(path, arch, options).read_text()))
     except (OSError, ValueError, TypeError):
@@ -250,10 +243,11 @@ def kernel_resources_for(
     filename: str | Path, arch: str = "sm_90", options: Iterable[str] = ()
 ) -> dict[str, PtxasUsage]:
     """Each kernel of a ``.cu`` file with its registers and static shared memory on ``arch``
-    (``ptxas -v``; compiled once per file version, architecture and options), by the name it was
-    declared with (``kernel_base_name``; the mangled name where two overloads share one)."""
+    (``ptxas -v``; compiled once per version of the file and its headers, architecture and
+    options), by the name it was declared with (``kernel_base_name``; the mangled name where two
+    overloads share one)."""
     path = kernel_path(filename)
-    usages = _resources(str(path), path.stat().st_mtime_ns, arch, tuple(options))
+    usages = _resources(str(path), source_digest(path), arch, tuple(options))
     names = [kernel_base_name(u.kernel) for u in usages]
     return {(name if names.count(name) == 1 else u.kernel): u for name, u in zip(names, usages)}
 
