@@ -5,6 +5,11 @@
 chapter, nothing recorded to replay, ``--record`` without a GPU). A chapter that fails does not
 raise: it is shown in the report and marked in the summary, and the other chapters still run.
 ``build_report.py`` is its face (arguments, messages, exit status).
+
+The steps, each a function below: resolve the request (the profile loaded and validated, the
+only time in a build), pick the recording (replay), plan what the last build's folder lets it
+keep, prepare the folder (the resolved profile written there for every notebook), run the
+chapters, render the report, write the handouts, summarise (``build.json``), record.
 """
 
 from __future__ import annotations
