@@ -285,20 +285,15 @@ def _plan_reuse(request: _Request, force: bool) -> _Plan:
 
 
 def _prepare_out(request: _Request, plan: _Plan, log: Log) -> Path:
-    """Step 4: the previous build's files removed, but for the chapters kept; the resolved profile
-    written for the notebooks; the build announced. Returns the resolved profile's path."""
+    """Step 4: the previous build's files removed, but for the chapters kept, and the resolved
+    profile written for the notebooks. Returns the resolved profile's path."""
     keep = {f for cid in plan.reuse for f in _chapter_files(plan.previous, cid)}
     outdir.remove_previous(request.out, plan.previous, keep=keep)
     for sub in ("notebooks", "data"):
         (request.out / sub).mkdir(parents=True, exist_ok=True)
-    resolved = write_resolved(
+    return write_resolved(
         request.prof, request.out / RESOLVED, source=request.source, gpu_max_threads=request.gpu_max_threads
     )
-    where = f"measuring on {gpu.gpu_name()}" if request.mode == "measure" else f"replaying {request.why}"
-    log(f"cudalab: profile {request.prof.name}, {where}; {len(request.chapters)} chapter(s) -> {request.out}")
-    for note in request.notes:
-        log(f"note: {note}")
-    return resolved
 
 
 def _run_chapters(
@@ -312,11 +307,16 @@ def _run_chapters(
     fail_fast: bool,
     log: Log,
 ) -> _Ran:
-    """Step 5: each chapter kept from the last build, or run by papermill with the resolved profile
-    and its parameters. Ctrl-C or SIGTERM anywhere in the loop keeps the finished chapters."""
+    """Step 5: the build announced, then each chapter kept from the last build, or run by papermill
+    with the resolved profile and its parameters. Ctrl-C or SIGTERM from the announcement on keeps
+    the finished chapters (and the report, marked incomplete, is still written)."""
     out, chapters, mode = request.out, request.chapters, request.mode
     ran = _Ran([])
     try:
+        where = f"measuring on {gpu.gpu_name()}" if mode == "measure" else f"replaying {request.why}"
+        log(f"cudalab: profile {request.prof.name}, {where}; {len(chapters)} chapter(s) -> {out}")
+        for note in request.notes:
+            log(f"note: {note}")
         for i, chapter in enumerate(chapters, 1):
             notebook = out / "notebooks" / chapter.path.name
             if chapter.id in plan.reuse:
