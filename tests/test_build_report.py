@@ -242,3 +242,49 @@ def test_maxwell_team5_headings_and_captions_name_only_its_own_lab_gpus(tmp_path
             checked += 1
     assert checked, "the check compared something"
     assert "References" in sections.get("references", "") and "shared/labs/003_" in sections["references"]
+
+
+# Put first on a build's PYTHONPATH, this runs at the start of every Python process of the build (the
+# build itself and each chapter's papermill kernel) and logs each profile load and YAML read there.
+_COUNT_PROFILE_LOADS = """
+import os
+
+if os.environ.get("CUDALAB_COUNT_LOADS"):
+    import cudalab.chapter.profiles as profiles
+
+    def _counted(what, function):
+        def counted(*args, **kwargs):
+            with open(os.environ["CUDALAB_COUNT_LOADS"], "a") as log:
+                log.write(f"{os.getpid()} {what}\\n")
+            return function(*args, **kwargs)
+
+        return counted
+
+    profiles.load_profile = _counted("load_profile", profiles.load_profile)
+    profiles._read_yaml = _counted("read_yaml", profiles._read_yaml)
+"""
+
+
+def test_a_build_loads_and_validates_its_profile_once(tmp_path):
+    """The build resolves the profile and every notebook reads that resolved file: one load and
+    validation per build, none in the chapters' kernels."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(_COUNT_PROFILE_LOADS)
+    counts = tmp_path / "loads.txt"
+    path = os.pathsep.join(p for p in (str(hook), str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    out = tmp_path / "out"
+    proc = build(
+        "--gpu", "gtx680", "--replay", "--only", "00", "01", "--no-pdf", "--out", str(out),
+        env={"PYTHONPATH": path, "CUDALAB_COUNT_LOADS": str(counts)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = [line.split() for line in counts.read_text().splitlines()]
+    assert [what for _, what in lines].count("load_profile") == 1, lines
+    assert len({pid for pid, _ in lines}) == 1, f"a chapter's kernel read the profile's YAML: {lines}"
+    summary = json.loads((out / "build.json").read_text())
+    assert set(summary["chapters"]) == {"00_gpu_capabilities", "01_block_size"} and summary["ok"]
+    for chapter in summary["chapters"]:
+        provenance = json.loads((out / "data" / chapter / "provenance.json").read_text())
+        assert provenance["profile"] == "gtx680", "the provenance names the profile, not the file"
+    assert "profile.json" in summary["files"], "the resolved profile is the build's, removed with it"

@@ -34,6 +34,22 @@ def test_open_chapter_takes_every_declared_parameter_from_the_namespace(tmp_path
     assert lab.mode == "replay" and lab.recorded_dir.parts[-1] == "gtx680"
 
 
+def test_open_chapter_reads_the_resolved_profile_a_build_hands_it(tmp_path, monkeypatch):
+    from cudalab.chapter import profiles
+
+    resolved = profiles.write_resolved(profiles.load_profile("h100"), tmp_path / profiles.RESOLVED, source="h100")
+
+    def no_yaml(*args, **kwargs):
+        raise AssertionError("the resolved profile is read as the build validated it, never loaded again")
+
+    monkeypatch.setattr(profiles, "load_profile", no_yaml)
+    ns = {**_defaults("01_block_size"), "profile": str(resolved), "data_dir": str(tmp_path / "data")}
+    lab = open_chapter("01_block_size", ns)
+    assert lab.profile.name == "h100" and lab.recorded_dir.parts[-1] == "h100"
+    assert json.loads((tmp_path / "data" / "01_block_size" / "provenance.json").read_text())["profile"] == "h100"
+    assert "profile" not in lab.params, "the recorded parameters are the chapter's own, never the file's path"
+
+
 def test_a_missing_parameter_is_a_clear_error(tmp_path):
     ns = _defaults("01_block_size")
     del ns["block_sizes"]

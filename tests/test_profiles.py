@@ -1,6 +1,16 @@
+import json
+
 import pytest
 
-from cudalab.chapter.profiles import ProfileError, available_profiles, load_profile, profile_for_gpu
+from cudalab.chapter.profiles import (
+    RESOLVED,
+    ProfileError,
+    available_profiles,
+    load_profile,
+    open_profile,
+    profile_for_gpu,
+    write_resolved,
+)
 
 NOTEBOOKS = {
     "01_block_size": {
@@ -244,3 +254,40 @@ def test_a_malformed_users_profile_names_its_file_and_key(tmp_path, chapters, na
     assert str(err.value).startswith(f"{path}: invalid profile")
     for name in names:
         assert name in str(err.value)
+
+
+# ---- the resolved profile a build hands its notebooks (issue 23)
+
+
+@pytest.mark.parametrize("name", available_profiles())
+def test_a_resolved_profile_reads_back_as_the_profile_the_build_validated(tmp_path, name):
+    prof = load_profile(name)
+    path = write_resolved(prof, tmp_path / RESOLVED, source=name)
+    back = open_profile(str(path))
+    assert back == prof and back.model_dump(mode="json") == prof.model_dump(mode="json"), (
+        "the same profile, so the same source fingerprint in the provenance"
+    )
+    assert back.name == name and json.loads(path.read_text())["name"] == name
+
+
+def test_a_resolved_profile_changed_after_the_build_is_refused(tmp_path):
+    path = write_resolved(load_profile("gtx680"), tmp_path / RESOLVED, source="gtx680")
+    document = json.loads(path.read_text())
+    document["profile"]["chapters"]["01_block_size"]["params"]["sizes"] = [64]
+    path.write_text(json.dumps(document))
+    with pytest.raises(ProfileError, match="changed since the build wrote it"):
+        open_profile(str(path))
+
+
+def test_a_resolved_profile_is_checked_against_a_gpu_it_was_not_checked_against(tmp_path):
+    text = "name: big\nextends: gtx680\ndevice: null\nchapters:\n  01_block_size:\n    params: {block_sizes: [8, 64]}\n"
+    path = write_resolved(load_profile(str(write(tmp_path, text))), tmp_path / RESOLVED, source="big")
+    assert open_profile(str(path)).name == "big"  # no GPU limit known: accepted, as load_profile does
+    with pytest.raises(ProfileError, match="64x64 threads = 4096 threads exceeds the present GPU's limit"):
+        open_profile(str(path), gpu_max_threads=1024)
+
+
+def test_open_profile_loads_a_name_or_a_yaml_file_as_load_profile_does(tmp_path):
+    assert open_profile("gtx680") == load_profile("gtx680")
+    mine = write(tmp_path, "extends: gtx680\n", "mine.json")  # a YAML profile, whatever its suffix
+    assert open_profile(str(mine)).name == "mine"

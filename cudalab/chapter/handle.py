@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from cudalab.chapter import catalog, recorded
-from cudalab.chapter.profiles import Profile, load_profile, profile_for_gpu
+from cudalab.chapter.profiles import Profile, open_profile, profile_for_gpu
 from cudalab.chapter.recorded import ANSWERS, PROVENANCE, SCORECARD, SUMMARY
 from cudalab.core import gpu, provenance, sweep, timing
 from cudalab.core.errors import CudalabError, NoGPU, NoRecordedResults
@@ -392,7 +392,8 @@ def open_chapter(chapter_id: str, namespace: dict[str, Any]) -> Chapter:
 
     The names of the chapter's parameters come from its notebook's ``parameters`` cell, their
     values from ``namespace`` (the notebook's globals, after papermill injected its values);
-    every one is recorded in the provenance."""
+    every one is recorded in the provenance. ``profile`` is a name or YAML path (loaded and
+    validated here), or the resolved profile file a build wrote (read as the build validated it)."""
     info = catalog.chapter(chapter_id)
     declared = list(info.parameter_types())
     missing = [p for p in declared if p not in namespace]
@@ -403,7 +404,7 @@ def open_chapter(chapter_id: str, namespace: dict[str, Any]) -> Chapter:
     timing.set_point_time_limit(values.get("point_time_limit_s"))
     mode = resolve_mode(values.get("mode", "auto"))
     name = resolve_profile_name(values.get("profile", "auto"))
-    prof = load_profile(name, gpu_max_threads=gpu.attributes()["MaxThreadsPerBlock"] if mode == "measure" else None)
+    prof = open_profile(name, gpu_max_threads=gpu.attributes()["MaxThreadsPerBlock"] if mode == "measure" else None)
     data = Path(values.get("data_dir") or BUILD_DIR / "lab" / prof.name / "data")
     recorded_dir = values.get("recorded_dir") or ""
     if not recorded_dir and mode == "replay":

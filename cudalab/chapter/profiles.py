@@ -10,6 +10,8 @@ a chapter accepts, so adding a chapter needs no change here.
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from cudalab.chapter import catalog
 from cudalab.core.errors import ProfileError
+from cudalab.core.files import atomic_write_text
 from cudalab.core.paths import PARAMS_DIR
 
 Scalar = int | float | str | bool | None
@@ -400,6 +403,88 @@ def load_profile(
     if problems:
         raise ProfileError(f"{path}: invalid profile\n  " + "\n  ".join(problems))
     return profile
+
+
+# The build resolves and validates its profile once and hands every chapter notebook this file
+# (its path as the notebook's ``profile`` parameter): a notebook then reads the profile as the build
+# checked it, rather than reading the YAML and checking it against all notebooks again.
+RESOLVED = "profile.json"
+RESOLVED_FORMAT = "cudalab resolved profile 1"
+
+
+def _digest(content: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+
+
+def write_resolved(profile: Profile, path: Path, *, source: str, gpu_max_threads: int | None = None) -> Path:
+    """Write ``profile``, loaded and validated by ``load_profile``, as a resolved profile file:
+    its name, where it came from (``source``: a name or YAML path), the GPU thread limit it was
+    checked against, its content with every ``extends`` merged in, and that content's sha256."""
+    content = profile.model_dump(mode="json")
+    document = {
+        "format": RESOLVED_FORMAT,
+        "name": profile.name,
+        "source": source,
+        "gpu_max_threads": gpu_max_threads,
+        "sha256": _digest(content),
+        "profile": content,
+    }
+    return atomic_write_text(path, json.dumps(document, indent=2) + "\n")
+
+
+def _resolved_document(name_or_path: str) -> dict[str, Any] | None:
+    """The resolved profile file that ``name_or_path`` names, or None for a profile name or a YAML file."""
+    path = Path(name_or_path)
+    if path.suffix != ".json" or not path.is_file():
+        return None
+    try:
+        document = json.loads(path.read_text())
+    except json.JSONDecodeError:
+        return None  # a profile written in YAML's JSON subset: loaded as a YAML file
+    return document if isinstance(document, dict) and document.get("format") == RESOLVED_FORMAT else None
+
+
+def read_resolved(path: Path, *, gpu_max_threads: int | None = None) -> Profile:
+    """The profile in a resolved profile file, trusted as ``write_resolved`` wrote it when its
+    content still matches its sha256. ``gpu_max_threads``: the present GPU's threads-per-block
+    limit; block shapes are checked against it here unless the file was checked against it."""
+    document = _resolved_document(str(path))
+    if document is None:
+        raise ProfileError(f"{path}: not a resolved profile file (a build writes one as {RESOLVED})")
+    return _trusted(path, document, gpu_max_threads)
+
+
+def _trusted(path: Path, document: dict[str, Any], gpu_max_threads: int | None) -> Profile:
+    if _digest(document["profile"]) != document["sha256"]:
+        raise ProfileError(
+            f"{path}: changed since the build wrote it (its sha256 no longer matches); "
+            f"build again, or give the profile's name or YAML file"
+        )
+    try:
+        profile = Profile.model_validate(document["profile"])
+    except ValidationError as exc:
+        raise ProfileError(_format_validation(path, exc)) from None
+    if gpu_max_threads and gpu_max_threads != document.get("gpu_max_threads"):
+        problems = [
+            problem
+            for chapter_id, cfg in profile.chapters.items()
+            for section in ("params", "quick")
+            for problem in check_launch_shapes(
+                f"chapters.{chapter_id}.{section}", getattr(cfg, section), {"the present GPU": gpu_max_threads}
+            )
+        ]
+        if problems:
+            raise ProfileError(f"{path}: invalid profile\n  " + "\n  ".join(problems))
+    return profile
+
+
+def open_profile(name_or_path: str, *, gpu_max_threads: int | None = None) -> Profile:
+    """The profile a chapter notebook was given: the build's resolved profile file (read as the
+    build validated it), or a name or YAML path (a notebook run alone: loaded and validated here)."""
+    document = _resolved_document(name_or_path)
+    if document is None:
+        return load_profile(name_or_path, gpu_max_threads=gpu_max_threads)
+    return _trusted(Path(name_or_path), document, gpu_max_threads)
 
 
 def profile_for_gpu(gpu_name: str, params_dir: Path = PARAMS_DIR) -> str:

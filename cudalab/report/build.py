@@ -5,6 +5,11 @@
 chapter, nothing recorded to replay, ``--record`` without a GPU). A chapter that fails does not
 raise: it is shown in the report and marked in the summary, and the other chapters still run.
 ``build_report.py`` is its face (arguments, messages, exit status).
+
+The steps, each a function below: resolve the request (the profile loaded and validated, the
+only time in a build), pick the recording (replay), plan what the last build's folder lets it
+keep, prepare the folder (the resolved profile written there for every notebook), run the
+chapters, render the report, write the handouts, summarise (``build.json``), record.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from typing import Any
 
 from cudalab.chapter import catalog, recorded
 from cudalab.chapter.handle import resolve_profile_name
-from cudalab.chapter.profiles import load_profile
+from cudalab.chapter.profiles import RESOLVED, Profile, load_profile, write_resolved
 from cudalab.chapter.recorded import PROVENANCE, SCORECARD, SUMMARY
 from cudalab.core import gpu
 from cudalab.core.errors import CudalabError
@@ -109,12 +114,21 @@ def _inputs(chapter: catalog.ChapterInfo, prof, mode: str, quick: bool, recordin
     return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def _chapter_files(previous: dict[str, Any], chapter_id: str) -> list[str]:
+    """The files the previous build listed for one chapter: its executed notebook and data folder."""
+    return [
+        f
+        for f in previous.get("files", [])
+        if f == f"notebooks/{chapter_id}.ipynb" or f.startswith(f"data/{chapter_id}/")
+    ]
+
+
 def _reusable(out: Path, previous: dict, inputs: dict[str, str]) -> dict[str, dict]:
     """The chapters of the previous build in ``out`` that finished with the same inputs and whose
     files are all still there."""
     keep = {}
     for cid, c in (previous.get("chapters") or {}).items():
-        files = [f for f in previous.get("files", []) if f == f"notebooks/{cid}.ipynb" or f.startswith(f"data/{cid}/")]
+        files = _chapter_files(previous, cid)
         if (
             c.get("ok")
             and c.get("inputs")
@@ -164,6 +178,316 @@ def _scorecards(out: Path, outcomes: list[ChapterOutcome]) -> dict[str, dict[str
     return found
 
 
+@dataclass
+class _Request:
+    """The build asked for, resolved: the validated profile, how the chapters run, which ones,
+    where their recorded results come from (replay) and the output folder."""
+
+    prof: Profile
+    source: str  # the profile as given: a name, or a YAML file's absolute path
+    gpu_max_threads: int | None  # the present GPU's threads-per-block limit the profile was checked against
+    mode: str
+    quick: bool
+    chapters: list[catalog.ChapterInfo]
+    out: Path
+    notes: list[str] = field(default_factory=list)
+    recording_dir: Path = Path()  # replay: the recording read
+    why: str = ""  # replay: which recording, and why that one
+    recording_name: str = ""  # replay: the recording's folder as the cover page names it
+
+
+@dataclass
+class _Plan:
+    """The chapters' inputs and what the previous build into the same folder leaves to keep."""
+
+    previous: dict[str, Any]
+    inputs: dict[str, str]
+    reuse: dict[str, dict[str, Any]]
+
+
+@dataclass
+class _Ran:
+    """What running the chapters gave: an outcome per chapter reached, and why the loop stopped early."""
+
+    outcomes: list[ChapterOutcome]
+    interrupted: bool = False
+    stopped: bool = False  # --fail-fast, at a failed chapter
+
+    @property
+    def done(self) -> list[str]:
+        return [o.id for o in self.outcomes]
+
+
+@dataclass
+class _Report:
+    """The stitched report as written."""
+
+    built_utc: str
+    lab_gpu: str
+    html: Path
+    pdf: Path | None = None
+    notes: list[str] = field(default_factory=list)  # why there is no PDF, where there is none
+    extra: list[str] = field(default_factory=list)  # files besides the chapters' that build.json lists
+
+
+def _resolve_request(
+    profile: str, only: list[str] | None, out: Path | None, quick: bool, record: bool, replay: bool
+) -> _Request:
+    """Step 1: the request checked and resolved: mode (measure on the GPU, or replay), the profile
+    loaded and fully validated (the only time in the build), the chapters by name."""
+    if record and quick:
+        raise CudalabError("--record with --quick would replace the recorded full grid with the smoke-run grid")
+    has_gpu = gpu.gpu_available()
+    mode = "measure" if has_gpu and not replay else "replay"
+    if record and mode != "measure":
+        raise CudalabError("--record needs measurements, and no CUDA device is in use here")
+    name_or_path = resolve_profile_name(profile)
+    gpu_max_threads = gpu.attributes()["MaxThreadsPerBlock"] if has_gpu else None
+    prof = load_profile(name_or_path, gpu_max_threads=gpu_max_threads)
+    chapters = catalog.select(only)
+    out = (out or BUILD_DIR / f"report-{prof.name}").resolve()
+    yaml_file = Path(name_or_path).suffix in (".yaml", ".yml")
+    source = str(Path(name_or_path).resolve()) if yaml_file else name_or_path
+    return _Request(prof, source, gpu_max_threads, mode, quick, chapters, out)
+
+
+def _pick_recording(request: _Request, only: list[str] | None, results: Path, from_gpu: str | None) -> None:
+    """Step 2, in a replay: the recording to read (``from_gpu`` picks one of several GPUs'); the
+    chapters it holds, where the whole book was asked for; and the recorded grid (``--quick``
+    changes only what is measured)."""
+    if request.mode != "replay":
+        return
+    prof, chapters = request.prof, request.chapters
+    rec, request.why = recorded.find(prof.name, results, from_gpu)
+    request.recording_dir = rec.path.resolve()
+    request.recording_name = f"{results.name}/{rec.gpu}/{rec.profile}/"
+    held = [c for c in chapters if (request.recording_dir / c.id / PROVENANCE).is_file()]
+    if not only and held and len(held) < len(chapters):  # a profile recorded for some chapters only
+        left_out = ", ".join(c.id for c in chapters if c not in held)
+        request.notes.append(
+            f"the recording of {prof.name} holds {len(held)} of {len(chapters)} chapters; "
+            f"left out: {left_out} (measure them on a GPU, or --only names one to see why)"
+        )
+        request.chapters = held
+    if request.quick:
+        request.notes.append("--quick only changes what is measured; a replay shows the recorded grid")
+        request.quick = False
+
+
+def _plan_reuse(request: _Request, force: bool) -> _Plan:
+    """Step 3: the output folder checked (ours, or new), each chapter's inputs, and the chapters
+    the previous build there finished with the same inputs (kept unless ``force``)."""
+    previous = outdir.check(request.out)
+    inputs = {
+        c.id: _inputs(c, request.prof, request.mode, request.quick, request.recording_dir) for c in request.chapters
+    }
+    return _Plan(previous, inputs, {} if force else _reusable(request.out, previous, inputs))
+
+
+def _prepare_out(request: _Request, plan: _Plan, log: Log) -> Path:
+    """Step 4: the previous build's files removed, but for the chapters kept, and the resolved
+    profile written for the notebooks. Returns the resolved profile's path."""
+    keep = {f for cid in plan.reuse for f in _chapter_files(plan.previous, cid)}
+    outdir.remove_previous(request.out, plan.previous, keep=keep)
+    for sub in ("notebooks", "data"):
+        (request.out / sub).mkdir(parents=True, exist_ok=True)
+    return write_resolved(
+        request.prof, request.out / RESOLVED, source=request.source, gpu_max_threads=request.gpu_max_threads
+    )
+
+
+def _run_chapters(
+    request: _Request,
+    plan: _Plan,
+    profile_file: Path,
+    *,
+    cell_timeout: int,
+    point_time_limit: float,
+    progress_bar: bool,
+    fail_fast: bool,
+    log: Log,
+) -> _Ran:
+    """Step 5: the build announced, then each chapter kept from the last build, or run by papermill
+    with the resolved profile and its parameters. Ctrl-C or SIGTERM from the announcement on keeps
+    the finished chapters (and the report, marked incomplete, is still written)."""
+    out, chapters, mode = request.out, request.chapters, request.mode
+    ran = _Ran([])
+    try:
+        where = f"measuring on {gpu.gpu_name()}" if mode == "measure" else f"replaying {request.why}"
+        log(f"cudalab: profile {request.prof.name}, {where}; {len(chapters)} chapter(s) -> {out}")
+        for note in request.notes:
+            log(f"note: {note}")
+        for i, chapter in enumerate(chapters, 1):
+            notebook = out / "notebooks" / chapter.path.name
+            if chapter.id in plan.reuse:
+                old = plan.reuse[chapter.id]
+                ran.outcomes.append(
+                    ChapterOutcome(
+                        chapter.id, chapter.title, notebook, True, "", old["seconds"], old["provenance"], reused=True
+                    )
+                )
+                log(
+                    f"[{i}/{len(chapters)}] {chapter.id}: unchanged since the last build here, kept "
+                    f"(--force runs it again)"
+                )
+                continue
+            params = {
+                "profile": str(profile_file),
+                "mode": mode,
+                "data_dir": str(out / "data"),
+                "recorded_dir": str(request.recording_dir) if mode == "replay" else "",
+                "progress": False,
+                "point_time_limit_s": float(point_time_limit),
+                **request.prof.chapter_params(chapter.id, request.quick),
+            }
+            log(f"[{i}/{len(chapters)}] {chapter.id} ...")
+            if mode == "replay":
+                for line in recorded.not_shown(
+                    request.recording_dir / chapter.id, request.prof.chapter_params(chapter.id)
+                ):
+                    log(f"note: {chapter.id}: {line}; the replay shows the recording")
+            t0 = time.time()
+            ok, error = _run_chapter(chapter, notebook, params, cell_timeout, progress_bar)
+            prov_path = out / "data" / chapter.id / PROVENANCE
+            provenance = json.loads(prov_path.read_text()) if prov_path.is_file() else {}
+            ran.outcomes.append(
+                ChapterOutcome(chapter.id, chapter.title, notebook, ok, error, time.time() - t0, provenance)
+            )
+            log(
+                f"[{i}/{len(chapters)}] {chapter.id}: {'ok' if ok else 'FAILED: ' + error.splitlines()[0][:300]}"
+                f" ({time.time() - t0:.0f} s)"
+            )
+            if not ok and fail_fast:
+                ran.stopped = True
+                break
+    except KeyboardInterrupt:
+        ran.interrupted = True
+    return ran
+
+
+def _incomplete(request: _Request, ran: _Ran, log: Log) -> str:
+    """Step 6: the cover page's sentence on chapters not run (interrupted or --fail-fast), or ""."""
+    done, chapters = ran.done, request.chapters
+    not_run = [c.id for c in chapters if c.id not in done]
+    if ran.interrupted:
+        log(
+            f"interrupted: {len(done)} of {len(chapters)} chapters complete ({', '.join(done) or 'none'}); "
+            f"not run: {', '.join(not_run)}; writing a report marked incomplete"
+        )
+    if not ((ran.interrupted or ran.stopped) and not_run):
+        return ""
+    return (
+        f"The build was {'interrupted' if ran.interrupted else 'stopped at the first failure (--fail-fast)'} "
+        f"after {len(done)} of {len(chapters)} chapters; not run: {', '.join(not_run)}."
+    )
+
+
+def _lab_gpu(prof: Profile) -> str:
+    """The profile's lab GPU as the cover page and the handouts name it."""
+    if not prof.device:
+        return "none (no lab GPU in this profile)"
+    return prof.device.name if prof.device.lab else f"{prof.device.name} (its specification: no lab ran on it)"
+
+
+def _render_report(request: _Request, ran: _Ran, incomplete: str, command: str, pdf: bool, log: Log) -> _Report:
+    """Step 7: the executed chapters stitched behind the cover page and followed by the references,
+    rendered as HTML and, where asked and Chromium prints it, PDF."""
+    prof, quick, outcomes = request.prof, request.quick, ran.outcomes
+    report = _Report(dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), _lab_gpu(prof), Path())
+    title = f"cudalab lab report: {prof.name}" + (" (quick grid)" if quick else "")
+    book = stitch(
+        outcomes,
+        cover_cell(
+            title=title,
+            profile=prof.name,
+            lab_gpu=report.lab_gpu,
+            mode=request.mode,
+            built_utc=report.built_utc,
+            command=command,
+            outcomes=outcomes,
+            recording=request.recording_name,
+            incomplete=incomplete,
+            notes=tuple(request.notes),
+            findings=_findings(request.out, outcomes),
+            scorecards=_scorecards(request.out, outcomes),
+        ),
+    )
+    book.cells.append(references_cell(prof, [(o.id, o.title) for o in outcomes]))
+    report.html = render_html(book, request.out / "report.html", title)
+    log(f"report: {report.html}")
+    if pdf and not ran.interrupted:
+        report.pdf, why_not = render_pdf(report.html, request.out / "report.pdf")
+        log(f"report: {report.pdf}" if report.pdf else f"note: {why_not}")
+        if not report.pdf:
+            report.notes.append(why_not)
+    report.extra = ["report.html", "report.pdf", RESOLVED, outdir.BUILD_JSON]
+    return report
+
+
+def _write_handouts(
+    request: _Request, ran: _Ran, report: _Report, kinds: list[handouts.Kind], pdf: bool, log: Log
+) -> None:
+    """Step 8: the student handout and the instructor's answer key, where asked, from the chapters
+    that finished; their files join the report's."""
+    source = {c.id: c.path for c in request.chapters}
+    finished = [(o.id, o.title, source[o.id]) for o in ran.outcomes if o.ok]
+    if ran.interrupted or not finished:
+        return
+    for kind in kinds:
+        report.extra += handouts.write(
+            kind,
+            request.out,
+            finished,
+            profile=request.prof.name,
+            lab_gpu=report.lab_gpu,
+            measured_on=handouts.measured_on([o.provenance for o in ran.outcomes]),
+            pdf=pdf,
+            log=log,
+        )
+
+
+def _summarise(
+    request: _Request, plan: _Plan, ran: _Ran, report: _Report, command: str, started: float
+) -> BuildSummary:
+    """Step 9: the build's summary, written as build.json with every file this build wrote."""
+    summary = BuildSummary(
+        profile=request.prof.name,
+        mode=request.mode,
+        quick=request.quick,
+        built_utc=report.built_utc,
+        command=command,
+        wall_s=round(time.time() - started, 1),
+        ok=all(o.ok for o in ran.outcomes) and not ran.interrupted,
+        out=str(request.out),
+        recording=request.why,
+        report_html=str(report.html),
+        report_pdf=str(report.pdf or ""),
+        notes=request.notes + report.notes,
+        interrupted=ran.interrupted,
+        chapters={
+            o.id: {
+                "ok": o.ok,
+                "error": o.error,
+                "seconds": round(o.seconds, 1),
+                "provenance": o.provenance,
+                "inputs": plan.inputs[o.id],
+                "reused": o.id in plan.reuse,
+            }
+            for o in ran.outcomes
+        },
+        files=outdir.written_files(request.out, ran.done, report.extra),
+    )
+    atomic_write_text(request.out / outdir.BUILD_JSON, json.dumps(asdict(summary), indent=2, default=str))
+    return summary
+
+
+def _record(summary: BuildSummary, request: _Request, results: Path, log: Log) -> None:
+    """Step 10, with --record: the successful chapters copied into results/<gpu>/<profile>/ for replay."""
+    dest = recordings.record(summary, request.out / "data", results, gpu.gpu_name() or "unknown GPU")
+    summary.recorded_to = str(dest)
+    log(f"recorded: {dest}")
+
+
 def run(
     profile: str = "auto",
     *,
@@ -196,210 +520,27 @@ def run(
     ``handout`` and ``answers`` also write the student handout and the instructor's answer key
     (``handout/`` and ``answers/`` in ``out``), from the same run."""
     require_checkout()
-    if record and quick:
-        raise CudalabError("--record with --quick would replace the recorded full grid with the smoke-run grid")
     started = time.time()
-    has_gpu = gpu.gpu_available()
-    mode = "measure" if has_gpu and not replay else "replay"
-    if record and mode != "measure":
-        raise CudalabError("--record needs measurements, and no CUDA device is in use here")
-    profile_arg = resolve_profile_name(profile)
-    prof = load_profile(profile_arg, gpu_max_threads=gpu.attributes()["MaxThreadsPerBlock"] if has_gpu else None)
-    chapters = catalog.select(only)
-    recording_dir, why, recording_name = Path(), "", ""
-    notes: list[str] = []
-    if mode == "replay":
-        rec, why = recorded.find(prof.name, results, from_gpu)
-        recording_dir = rec.path.resolve()
-        recording_name = f"{results.name}/{rec.gpu}/{rec.profile}/"
-        held = [c for c in chapters if (recording_dir / c.id / PROVENANCE).is_file()]
-        if not only and held and len(held) < len(chapters):  # a profile recorded for some chapters only
-            left_out = ", ".join(c.id for c in chapters if c not in held)
-            notes.append(
-                f"the recording of {prof.name} holds {len(held)} of {len(chapters)} chapters; "
-                f"left out: {left_out} (measure them on a GPU, or --only names one to see why)"
-            )
-            chapters = held
-    if quick and mode == "replay":
-        notes.append("--quick only changes what is measured; a replay shows the recorded grid")
-        quick = False
-    out = (out or BUILD_DIR / f"report-{prof.name}").resolve()
-    previous = outdir.check(out)
-    inputs = {c.id: _inputs(c, prof, mode, quick, recording_dir) for c in chapters}
-    reuse = {} if force else _reusable(out, previous, inputs)
-    with outdir.Lock(out), _stop_on_sigterm():
-        keep = {
-            f
-            for cid in reuse
-            for f in previous.get("files", [])
-            if f == f"notebooks/{cid}.ipynb" or f.startswith(f"data/{cid}/")
-        }
-        outdir.remove_previous(out, previous, keep=keep)
-        for sub in ("notebooks", "data"):
-            (out / sub).mkdir(parents=True, exist_ok=True)
-        where = f"measuring on {gpu.gpu_name()}" if mode == "measure" else f"replaying {why}"
-        log(f"cudalab: profile {prof.name}, {where}; {len(chapters)} chapter(s) -> {out}")
-        for note in notes:
-            log(f"note: {note}")
-
-        profile_param = (
-            profile_arg if Path(profile_arg).suffix not in (".yaml", ".yml") else str(Path(profile_arg).resolve())
+    request = _resolve_request(profile, only, out, quick, record, replay)
+    _pick_recording(request, only, results, from_gpu)
+    plan = _plan_reuse(request, force)
+    with outdir.Lock(request.out), _stop_on_sigterm():
+        profile_file = _prepare_out(request, plan, log)
+        ran = _run_chapters(
+            request,
+            plan,
+            profile_file,
+            cell_timeout=cell_timeout,
+            point_time_limit=point_time_limit,
+            progress_bar=progress_bar,
+            fail_fast=fail_fast,
+            log=log,
         )
-        outcomes: list[ChapterOutcome] = []
-        interrupted = stopped = False
-        try:  # Ctrl-C or SIGTERM anywhere in the loop: keep the finished chapters, report the rest
-            for i, chapter in enumerate(chapters, 1):
-                if chapter.id in reuse:
-                    old = reuse[chapter.id]
-                    outcomes.append(
-                        ChapterOutcome(
-                            chapter.id,
-                            chapter.title,
-                            out / "notebooks" / chapter.path.name,
-                            True,
-                            "",
-                            old["seconds"],
-                            old["provenance"],
-                            reused=True,
-                        )
-                    )
-                    log(
-                        f"[{i}/{len(chapters)}] {chapter.id}: unchanged since the last build here, kept "
-                        f"(--force runs it again)"
-                    )
-                    continue
-                params = {
-                    "profile": profile_param,
-                    "mode": mode,
-                    "data_dir": str(out / "data"),
-                    "recorded_dir": str(recording_dir) if mode == "replay" else "",
-                    "progress": False,
-                    "point_time_limit_s": float(point_time_limit),
-                    **prof.chapter_params(chapter.id, quick),
-                }
-                log(f"[{i}/{len(chapters)}] {chapter.id} ...")
-                if mode == "replay":
-                    for line in recorded.not_shown(recording_dir / chapter.id, prof.chapter_params(chapter.id)):
-                        log(f"note: {chapter.id}: {line}; the replay shows the recording")
-                t0 = time.time()
-                ok, error = _run_chapter(
-                    chapter, out / "notebooks" / chapter.path.name, params, cell_timeout, progress_bar
-                )
-                prov_path = out / "data" / chapter.id / PROVENANCE
-                provenance = json.loads(prov_path.read_text()) if prov_path.is_file() else {}
-                outcomes.append(
-                    ChapterOutcome(
-                        chapter.id,
-                        chapter.title,
-                        out / "notebooks" / chapter.path.name,
-                        ok,
-                        error,
-                        time.time() - t0,
-                        provenance,
-                    )
-                )
-                log(
-                    f"[{i}/{len(chapters)}] {chapter.id}: {'ok' if ok else 'FAILED: ' + error.splitlines()[0][:300]}"
-                    f" ({time.time() - t0:.0f} s)"
-                )
-                if not ok and fail_fast:
-                    stopped = True
-                    break
-        except KeyboardInterrupt:
-            interrupted = True
-        done = [o.id for o in outcomes]
-        not_run = [c.id for c in chapters if c.id not in done]
-        incomplete = (
-            f"The build was {'interrupted' if interrupted else 'stopped at the first failure (--fail-fast)'} "
-            f"after {len(done)} of {len(chapters)} chapters; not run: {', '.join(not_run)}."
-            if (interrupted or stopped) and not_run
-            else ""
-        )
-        if interrupted:
-            log(
-                f"interrupted: {len(done)} of {len(chapters)} chapters complete ({', '.join(done) or 'none'}); "
-                f"not run: {', '.join(not_run)}; writing a report marked incomplete"
-            )
-        built = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-        title = f"cudalab lab report: {prof.name}" + (" (quick grid)" if quick else "")
-        lab_gpu = (
-            "none (no lab GPU in this profile)"
-            if not prof.device
-            else prof.device.name
-            if prof.device.lab
-            else f"{prof.device.name} (its specification: no lab ran on it)"
-        )
-        book = stitch(
-            outcomes,
-            cover_cell(
-                title=title,
-                profile=prof.name,
-                lab_gpu=lab_gpu,
-                mode=mode,
-                built_utc=built,
-                command=command,
-                outcomes=outcomes,
-                recording=recording_name,
-                incomplete=incomplete,
-                notes=tuple(notes),
-                findings=_findings(out, outcomes),
-                scorecards=_scorecards(out, outcomes),
-            ),
-        )
-        book.cells.append(references_cell(prof, [(o.id, o.title) for o in outcomes]))
-        html_path = render_html(book, out / "report.html", title)
-        log(f"report: {html_path}")
-        summary = BuildSummary(
-            profile=prof.name,
-            mode=mode,
-            quick=quick,
-            built_utc=built,
-            command=command,
-            wall_s=0.0,
-            ok=all(o.ok for o in outcomes) and not interrupted,
-            out=str(out),
-            recording=why,
-            report_html=str(html_path),
-            notes=notes,
-            interrupted=interrupted,
-            chapters={
-                o.id: {
-                    "ok": o.ok,
-                    "error": o.error,
-                    "seconds": round(o.seconds, 1),
-                    "provenance": o.provenance,
-                    "inputs": inputs[o.id],
-                    "reused": o.id in reuse,
-                }
-                for o in outcomes
-            },
-        )
-        if pdf and not interrupted:
-            pdf_path, why_not = render_pdf(html_path, out / "report.pdf")
-            summary.report_pdf = str(pdf_path or "")
-            log(f"report: {pdf_path}" if pdf_path else f"note: {why_not}")
-            if not pdf_path:
-                summary.notes.append(why_not)
-        extra = ["report.html", "report.pdf", outdir.BUILD_JSON]
-        source = {c.id: c.path for c in chapters}
-        finished = [(o.id, o.title, source[o.id]) for o in outcomes if o.ok]
-        for wanted, kind in ((handout, handouts.HANDOUT), (answers, handouts.ANSWER_KEY)):
-            if wanted and not interrupted and finished:
-                extra += handouts.write(
-                    kind,
-                    out,
-                    finished,
-                    profile=prof.name,
-                    lab_gpu=lab_gpu,
-                    measured_on=handouts.measured_on([o.provenance for o in outcomes]),
-                    pdf=pdf,
-                    log=log,
-                )
-        summary.wall_s = round(time.time() - started, 1)
-        summary.files = outdir.written_files(out, done, extra)
-        atomic_write_text(out / outdir.BUILD_JSON, json.dumps(asdict(summary), indent=2, default=str))
-    if record and not interrupted:
-        dest = recordings.record(summary, out / "data", results, gpu.gpu_name() or "unknown GPU")
-        summary.recorded_to = str(dest)
-        log(f"recorded: {dest}")
+        incomplete = _incomplete(request, ran, log)
+        report = _render_report(request, ran, incomplete, command, pdf, log)
+        kinds = [kind for wanted, kind in ((handout, handouts.HANDOUT), (answers, handouts.ANSWER_KEY)) if wanted]
+        _write_handouts(request, ran, report, kinds, pdf, log)
+        summary = _summarise(request, plan, ran, report, command, started)
+    if record and not ran.interrupted:
+        _record(summary, request, results, log)
     return summary
