@@ -82,6 +82,9 @@ class MatmulKernel:
     problem: str = ""
     fields: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "block", Dim3.of(self.block))  # (16, 16) is taken as Dim3(16, 16)
+
     @property
     def threads(self) -> int:
         return self.block.size
