@@ -1,6 +1,6 @@
 """On the GPU, through NVRTC and CuPy's caches: a kernel file's local headers are found, an edit to
 one is compiled (not served from either cache), and an error inside one names the header. That the
-ceiling and the register-tiled kernels, which share add_min.cuh, still agree with their references
+ceiling and the registers kernels, which share add_min.cuh, still agree with their references
 is tests/test_gpu_blocked.py's to check."""
 
 import os

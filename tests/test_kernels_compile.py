@@ -85,7 +85,7 @@ VARIANTS = (
     + [("fw_blocked.cu", f"-DBF={bf}") for bf in (8, 16, 32, 64)]
     + [("vecmax_coalescing.cu", "-DTRACE_ACCESS")]
 )
-# The register-tiled kernels on add_min.cuh's plain path (-DNO_DPX), as chapter 04 builds them beside DPX.
+# The registers kernels on add_min.cuh's plain path (-DNO_DPX), as chapter 04 builds them beside DPX.
 VARIANTS += [("fw_blocked_registers.cu", "-DBF=64 -DNO_DPX"), ("fw_blocked_minplus.cu", "-DBF=64 -DNO_DPX")]
 # Chapter 05's ladder and the shapes its profiles tune over that must not spill (16 x 16 results per
 # thread spill by design: the tuning sweep shows that cliff).

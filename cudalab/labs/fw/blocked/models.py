@@ -64,7 +64,7 @@ def kernel_label(row: Any) -> str:
 
 
 def operand_table(sweep: pd.DataFrame) -> pd.DataFrame:
-    """``operand_model`` of each register-tiled and min-plus variant of a blocking-factor sweep
+    """``operand_model`` of each registers and min-plus variant of a blocking-factor sweep
     (``with_rates`` applied) and of the shared-memory kernel at BF 64, beside its fraction of
     the ceiling at each N (``fraction_at_N``, where it ran correctly). ``attrs["best"]`` maps each
     N to the fastest correct row there."""
