@@ -207,15 +207,8 @@ def typed_lab_figures(cell: dict, typed: set[str]) -> list[str]:
     return found
 
 
-# figures typed before this check, in chapters outside the Floyd-Warshall family: cite them from
-# the profile and remove them here
-NOT_YET_CITED = {"05_matmul_footprint.ipynb"}
-
-
 @pytest.mark.parametrize("path", sorted(NOTEBOOKS_DIR.glob("*.ipynb")), ids=lambda p: p.name)
 def test_no_notebook_types_a_lab_figure_in_prose_or_code_text(path):
-    if path.name in NOT_YET_CITED:
-        pytest.xfail("its lab figures are still typed (see NOT_YET_CITED)")
     typed = {r for v in _published_values() for r in _renderings(v)}
     found = [hit for cell in json.loads(path.read_text())["cells"] for hit in typed_lab_figures(cell, typed)]
     assert not found, "render lab figures from the profile (lab.cited(...)), not as typed text: " + " | ".join(found)
