@@ -67,7 +67,7 @@ class KernelCompileError(CudalabError, RuntimeError):
     """A ``.cu`` file that does not compile; carries the file, line and full log."""
 
     def __init__(self, path: Path, line: int | None, message: str, log: str):
-        self.path, self.line, self.log = Path(path), line, log
+        self.path, self.line, self.message, self.log = Path(path), line, message, log
         where = f"{self.path}:{line}" if line else str(self.path)
         super().__init__(f"{where}: {message}\n--- compiler log ---\n{log.strip()}")
 

@@ -46,6 +46,15 @@ def gpu_name() -> str | None:
     return name.decode() if isinstance(name, bytes) else str(name)
 
 
+def compute_capability() -> str | None:
+    """The present GPU's compute capability ("9.0"), None where there is none."""
+    cp = cupy_or_none()
+    if cp is None:
+        return None
+    props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+    return f"{props['major']}.{props['minor']}"
+
+
 def attributes() -> dict[str, int]:
     """All cudaDeviceAttr values of the current device, by CuPy's names."""
     cp = require_cupy()

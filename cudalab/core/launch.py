@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from numbers import Integral
+from pathlib import Path
 from typing import Any
 
 from cudalab.core.errors import LaunchRefused, NotEnoughMemory, SkipPoint
@@ -135,6 +136,14 @@ class Launch:
     def relabel(self, **labels: Any) -> Launch:
         """This launch with more (or other) labels."""
         return replace(self, labels={**self.labels, **labels})
+
+    def from_copy(self, file: str | Path | None) -> Launch:
+        """This launch built from ``file``, a copy of its ``kernels_cu`` file (the same file name:
+        a scratch copy a student edits), instead of the original; unchanged where ``file`` is None
+        or a copy of another file (a plan of several files takes the copy where it fits)."""
+        if file is None or Path(file).name != Path(self.file).name:
+            return self
+        return replace(self, file=str(file))
 
     def compiled(self):
         """The compiled kernel (a ``cupy.RawKernel``; NVRTC, cached)."""

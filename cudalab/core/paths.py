@@ -17,6 +17,9 @@ NOTEBOOKS_DIR: Path = ROOT / "notebooks"
 PARAMS_DIR: Path = ROOT / "params"
 RESULTS_DIR: Path = ROOT / "results"
 BUILD_DIR: Path = ROOT / "build"
+# Scratch copies of kernels that a student edits beside the notebooks (cudalab.explore.scratch):
+# not the project's source, so no fingerprint covers them.
+SCRATCH_DIR: Path = NOTEBOOKS_DIR / "scratch"
 # Written from git by tools/stamp_source.py (make wheelhouse), read where the tree has no .git.
 SOURCE_STAMP: Path = ROOT / "wheelhouse" / "source-stamp.json"
 

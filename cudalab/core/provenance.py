@@ -23,7 +23,7 @@ from typing import Any
 
 from cudalab.core.errors import CudalabError
 from cudalab.core.gpu import cupy_or_none, gpu_name
-from cudalab.core.paths import KERNELS_DIR, NOTEBOOKS_DIR, PACKAGE_DIR, PARAMS_DIR, ROOT, SOURCE_STAMP
+from cudalab.core.paths import KERNELS_DIR, NOTEBOOKS_DIR, PACKAGE_DIR, PARAMS_DIR, ROOT, SCRATCH_DIR, SOURCE_STAMP
 
 _SOURCE_SUFFIXES = {".py", ".c", ".cu", ".cuh", ".h", ".j2", ".json", ".ipynb", ".yaml", ".yml"}
 # What can change a measurement; the dirty flag looks at these folders only (not results/ or tests/).
@@ -38,6 +38,7 @@ def _files(folder: Path) -> list[Path]:
         and p.suffix in _SOURCE_SUFFIXES
         and "__pycache__" not in p.parts
         and ".ipynb_checkpoints" not in p.parts
+        and not p.is_relative_to(SCRATCH_DIR)
     )
 
 

@@ -25,6 +25,7 @@ import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -102,6 +103,13 @@ class MatmulKernel:
 
     def compile(self):
         return load_kernel(self.file, self.function, self.options())
+
+    def from_copy(self, file: str | Path | None) -> MatmulKernel:
+        """This configuration built from ``file``, a copy of its kernel file (the same name: a
+        scratch copy being edited), instead; unchanged where ``file`` is None or another file's copy."""
+        if file is None or Path(file).name != Path(self.file).name:
+            return self
+        return dataclasses.replace(self, file=str(file))
 
     def launch(self, n: int | None = None) -> Launch:
         """This configuration's ``Launch`` (over the grid of size ``n`` where given), labelled as the

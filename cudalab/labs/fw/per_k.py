@@ -23,6 +23,7 @@ synccheck) follow.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -36,7 +37,7 @@ PlanFactory = Callable[[int], PerKPlan]
 INT32 = 4
 
 
-def launch(recipe: str, *args: int, published: bool = False) -> Launch:
+def launch(recipe: str, *args: int, published: bool = False, file: str | Path | None = None) -> Launch:
     """What a recipe compiles and how it launches, without compiling anything (no GPU needed): a
     ``Launch`` without its grid (that depends on n), labelled with its block shape (``block``,
     e.g. "16x16", as the chapters' tables show it), its recipe's arguments as ``tunables``. The
@@ -45,7 +46,8 @@ def launch(recipe: str, *args: int, published: bool = False) -> Launch:
 
     ``launch("basic", edge)``, ``("coalesced", threads)``, ``("segment", s, threads)``,
     ``("tile", edge, published=)``, ``("row_segment", s, published=)``,
-    ``("kslices", edge, published=)``."""
+    ``("kslices", edge, published=)``. ``file``: a copy of the recipe's kernel file to build
+    instead (``Launch.from_copy``: a scratch copy being edited)."""
     options: tuple[str, ...] = ()
     shared = 0
     if recipe == "basic":
@@ -83,7 +85,7 @@ def launch(recipe: str, *args: int, published: bool = False) -> Launch:
         arguments=("matrix", "k", "n") + (("segment_size",) if recipe == "segment" else ()),
         tunables=tunables,
         labels={"block": str(block)},
-    )
+    ).from_copy(file)
 
 
 def _square(spec: Launch, floor: bool = False) -> PlanFactory:
@@ -98,21 +100,22 @@ def _square(spec: Launch, floor: bool = False) -> PlanFactory:
     return plan
 
 
-def basic(edge: int) -> PlanFactory:
-    """The basic kernel with edge x edge threads per block: chapter 01's subject, everyone's yardstick."""
-    return _square(launch("basic", edge))
+def basic(edge: int, file: str | Path | None = None) -> PlanFactory:
+    """The basic kernel with edge x edge threads per block: chapter 01's subject, everyone's yardstick.
+    ``file``, here and in the recipes below: a copy of the kernel file to build instead (``launch``)."""
+    return _square(launch("basic", edge, file=file))
 
 
-def coalesced(threads: int) -> PlanFactory:
+def coalesced(threads: int, file: str | Path | None = None) -> PlanFactory:
     """One thread per entry in row order, ``threads`` per block: consecutive threads, consecutive j."""
-    spec = launch("coalesced", threads)
+    spec = launch("coalesced", threads, file=file)
     kernel = spec.compiled()
     return lambda n: PerKPlan.over(spec, (ceil_div(n * n, threads),), kernel)
 
 
-def segment(s: int, threads: int) -> PlanFactory:
+def segment(s: int, threads: int, file: str | Path | None = None) -> PlanFactory:
     """Each thread relaxes ``s`` consecutive entries of a row; ``threads`` per block."""
-    spec = launch("segment", s, threads)
+    spec = launch("segment", s, threads, file=file)
     kernel = spec.compiled()
     return lambda n: PerKPlan.over(
         spec,
@@ -126,24 +129,24 @@ def _name(base: str, published: bool) -> str:
     return f"{base}_published" if published else base
 
 
-def tile(edge: int, published: bool = False) -> PlanFactory:
+def tile(edge: int, published: bool = False, file: str | Path | None = None) -> PlanFactory:
     """Lab 000's shared tile of edge x edge threads (``-DTILE=edge``), as published or with the
     barrier fixed."""
-    return _square(launch("tile", edge, published=published))
+    return _square(launch("tile", edge, published=published, file=file))
 
 
-def row_segment(s: int, published: bool = False) -> PlanFactory:
+def row_segment(s: int, published: bool = False, file: str | Path | None = None) -> PlanFactory:
     """Lab 000's row segment: s threads of one row share d[i][k] through shared memory."""
-    spec = launch("row_segment", s, published=published)
+    spec = launch("row_segment", s, published=published, file=file)
     kernel = spec.compiled()
     return lambda n: PerKPlan.over(spec, (n, ceil_div(n, s)), kernel)
 
 
-def kslices(edge: int, published: bool = False) -> PlanFactory:
+def kslices(edge: int, published: bool = False, file: str | Path | None = None) -> PlanFactory:
     """Team 5's k-slices on edge x edge blocks. As published: one shared array of edge ints for
     both the row and the column slice, and a floor grid that skips the partial tiles; fixed: two
     arrays and a ceil grid."""
-    return _square(launch("kslices", edge, published=published), floor=published)
+    return _square(launch("kslices", edge, published=published, file=file), floor=published)
 
 
 # --------------------------------------------------------------- bytes model

@@ -4,6 +4,7 @@ it derives from them (the derivations run in replay too, without a GPU)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -43,16 +44,25 @@ def _skipped(exc: BaseException) -> dict[str, Any]:
     return {"status": "skipped", "reason": f"{type(exc).__name__}: {exc}"}
 
 
-def correctness(n: int, d: int, k: int, seed: int, iterations: int) -> pd.DataFrame:
-    """Every variant in lockstep with the float64 reference (``gpu.check_against_float64``)."""
+def correctness(
+    n: int,
+    d: int,
+    k: int,
+    seed: int,
+    iterations: int,
+    variants: Iterable[str] = tuple(VARIANTS),
+    file: str | Path | None = None,
+) -> pd.DataFrame:
+    """Every variant (of ``variants``) in lockstep with the float64 reference
+    (``gpu.check_against_float64``); ``file``: a copy of a kernel file to build instead."""
     from cudalab.core.launch import refusal_types
     from cudalab.labs.kmeans import gpu
 
     problem = gpu.Problem(reference.blobs(n, d, k, seed), k)
     frames = []
-    for variant in progress(VARIANTS, desc="correctness"):
+    for variant in progress(list(variants), desc="correctness"):
         try:
-            frames.append(gpu.check_against_float64(problem, variant, iterations))
+            frames.append(gpu.check_against_float64(problem, variant, iterations, file=file))
         except refusal_types() as exc:
             frames.append(pd.DataFrame([{"variant": variant, "iteration": 0, "n": n, "d": d, "k": k, **_skipped(exc)}]))
     return pd.concat(frames, ignore_index=True)
@@ -79,16 +89,20 @@ def sweep(
     base_k: int,
     iterations: int,
     seed: int,
+    variants: Iterable[str] = tuple(VARIANTS),
+    file: str | Path | None = None,
 ) -> pd.DataFrame:
-    """Stage times of every variant at every configuration: one row per (n, d, k, variant,
-    iteration, stage); a variant a configuration refuses is one row with its reason."""
+    """Stage times of every variant (of ``variants``) at every configuration: one row per (n, d,
+    k, variant, iteration, stage); a variant a configuration refuses is one row with its reason.
+    ``file``: a copy of a kernel file to build instead (``gpu.stage_launches``)."""
     from cudalab.core.gpu import require_cupy
     from cudalab.core.launch import refusal_types
     from cudalab.labs.kmeans import gpu
 
     cp = require_cupy()
     rows: list[pd.DataFrame] = []
-    points = [(cfg, v) for cfg in configurations(sizes, dims, clusters, base_d, base_k) for v in VARIANTS]
+    variants = list(variants)
+    points = [(cfg, v) for cfg in configurations(sizes, dims, clusters, base_d, base_k) for v in variants]
     problem, current = None, None
     for (n, d, k), variant in progress(points, desc="k-means sweep"):
         base = {"n": n, "d": d, "k": k, "variant": variant}
@@ -97,7 +111,7 @@ def sweep(
                 problem, current = None, (n, d, k)
                 cp.get_default_memory_pool().free_all_blocks()
                 problem = gpu.Problem(gpu.blobs_on_device(n, d, k, seed), k)
-            times = gpu.time_iterations(problem, variant, iterations)
+            times = gpu.time_iterations(problem, variant, iterations, file=file)
             rows.append(times.assign(**base, status="ok", reason=""))
         except refusal_types() as exc:
             rows.append(pd.DataFrame([{**base, "iteration": 0, "stage": "", "time_ms": np.nan, **_skipped(exc)}]))

@@ -24,6 +24,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -148,12 +149,20 @@ def _stage(stage: str, file: str, kernel: str, threads: int, shared: int = 0, op
     return Launch(file, kernel, Dim3(threads), options=options, dynamic_shared_bytes=shared, labels={"stage": stage})
 
 
-def stage_launches(variant: str, n: int, d: int, k: int, optin: int | None = None) -> dict[str, Launch]:
+def stage_launches(
+    variant: str, n: int, d: int, k: int, optin: int | None = None, file: str | Path | None = None
+) -> dict[str, Launch]:
     """The kernels ``variant``'s iteration launches for N points, D coordinates and K clusters, by
     role (assign, delta, sum, average; pass, finalize), without compiling or a grid: each a
     ``Launch`` whose label ``stage`` names the stage that times it. ``optin``: the shared memory
-    a block may opt in to (default: the present GPU's). The Runner launches exactly these; CuPy's
-    own kernels (the ``cupy`` variant) are not listed."""
+    a block may opt in to (default: the present GPU's); ``file``: a copy of one kernel file (a
+    scratch copy being edited) that the launches of that file's name build from instead
+    (``Launch.from_copy``). The Runner launches exactly these; CuPy's own kernels (the ``cupy``
+    variant) are not listed."""
+    return {role: spec.from_copy(file) for role, spec in _stage_launches(variant, n, d, k, optin).items()}
+
+
+def _stage_launches(variant: str, n: int, d: int, k: int, optin: int | None) -> dict[str, Launch]:
     if variant in CLASSIC:
         blocks = -(-n // THREADS)
         reduce_threads = min(1024, 1 << max(0, (blocks - 1).bit_length()))
@@ -270,14 +279,14 @@ class Runner:
     """One variant's state for one problem; ``step()`` runs an iteration and returns the number
     of objects that changed cluster, ``last_times`` how long each stage took (ms)."""
 
-    def __init__(self, problem: Problem, variant: str):
+    def __init__(self, problem: Problem, variant: str, file: str | Path | None = None):
         if variant not in VARIANTS:
             raise ValueError(f"unknown variant {variant!r}; variants: {', '.join(VARIANTS)}")
         why = refusal(variant, problem.d, problem.k)
         if why:
             raise LaunchRefused(why)
         cp = require_cupy()
-        self.p, self.variant = problem, variant
+        self.p, self.variant, self.file = problem, variant, file
         self.stream = cp.cuda.Stream(non_blocking=True)
         n, d, k = problem.n, problem.d, problem.k
         self.blocks = -(-n // THREADS)
@@ -316,7 +325,7 @@ class Runner:
         host (a), on the device (b), or on the device through shared buffers (c)."""
         p = self.p
         n, d, k = np.int32(p.n), np.int32(p.d), np.int32(p.k)
-        specs = stage_launches(self.variant, p.n, p.d, p.k)
+        specs = stage_launches(self.variant, p.n, p.d, p.k, file=self.file)
         at, dt = specs["assign"].with_grid(self.blocks), specs["delta"].with_grid(1)
         assign, delta = at.compiled(), dt.compiled()
         assign_stage = Stage(
@@ -369,7 +378,7 @@ class Runner:
         cp = require_cupy()
         p = self.p
         n = np.int32(p.n)
-        specs = stage_launches("fused", p.n, p.d, p.k)
+        specs = stage_launches("fused", p.n, p.d, p.k, file=self.file)
         one, fin = specs["pass"], specs["finalize"].with_grid(1)
         tile_bytes, threads = one.dynamic_shared_bytes, one.threads
         module = load_module(one.file, one.options)
@@ -409,7 +418,7 @@ class Runner:
         cp = require_cupy()
         p = self.p
         n = np.int32(p.n)
-        specs = stage_launches("tiled", p.n, p.d, p.k)
+        specs = stage_launches("tiled", p.n, p.d, p.k, file=self.file)
         one, fin = specs["pass"], specs["finalize"].with_grid(1)
         shared, threads = one.dynamic_shared_bytes, one.threads
         tiled, finalize = one.compiled(), fin.compiled()
@@ -564,11 +573,13 @@ def run_to_convergence(
     }
 
 
-def time_iterations(problem: Problem, variant: str, iterations: int, warmup: int = 2) -> pd.DataFrame:
+def time_iterations(
+    problem: Problem, variant: str, iterations: int, warmup: int = 2, file: str | Path | None = None
+) -> pd.DataFrame:
     """Per-iteration stage times of ``variant`` from the initial centres: ``warmup`` untimed
     iterations (compilation, caches), then ``iterations`` timed ones. One row per iteration and
-    stage (``time_ms``)."""
-    runner = Runner(problem, variant)
+    stage (``time_ms``). ``file``: a copy of a kernel file to build instead (``stage_launches``)."""
+    runner = Runner(problem, variant, file)
     for _ in range(warmup):
         runner.step()
     rows = []
@@ -579,14 +590,20 @@ def time_iterations(problem: Problem, variant: str, iterations: int, warmup: int
 
 
 def check_against_float64(
-    problem: Problem, variant: str, iterations: int, tie_rtol: float = reference.TIE_RTOL, centre_rtol: float = 1e-4
+    problem: Problem,
+    variant: str,
+    iterations: int,
+    tie_rtol: float = reference.TIE_RTOL,
+    centre_rtol: float = 1e-4,
+    file: str | Path | None = None,
 ) -> pd.DataFrame:
     """Lockstep check of ``variant`` against the float64 reference, iteration by iteration from
     the same initial centres: each iteration's memberships against float64's nearest centres
     for the centres the variant started from (a disagreement counts as wrong unless that point's
     two nearest centres are within ``tie_rtol``: a near tie), and the variant's new centres
-    against the float64 means of its own memberships (relative to the data's spread)."""
-    runner = Runner(problem, variant)
+    against the float64 means of its own memberships (relative to the data's spread). ``file``: a
+    copy of a kernel file to build instead (``stage_launches``)."""
+    runner = Runner(problem, variant, file)
     scale = float(np.abs(problem.points).max()) or 1.0
     start = problem.initial.astype(np.float64)
     rows = []

@@ -8,6 +8,9 @@ and ``fw_blocked_minplus.cu`` (the min-plus kernel: phases 2 and 3 as min-plus p
 register tiles). Each phase's launch is described once, as a ``core.launch.Launch`` labelled with
 its phase, without compiling (the occupancy table and the parallel compile take these); the plans
 launch exactly those. ``KernelSpec`` names a kernel as recorded data and the command line do.
+
+Each ``file`` argument below is a copy of one of the four files (a scratch copy being edited) that
+the launches of that file's name are built from instead (``Launch.from_copy``).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -50,7 +54,7 @@ def minplus_options(bf: int = 64, dpx: bool = True) -> tuple[str, ...]:
     return (f"-DBF={bf}",) + (() if dpx else ("-DNO_DPX",))
 
 
-def phase_launches(filename: str, options: tuple[str, ...], bf: int) -> list[Launch]:
+def phase_launches(filename: str, options: tuple[str, ...], bf: int, file: str | Path | None = None) -> list[Launch]:
     """Each phase's launch in a build of ``fw_blocked_global.cu`` or ``fw_blocked.cu``, without
     compiling (no GPU needed), labelled with its ``phase``. ``plan_for_build`` launches exactly these."""
     tunables = {"block_factor": bf}
@@ -64,7 +68,7 @@ def phase_launches(filename: str, options: tuple[str, ...], bf: int) -> list[Lau
                 arguments=ROUND_ARGUMENTS + ("phase",),
                 tunables=tunables,
                 labels={"phase": name},
-            )
+            ).from_copy(file)
             for name in PHASE_GRIDS
         ]
     if filename == SHARED_FILE:
@@ -79,13 +83,15 @@ def phase_launches(filename: str, options: tuple[str, ...], bf: int) -> list[Lau
                 arguments=ROUND_ARGUMENTS,
                 tunables=tunables,
                 labels={"phase": name},
-            )
+            ).from_copy(file)
             for p, name in enumerate(PHASE_GRIDS, start=1)
         ]
     raise LaunchRefused(f"no three-phase plan for {filename}")
 
 
-def registers_phase_launches(bf: int = 64, dpx: bool = True, tile: int = 4) -> list[Launch]:
+def registers_phase_launches(
+    bf: int = 64, dpx: bool = True, tile: int = 4, file: str | Path | None = None
+) -> list[Launch]:
     """``phase_launches`` of the registers kernel: phases 1-2 of ``fw_blocked.cu`` at ``bf``, phase 3
     in register tiles (``fw_blocked_registers.cu``, ``tile`` x ``tile`` cells per thread), as
     ``registers_plan`` launches them."""
@@ -98,8 +104,8 @@ def registers_phase_launches(bf: int = 64, dpx: bool = True, tile: int = 4) -> l
         arguments=ROUND_ARGUMENTS,
         tunables={"block_factor": bf, "dpx": dpx, "tile": tile},
         labels={"phase": "phase 3"},
-    )
-    return phase_launches(SHARED_FILE, shared_options(bf), bf)[:2] + [phase3]
+    ).from_copy(file)
+    return phase_launches(SHARED_FILE, shared_options(bf), bf, file)[:2] + [phase3]
 
 
 def minplus_shared_bytes(bf: int) -> int:
@@ -109,7 +115,7 @@ def minplus_shared_bytes(bf: int) -> int:
     return 2 * INT32 * (kc * (bf + 4) + kc * bf)
 
 
-def minplus_phase_launches(bf: int = 64, dpx: bool = True) -> list[Launch]:
+def minplus_phase_launches(bf: int = 64, dpx: bool = True, file: str | Path | None = None) -> list[Launch]:
     """``phase_launches`` of ``fw_blocked_minplus.cu``: phase 1 on 32 x 32 threads with cells in
     registers, phases 2 and 3 the same min-plus tile product on (BF/8)^2 threads of 8 x 8 cells
     (phase 3's last argument: which part of the round it relaxes, see ``LookaheadPlan``)."""
@@ -124,7 +130,7 @@ def minplus_phase_launches(bf: int = 64, dpx: bool = True) -> list[Launch]:
         arguments=ROUND_ARGUMENTS,
         tunables=tunables,
         labels={"phase": "phase 1"},
-    )
+    ).from_copy(file)
     return [phase1] + [
         Launch(
             MINPLUS_FILE,
@@ -135,7 +141,7 @@ def minplus_phase_launches(bf: int = 64, dpx: bool = True) -> list[Launch]:
             arguments=ROUND_ARGUMENTS + (("part",) if p == 3 else ()),
             tunables=tunables,
             labels={"phase": f"phase {p}"},
-        )
+        ).from_copy(file)
         for p in (2, 3)
     ]
 
@@ -146,9 +152,9 @@ def _phase(launch: Launch, kernel: Any = None, **args: Any) -> Phase:
     return Phase(launch, kernel if kernel is not None else launch.compiled(), PHASE_GRIDS[name], **args)
 
 
-def plan_for_build(filename: str, options: tuple[str, ...], bf: int) -> BlockedPlan:
+def plan_for_build(filename: str, options: tuple[str, ...], bf: int, file: str | Path | None = None) -> BlockedPlan:
     """The three-phase plan of a build of ``fw_blocked_global.cu`` or ``fw_blocked.cu``."""
-    launches = phase_launches(filename, options, bf)
+    launches = phase_launches(filename, options, bf, file)
     if filename == GLOBAL_FILE:  # one kernel, told its phase by its last argument
         kernel = launches[0].compiled()
         return BlockedPlan(
@@ -166,24 +172,26 @@ def global_plan(coalesced: bool, unroll: bool, bf: int = 32) -> BlockedPlan:
     return plan_for_build(GLOBAL_FILE, global_options(coalesced, unroll, bf), bf)
 
 
-def shared_plan(bf: int, select_by_arithmetic: bool = False, maxrregcount: int | None = None) -> BlockedPlan:
+def shared_plan(
+    bf: int, select_by_arithmetic: bool = False, maxrregcount: int | None = None, file: str | Path | None = None
+) -> BlockedPlan:
     """Ladder steps 4-7 and the blocking-factor sweep: each phase in shared memory (``fw_blocked.cu``)."""
-    return plan_for_build(SHARED_FILE, shared_options(bf, select_by_arithmetic, maxrregcount), bf)
+    return plan_for_build(SHARED_FILE, shared_options(bf, select_by_arithmetic, maxrregcount), bf, file)
 
 
-def registers_plan(bf: int = 64, dpx: bool = True, tile: int = 4) -> BlockedPlan:
+def registers_plan(bf: int = 64, dpx: bool = True, tile: int = 4, file: str | Path | None = None) -> BlockedPlan:
     """The registers kernel: phases 1-2 of ``fw_blocked.cu``, phase 3 in register tiles
     (``fw_blocked_registers.cu``, ``tile`` x ``tile`` cells per thread), with or without the DPX
     add-min instruction."""
-    base = shared_plan(bf)
-    return BlockedPlan(bf, base.phases[:2] + (_phase(registers_phase_launches(bf, dpx, tile)[2]),))
+    base = shared_plan(bf, file=file)
+    return BlockedPlan(bf, base.phases[:2] + (_phase(registers_phase_launches(bf, dpx, tile, file)[2]),))
 
 
-def minplus_plan(bf: int = 64, dpx: bool = True, lookahead: bool = True) -> BlockedPlan:
+def minplus_plan(bf: int = 64, dpx: bool = True, lookahead: bool = True, file: str | Path | None = None) -> BlockedPlan:
     """The min-plus kernel, the project's best: every phase of ``fw_blocked_minplus.cu``, phases
     2 and 3 as min-plus products of 8 x 8 register tiles, with or without the DPX add-min
     instruction, rounds overlapped by a look-ahead (``LookaheadPlan``) unless ``lookahead`` is False."""
-    p1, p2, p3 = minplus_phase_launches(bf, dpx)
+    p1, p2, p3 = minplus_phase_launches(bf, dpx, file)
     phases = (
         _phase(p1),
         _phase(p2),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
@@ -47,22 +48,26 @@ def ladder_variants() -> list[fw.Variant]:
     ]
 
 
-def blocking_factor_variants(block_factors: Sequence[int]) -> list[fw.Variant]:
-    """The shared-memory kernel (``fw_blocked.cu``) at each blocking factor."""
+def blocking_factor_variants(block_factors: Sequence[int], file: str | Path | None = None) -> list[fw.Variant]:
+    """The shared-memory kernel (``fw_blocked.cu``) at each blocking factor. ``file``, here and
+    below: a copy of a kernel file to build instead (``Launch.from_copy``)."""
     return [
-        variant(f"shared BF {bf}", lambda bf=bf: shared_plan(bf), block_factor=bf, kernel="shared")
+        variant(f"shared BF {bf}", lambda bf=bf: shared_plan(bf, file=file), block_factor=bf, kernel="shared")
         for bf in block_factors
     ]
 
 
 def registers_variants(
-    block_factors: Sequence[int] = (64,), dpx: Sequence[bool] = (True, False), tiles: Sequence[int] = (4,)
+    block_factors: Sequence[int] = (64,),
+    dpx: Sequence[bool] = (True, False),
+    tiles: Sequence[int] = (4,),
+    file: str | Path | None = None,
 ) -> list[fw.Variant]:
     """The registers kernel at each blocking factor and register tile, with and without DPX."""
     return [
         variant(
             registers_label(bf, d, t),
-            lambda bf=bf, d=d, t=t: registers_plan(bf, d, t),
+            lambda bf=bf, d=d, t=t: registers_plan(bf, d, t, file),
             block_factor=bf,
             dpx=d,
             tile=t,
@@ -74,12 +79,14 @@ def registers_variants(
     ]
 
 
-def minplus_variants(block_factors: Sequence[int] = (64,), dpx: Sequence[bool] = (True,)) -> list[fw.Variant]:
+def minplus_variants(
+    block_factors: Sequence[int] = (64,), dpx: Sequence[bool] = (True,), file: str | Path | None = None
+) -> list[fw.Variant]:
     """The min-plus kernel (``fw_blocked_minplus.cu``) at each blocking factor, with or without DPX."""
     return [
         variant(
             minplus_label(bf, d),
-            lambda bf=bf, d=d: minplus_plan(bf, d),
+            lambda bf=bf, d=d: minplus_plan(bf, d, file=file),
             block_factor=bf,
             dpx=d,
             tile=8,
