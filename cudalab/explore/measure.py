@@ -104,7 +104,7 @@ def check_point(recipe: Any, point: dict[str, Any] | None) -> dict[str, Any]:
     for name, choices in recipe.kernel_choices.items():
         choices = tuple(choices)
         value = out.get(name, choices[0])
-        match = [c for c in choices if c == value or str(c) == str(value)]
+        match = [c for c in choices if c == value or str(c).lower() == str(value).strip().lower()]
         if not match:
             raise BadPoint(f"{name} = {value!r}: expected one of {', '.join(map(str, choices))}")
         out[name] = match[0]

@@ -48,8 +48,7 @@ def launch(recipe: str, *args: int, published: bool = False, file: str | Path | 
     ``("tile", edge, published=)``, ``("row_segment", s, published=)``,
     ``("kslices", edge, published=)``. ``file``: a copy of the recipe's kernel file to build
     instead (``Launch.from_copy``: a scratch copy being edited)."""
-    options: tuple[str, ...] = ()
-    shared = 0
+    copy, options, shared = file, (), 0  # (``file`` names the recipe's own file below)
     if recipe == "basic":
         (edge,) = args
         file, kernel, block, tunables = "fw_basic_2d.cu", "fw_basic_2d", Dim3.square(edge), {"block_edge": edge}
@@ -85,7 +84,7 @@ def launch(recipe: str, *args: int, published: bool = False, file: str | Path | 
         arguments=("matrix", "k", "n") + (("segment_size",) if recipe == "segment" else ()),
         tunables=tunables,
         labels={"block": str(block)},
-    ).from_copy(file)
+    ).from_copy(copy)
 
 
 def _square(spec: Launch, floor: bool = False) -> PlanFactory:
