@@ -1,0 +1,141 @@
+"""GPU tests of "measure one point now" and the scratch-kernel path, through the explorer's Python
+call (``explore.measure.measure_now``): a point of each chapter at small sizes measured and checked
+by the chapter's own sweep, a point beyond the GPU's limits skipped with the sweep's reason, and a
+scratch copy that does not compile, one that computes a wrong result, and the originals untouched."""
+
+import re
+from types import SimpleNamespace
+
+import pytest
+
+from cudalab.core.kernels import source_digest
+from cudalab.core.paths import KERNELS_DIR
+from cudalab.explore import yours
+from cudalab.explore.measure import measure_now, why_no_gpu
+from cudalab.explore.scratch import scratch_kernel
+from cudalab.labs import points
+
+pytestmark = pytest.mark.gpu
+
+
+def kernels_digests() -> dict[str, str]:
+    return {p.name: source_digest(p) for p in sorted(KERNELS_DIR.glob("*.cu*"))}
+
+
+@pytest.fixture
+def lab(tmp_path):
+    return SimpleNamespace(out_dir=tmp_path / "data")
+
+
+def assert_ok(got, table: str):
+    assert got.status == "ok", got.message
+    assert (got.rows["status"] == "ok").all(), got.rows.to_string()
+    assert got.rows["time_ms"].ge(0).all() and got.rows["time_ms"].sum() > 0
+    assert got.saved_to == got.saved_to.parent / f"your_measurements_{table}.csv" and got.saved_to.is_file()
+
+
+def test_a_gpu_is_here():
+    assert why_no_gpu() is None
+
+
+def test_chapter_01_point_is_measured_checked_and_kept(lab):
+    recipe = points.recipe("01_block_size")
+    got = measure_now(lab, recipe, {"n": 300, "block_edge": 24})
+    assert_ok(got, "block_sweep")
+    row = got.rows.iloc[0]
+    assert row["variant"] == "24x24" and row["n"] == 300 and row["threads_per_block"] == 576
+    assert row["repeats"] >= 3 and row["mismatches"] == 0 and row["grid"] == "13x13"
+    assert "matches the reference" in got.message
+    if "occupancy_fraction" in got.rows:  # where nvcc is installed
+        assert 0 < row["occupancy_fraction"] <= 1
+    saved = yours.load(lab, "block_sweep")
+    assert len(saved) == 1 and saved["gpu_name"].iloc[0] and not bool(saved["scratch_copy"].iloc[0])
+    assert saved["kernel_source_digest"].iloc[0] == source_digest(KERNELS_DIR / "fw_basic_2d.cu")
+
+
+def test_point_beyond_the_limits_is_skipped_with_the_sweeps_reason(lab):
+    from cudalab.labs.fw import harness as fw
+    from cudalab.labs.fw import per_k
+
+    swept, _ = fw.sweep([fw.Variant("48x48", {}, per_k.basic(48))], [100], seed=1, cpu_max_n=0)
+    got = measure_now(lab, points.recipe("01_block_size"), {"n": 100, "block_edge": 48})
+    assert got.status == "skipped"
+    assert got.rows["reason"].iloc[0] == swept["reason"].iloc[0]
+    assert "2304 threads" in got.message
+
+
+def test_scratch_copy_compile_error_names_the_copy_and_line(lab, tmp_path):
+    before = kernels_digests()
+    copy = scratch_kernel("fw_basic_2d.cu", tmp_path / "scratch")
+    text = copy.read_text()
+    statement = "int j = threadIdx.y + blockIdx.y * blockDim.y;"
+    line = text[: text.index(statement)].count("\n") + 1
+    copy.write_text(text.replace(statement, statement.rstrip(";")))
+    got = measure_now(lab, points.recipe("01_block_size"), {"n": 300, "block_edge": 16}, kernel_file=copy)
+    assert got.status == "compile error", got.message
+    where = re.match(r"scratch/fw_basic_2d\.cu:(\d+): \S", got.message)
+    assert where and int(where.group(1)) in (line, line + 1), got.message  # the compiler may name the next line
+    assert "Traceback" not in got.message and "\n" not in got.message
+    assert yours.load(lab, "block_sweep")["status"].tolist() == ["compile error"]
+    assert kernels_digests() == before
+
+
+def test_scratch_copy_with_a_wrong_relaxation_is_wrong(lab, tmp_path):
+    before = kernels_digests()
+    copy = scratch_kernel("fw_basic_2d.cu", tmp_path / "scratch")
+    good = measure_now(lab, points.recipe("01_block_size"), {"n": 300, "block_edge": 16}, kernel_file=copy)
+    assert_ok(good, "block_sweep")  # an unedited copy measures as the original does
+    text = copy.read_text()
+    assert "= Min(" in text
+    copy.write_text(text.replace("= Min(", "= max("))  # keeps the longer path: not Floyd-Warshall
+    got = measure_now(lab, points.recipe("01_block_size"), {"n": 300, "block_edge": 16}, kernel_file=copy)
+    assert got.status == "wrong", got.message
+    assert got.rows["mismatches"].iloc[0] > 0 and "WRONG" in got.message
+    saved = yours.load(lab, "block_sweep")
+    assert saved["status"].tolist() == ["ok", "wrong"]
+    assert saved["scratch_copy"].astype(bool).all()
+    assert saved["kernel_source_digest"].nunique() == 2  # the edit is in the provenance
+    assert kernels_digests() == before
+
+
+def test_chapter_00_point(lab):
+    got = measure_now(lab, points.recipe("00_gpu_capabilities"), {"transfer_bytes": 1 << 20})
+    assert_ok(got, "copy_bandwidth")
+    assert got.rows["bandwidth_GBps"].iloc[0] > 0
+
+
+def test_chapter_02_and_03_points(lab):
+    assert_ok(measure_now(lab, points.recipe("02_coalescing"), {"n": 300, "threads_per_block": 96}), "fw_sweep")
+    segment = {"n": 300, "threads_per_block": 64, "segment_size": 3, "kernel": "coalesced_segment"}
+    assert_ok(measure_now(lab, points.recipe("02_coalescing"), segment), "fw_sweep")
+    got = measure_now(lab, points.recipe("03_shared_memory"), {"n": 300, "block": 24})
+    assert_ok(got, "shared_sweep")
+    assert got.rows["variant"].iloc[0] == "tile 24x24 (fixed)"
+
+
+@pytest.mark.parametrize("kernel,bf", [("shared", 24), ("registers", 64), ("min-plus", 64)])
+def test_chapter_04_point(lab, kernel, bf):
+    got = measure_now(lab, points.recipe("04_blocking_factor"), {"n": 300, "block_factor": bf, "kernel": kernel})
+    assert_ok(got, "blocking_factor_sweep")
+    assert got.rows["block_factor"].iloc[0] == bf and got.rows["relaxations_per_s"].iloc[0] > 0
+
+
+def test_chapter_04_scratch_copy_of_another_kernel_is_refused(lab, tmp_path):
+    copy = scratch_kernel("fw_blocked_minplus.cu", tmp_path / "scratch")
+    got = measure_now(
+        lab, points.recipe("04_blocking_factor"), {"n": 300, "block_factor": 32, "kernel": "shared"}, kernel_file=copy
+    )
+    assert got.status == "error" and "is not a kernel file of the shared kernel" in got.message
+
+
+def test_chapter_05_point(lab):
+    got = measure_now(lab, points.recipe("05_matmul_footprint"), {"n": 256, "block_x": 8, "footprint": 40})
+    assert_ok(got, "footprint_sweep")
+    assert 0 < got.rows["fraction_of_cublas"].iloc[0] and got.rows["kernel"].iloc[0] == "footprint 40, 8x8 threads"
+
+
+def test_chapter_06_point(lab):
+    got = measure_now(lab, points.recipe("06_kmeans_device_update"), {"n": 65536, "d": 8, "k": 48, "variant": "tiled"})
+    assert_ok(got, "stage_times")
+    assert set(got.rows["iteration"]) == set(range(points.KMEANS_ITERATIONS))
+    assert "per iteration" in got.message
