@@ -33,6 +33,11 @@ class CaseFormatError(CudalabError, ValueError):
     """A test-case file that does not follow its format; the message names the problem and offset."""
 
 
+class BadPoint(CudalabError, ValueError):
+    """A point to measure that does not fit its chapter's recipe: an unknown name, a value of the
+    wrong type, a choice that is not offered; the message says which and what is expected."""
+
+
 class UnsafeOutput(CudalabError, ValueError):
     """An output folder that a build must not write into (the checkout, a stranger's folder, a file)."""
 

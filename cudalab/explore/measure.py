@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from cudalab.core.errors import CudalabError, KernelCompileError, NoGPU, SkipPoint
+from cudalab.core.errors import BadPoint, CudalabError, KernelCompileError, NoGPU, SkipPoint
 from cudalab.core.gpu import gpu_available
 from cudalab.core.paths import KERNELS_DIR
 from cudalab.explore import yours
@@ -26,11 +26,6 @@ from cudalab.explore.scratch import shown
 
 # A point's status, most telling first: the one a point with several rows reports.
 STATUS_ORDER = ("compile error", "error", "wrong", "failed", "skipped", "ok")
-
-
-class BadPoint(CudalabError, ValueError):
-    """A point that does not fit its recipe: an unknown name, a value of the wrong type, a choice
-    that is not offered; the message says which and what is expected."""
 
 
 @dataclass
