@@ -17,11 +17,11 @@ from typing import Any
 
 import pandas as pd
 
+from cudalab.chapter.catalog import BATCH_ENV
 from cudalab.core.paths import NOTEBOOKS_DIR
 from cudalab.explore import data as explore_data
 from cudalab.explore import figure
 
-BATCH_ENV = "CUDALAB_BATCH"  # set to 1 by report/build.py for the kernels papermill runs
 NOT_AVAILABLE = "measuring a point is not available in this build"
 MAX_SELECT_OPTIONS = 16  # a numeric axis with more values gets a range slider
 WIDE = {"description_width": "110px"}
