@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from cudalab.chapter.parameters import Declared
 from cudalab.core.errors import ChapterNotFound
 from cudalab.core.paths import NOTEBOOKS_DIR
 
@@ -36,15 +37,22 @@ class ChapterInfo:
     path: Path
 
     def parameter_types(self) -> dict[str, str]:
-        """The notebook's parameters and the type papermill infers for each."""
-        return _parameter_types(self.path)
+        """The notebook's parameters and the type each is annotated with (``list[int]``)."""
+        return {name: p.type_name for name, p in self.parameters().items()}
+
+    def parameters(self) -> dict[str, Declared]:
+        """The notebook's parameters as its ``parameters`` cell declares them: type and default."""
+        return _parameters(self.path)
 
 
 @cache
-def _parameter_types(path: Path) -> dict[str, str]:
+def _parameters(path: Path) -> dict[str, Declared]:
     import papermill
 
-    return {name: p["inferred_type_name"] for name, p in papermill.inspect_notebook(str(path)).items()}
+    return {
+        name: Declared(name, p["inferred_type_name"], p["default"] or "")
+        for name, p in papermill.inspect_notebook(str(path)).items()
+    }
 
 
 def _title(path: Path) -> str:

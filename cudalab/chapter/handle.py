@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from cudalab.chapter import catalog, recorded
-from cudalab.chapter.profiles import Profile, open_profile, profile_for_gpu
+from cudalab.chapter import catalog, parameters, recorded
+from cudalab.chapter.profiles import Profile, open_profile, profile_for_gpu, unknown_profile
 from cudalab.chapter.recorded import ANSWERS, PROVENANCE, SCORECARD, SUMMARY
 from cudalab.core import gpu, provenance, sweep, timing
-from cudalab.core.errors import CudalabError, NoGPU, NoRecordedResults
+from cudalab.core.errors import CudalabError, NoGPU, NoRecordedResults, ParameterError
 from cudalab.core.files import atomic_write, atomic_write_text
 from cudalab.core.paths import BUILD_DIR
 
@@ -45,7 +45,7 @@ def resolve_profile_name(profile: str) -> str:
 
 
 def resolve_mode(mode: str) -> str:
-    if mode not in ("auto", "measure", "replay"):
+    if mode not in parameters.MODES:
         raise CudalabError(f"mode must be 'auto', 'measure' or 'replay', got {mode!r}")
     if mode == "auto":
         return "measure" if gpu.gpu_available() else "replay"
@@ -387,19 +387,36 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def checked_parameters(chapter_id: str, namespace: dict[str, Any]) -> dict[str, Any]:
+    """The chapter's parameters from ``namespace``, each checked against its declaration and
+    converted to its declared type, in ``namespace`` too (so the cells that follow see a list of
+    ints where papermill's ``-p`` gave its text). A name papermill injected that the notebook does
+    not declare, a wrong type, a broken rule (``cudalab.chapter.parameters``) or an unknown
+    profile: one ParameterError naming every problem, before any work."""
+    declared = catalog.chapter(chapter_id).parameters()
+    missing = [p for p in declared if p not in namespace]
+    if missing:
+        raise CudalabError(f"chapter {chapter_id}: run its parameters cell first ({', '.join(missing)} undefined)")
+    given = {p: namespace[p] for p in parameters.injected_names(namespace) if p in namespace}
+    values, problems = parameters.check({**given, **{p: namespace[p] for p in declared}}, declared, chapter=chapter_id)
+    if "profile" in values:
+        problems += [p for p in [unknown_profile(values["profile"])] if p]
+    if problems:
+        raise ParameterError("\n".join(problems))
+    namespace.update(values)
+    return values
+
+
 def open_chapter(chapter_id: str, namespace: dict[str, Any]) -> Chapter:
     """Open a chapter for its notebook: ``lab = open_chapter("01_block_size", globals())``.
 
     The names of the chapter's parameters come from its notebook's ``parameters`` cell, their
-    values from ``namespace`` (the notebook's globals, after papermill injected its values);
-    every one is recorded in the provenance. ``profile`` is a name or YAML path (loaded and
+    values from ``namespace`` (the notebook's globals, after papermill injected its values),
+    checked and converted before any work (``checked_parameters``); every one is recorded in the
+    provenance. ``profile`` is a name or YAML path (loaded and
     validated here), or the resolved profile file a build wrote (read as the build validated it)."""
+    values = checked_parameters(chapter_id, namespace)
     info = catalog.chapter(chapter_id)
-    declared = list(info.parameter_types())
-    missing = [p for p in declared if p not in namespace]
-    if missing:
-        raise CudalabError(f"chapter {chapter_id}: run its parameters cell first ({', '.join(missing)} undefined)")
-    values = {p: namespace[p] for p in declared}
     sweep.show_progress(values.get("progress", True))
     timing.set_point_time_limit(values.get("point_time_limit_s"))
     mode = resolve_mode(values.get("mode", "auto"))

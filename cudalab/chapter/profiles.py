@@ -12,14 +12,15 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from cudalab.chapter import catalog
+from cudalab.chapter import catalog, parameters
+from cudalab.chapter.parameters import Declared
 from cudalab.core.errors import ProfileError
 from cudalab.core.files import atomic_write_text
 from cudalab.core.paths import PARAMS_DIR
@@ -309,37 +310,9 @@ def _format_validation(path: Path, exc: ValidationError) -> str:
     return "\n".join(lines)
 
 
-_TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
-    "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    "str": lambda v: isinstance(v, str),
-    "bool": lambda v: isinstance(v, bool),
-    "list": lambda v: isinstance(v, list),
-    "dict": lambda v: isinstance(v, dict),
-}
-
-
-def check_params(where: str, params: dict[str, Any], accepted: dict[str, str]) -> list[str]:
-    """Problems with ``params`` given the notebook's parameters ({name: type name})."""
-    problems = []
-    for key, value in params.items():
-        if key not in accepted:
-            problems.append(f"{where}.{key}: unknown key; the notebook accepts: {', '.join(sorted(accepted))}")
-            continue
-        expected = accepted[key].replace(" ", "")
-        outer, _, inner = expected.partition("[")
-        check, item_check = _TYPE_CHECKS.get(outer), _TYPE_CHECKS.get(inner.rstrip("]"))
-        if check is not None and not check(value):
-            problems.append(f"{where}.{key}: expected {expected}, got {type(value).__name__} {value!r}")
-        elif outer == "list" and item_check is not None and not all(item_check(v) for v in value):
-            bad = next(v for v in value if not item_check(v))
-            problems.append(f"{where}.{key}: expected {expected}, but {bad!r} is a {type(bad).__name__}")
-        elif outer == "list" and not value:
-            problems.append(f"{where}.{key}: an empty list sweeps nothing; give at least one value")
-        elif expected in ("list[int]", "list[float]") and any(v <= 0 for v in value):
-            bad = next(v for v in value if v <= 0)
-            problems.append(f"{where}.{key}: {bad!r} is not positive; sizes, counts and shapes must be > 0")
-    return problems
+def declared(accepted: Mapping[str, str | Declared]) -> dict[str, Declared]:
+    """A notebook's parameters as ``Declared``, given as such or as {name: type name}."""
+    return {k: v if isinstance(v, Declared) else Declared(k, v) for k, v in accepted.items()}
 
 
 def check_launch_shapes(where: str, params: dict[str, Any], limits: dict[str, int]) -> list[str]:
@@ -368,13 +341,15 @@ def load_profile(
     *,
     params_dir: Path = PARAMS_DIR,
     gpu_max_threads: int | None = None,
-    notebooks: dict[str, dict[str, str]] | None = None,
+    notebooks: Mapping[str, Mapping[str, str | Declared]] | None = None,
 ) -> Profile:
     """Load and fully validate a profile by name (``params/NAME.yaml``) or path.
 
     ``gpu_max_threads`` is the present GPU's threads-per-block limit, if a GPU
-    is present; ``notebooks`` maps chapter ids to their accepted parameters
-    (defaults to inspecting ``notebooks/``).
+    is present; ``notebooks`` maps chapter ids to their accepted parameters, as ``Declared`` or
+    {name: type name} (defaults to inspecting ``notebooks/``). Chapter parameters follow the rules
+    of ``cudalab.chapter.parameters``, as in a notebook; text that parses as the declared type is
+    stored as that type.
     """
     path, data = _raw_profile(name_or_path, params_dir)
     if path.parent.resolve() != params_dir.resolve() and "name" not in _read_yaml(path):
@@ -384,7 +359,7 @@ def load_profile(
     except ValidationError as exc:
         raise ProfileError(_format_validation(path, exc)) from None
     if notebooks is None:
-        notebooks = {c.id: c.parameter_types() for c in catalog.discover()}
+        notebooks = {c.id: c.parameters() for c in catalog.discover()}
     limits: dict[str, int] = {}
     if profile.device and profile.device.max_threads_per_block:
         limits[f"the profile's device ({profile.device.name})"] = profile.device.max_threads_per_block
@@ -398,8 +373,9 @@ def load_profile(
         for section in ("params", "quick"):
             values = getattr(cfg, section)
             where = f"chapters.{chapter_id}.{section}"
-            problems += check_params(where, values, notebooks[chapter_id])
-            problems += check_launch_shapes(where, values, limits)
+            typed, found = parameters.check(values, declared(notebooks[chapter_id]), where=where)
+            values.update(typed)  # text that parses as the declared type is kept as that type
+            problems += found + check_launch_shapes(where, typed, limits)
     if problems:
         raise ProfileError(f"{path}: invalid profile\n  " + "\n  ".join(problems))
     return profile
@@ -485,6 +461,25 @@ def open_profile(name_or_path: str, *, gpu_max_threads: int | None = None) -> Pr
     if document is None:
         return load_profile(name_or_path, gpu_max_threads=gpu_max_threads)
     return _trusted(Path(name_or_path), document, gpu_max_threads)
+
+
+def unknown_profile(name_or_path: str, params_dir: Path = PARAMS_DIR) -> str | None:
+    """The ``profile`` parameter's problem where it names no profile (a chapter checks it before
+    any work, as its other parameters), or None: ``auto``, a profile name, a YAML file or the
+    resolved profile file of a build are all fine."""
+    if name_or_path == "auto" or _resolved_document(name_or_path) is not None:
+        return None
+    try:
+        _resolve_path(name_or_path, params_dir)
+    except ProfileError:
+        names = available_profiles(params_dir)
+        return parameters.problem(
+            "profile",
+            repr(name_or_path),
+            f"'auto', a profile name ({', '.join(names)}) or the path of a profile's YAML file",
+            f"with papermill: -p profile {'gtx680' if 'gtx680' in names else 'auto'}",
+        )
+    return None
 
 
 def profile_for_gpu(gpu_name: str, params_dir: Path = PARAMS_DIR) -> str:

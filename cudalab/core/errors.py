@@ -21,6 +21,17 @@ class ProfileError(CudalabError, ValueError):
     """A profile that cannot be used; the message says what and where."""
 
 
+class ParameterError(CudalabError, ValueError):
+    """A chapter parameter of the wrong type, out of range or not declared; one line per problem,
+    each naming the parameter, what was given, what is expected and how to give it.
+
+    In a notebook it shows as that message alone: IPython renders an exception through its
+    ``_render_traceback_`` where it has one, and the traceback would only point into cudalab."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"\x1b[0;31m{type(self).__name__}\x1b[0m: {self}"]
+
+
 class ChapterNotFound(CudalabError, ValueError):
     """A chapter named on the command line that no notebook provides."""
 
