@@ -18,7 +18,6 @@ from typing import Any
 import pandas as pd
 
 from cudalab.chapter.catalog import BATCH_ENV
-from cudalab.core.paths import NOTEBOOKS_DIR
 from cudalab.explore import data as explore_data
 from cudalab.explore import figure
 
@@ -271,7 +270,7 @@ class Explorer:
         try:
             from cudalab.explore import scratch
 
-            self.scratch_path.value = str(_scratch_copy(scratch, self.point.kernel_file))
+            self.scratch_path.value = str(_scratch_copy(scratch, self._point_kernel_file()))
             self.scratch_path.disabled = False
         except ImportError:
             self.measure_status.value = f"<i>{NOT_AVAILABLE}</i>"
@@ -279,6 +278,16 @@ class Explorer:
         except Exception as exc:  # the package's own message, no traceback
             self.measure_status.value = f"<i>{exc}</i>"
             self.use_scratch.value = False
+
+    def _point_kernel_file(self) -> str:
+        """The kernels_cu file the chosen point runs (in some chapters the kernel chosen decides it)."""
+        chooser = getattr(self.point, "kernel_file_for", None)
+        if chooser is None:
+            return self.point.kernel_file
+        try:
+            return chooser(self.point_values())
+        except Exception:  # an incomplete point: the recipe's first file
+            return self.point.kernel_file
 
     def point_values(self) -> dict[str, Any]:
         return {name: control.value for name, control in self.point_inputs.items()}
@@ -320,13 +329,10 @@ class Explorer:
 
 def _scratch_copy(scratch, kernel_file: str) -> Path:
     """The student's scratch copy: kept where it exists (their edits), else made now."""
-    try:
-        return scratch.scratch_kernel(kernel_file)
-    except Exception:
-        existing = NOTEBOOKS_DIR / "scratch" / kernel_file
-        if existing.is_file():
-            return existing
-        raise
+    from cudalab.core.paths import SCRATCH_DIR
+
+    existing = SCRATCH_DIR / Path(kernel_file).name
+    return existing if existing.is_file() else scratch.scratch_kernel(kernel_file)
 
 
 def _escape(text: str) -> str:
