@@ -1,0 +1,304 @@
+"""The explorer in a real JupyterLab, in a real browser: what a student does, end to end.
+
+The test starts ``jupyter lab`` from this environment (a free port, a random token, its own config,
+runtime and root folders), opens a copy of chapter 01 in Debian's Chromium through Playwright,
+runs all cells, checks that no cell shows an error or an unrendered widget, then changes the
+explorer's metric, a filter and an overlaid recording and checks that the figure changed each
+time. Screenshots of every step are kept in ``build/browser-artifacts/`` (a CI artifact).
+
+Why the ceremony: a JupyterLab that a developer's machine runs by luck fails on a 2-core runner.
+"Run All" before the kernel's websocket is up loses the widgets' comm messages ("Loading
+widget..." forever), so the kernel is waited for and one cell is run first; JupyterLab 4 does
+not render cells off screen, so notebook windowing is turned off; the news toast is pre-set.
+No browser is ever downloaded (``playwright install`` fails on these machines): the test uses
+the system's Chromium and skips, with the reason, where it or Playwright is absent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from cudalab.core.paths import BUILD_DIR, NOTEBOOKS_DIR, ROOT
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
+NOTEBOOK = "01_block_size.ipynb"
+ARTIFACTS = BUILD_DIR / "browser-artifacts"
+# Generous: a 2-core CI runner starts JupyterLab in ~10 s and replays chapter 01 in 10-20 s.
+SERVER_START_S = 120
+KERNEL_START_S = 120
+RUN_ALL_S = 300
+REDRAW_S = 60
+
+# JupyterLab settings the test runs under (user settings, one file per plugin).
+LAB_SETTINGS = {
+    # Render every cell, not only those on screen: outputs below the fold exist in the DOM.
+    "@jupyterlab/notebook-extension/tracker": {"windowingMode": "none"},
+    # No "would you like to receive news?" toast over the notebook, no update check.
+    "@jupyterlab/apputils-extension/notification": {"fetchNews": "false", "checkForUpdates": False},
+}
+
+
+def _chromium() -> str | None:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    return found or next((c for c in CHROMIUM_CANDIDATES if Path(c).is_file()), None)
+
+
+def _missing() -> str | None:
+    """Why the test cannot run here, or None."""
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "Playwright for Python is not installed (pip install -e '.[test]')"
+    try:
+        import jupyterlab  # noqa: F401
+    except ImportError:
+        return "JupyterLab is not installed (pip install -e '.[test]')"
+    if _chromium() is None:
+        return "Chromium is not installed (Debian: apt-get install chromium); browsers are never downloaded"
+    return None
+
+
+@dataclass
+class Lab:
+    url: str
+    token: str
+    root: Path
+    log: Path
+
+    def api(self, path: str):
+        with urllib.request.urlopen(f"{self.url}{path}?token={self.token}", timeout=10) as r:
+            return json.loads(r.read())
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _notebook_copy(src: Path, dest: Path, data_dir: Path) -> None:
+    """Chapter 01 as a student opens it, writing its tables to a temporary folder.
+
+    A copy, so the committed notebook never gains outputs; its parameters cell gains
+    ``data_dir`` (the run's tables go to tmp, not build/lab/); a first code cell answers
+    before "Run All" is pressed (the kernel's channels are up).
+    """
+    nb = nbformat.read(src, as_version=4)
+    params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    params.source += f"\ndata_dir = {str(data_dir)!r}  # the browser test's own folder\n"
+    ready = nbformat.v4.new_code_cell('"kernel ready"')
+    ready.metadata["tags"] = ["browser-test-ready"]
+    nb.cells.insert(0, ready)
+    nbformat.write(nb, dest)
+
+
+@pytest.fixture(scope="module")
+def jupyter_lab(tmp_path_factory) -> Iterator[Lab]:
+    """A JupyterLab of its own: free port, random token, folders under tmp; stopped by process group."""
+    missing = _missing()
+    if missing:
+        if os.environ.get("CUDALAB_REQUIRE_BROWSER"):
+            pytest.fail(f"CUDALAB_REQUIRE_BROWSER is set but {missing}")
+        pytest.skip(missing)
+    base = tmp_path_factory.mktemp("jupyterlab")
+    root, settings, data = base / "root", base / "settings", base / "data"
+    root.mkdir()
+    for plugin, values in LAB_SETTINGS.items():
+        package, name = plugin.rsplit("/", 1)
+        folder = settings / package
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{name}.jupyterlab-settings").write_text(json.dumps(values))
+    _notebook_copy(NOTEBOOKS_DIR / NOTEBOOK, root / NOTEBOOK, data)
+    port, token = _free_port(), secrets.token_hex(16)
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(base / "config"),
+        "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
+        "JUPYTER_DATA_DIR": str(base / "jupyter-data"),  # no user kernelspec can replace this venv's
+        "JUPYTER_PLATFORM_DIRS": "1",
+        "IPYTHONDIR": str(base / "ipython"),
+        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
+        "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+    }
+    env.pop("JUPYTER_PATH", None)
+    args = [
+        sys.executable,
+        "-m",
+        "jupyter",
+        "lab",
+        "--no-browser",
+        f"--port={port}",
+        "--ip=127.0.0.1",
+        "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={root}",
+        f"--LabApp.user_settings_dir={settings}",
+        f"--LabApp.workspaces_dir={base / 'workspaces'}",
+        "--LabApp.news_url=",
+        "--ServerApp.terminals_enabled=False",
+    ]
+    if hasattr(os, "getuid") and os.getuid() == 0:
+        args.append("--allow-root")
+    log = base / "jupyterlab.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    lab = Lab(url=f"http://127.0.0.1:{port}", token=token, root=root, log=log)
+    try:
+        deadline = time.monotonic() + SERVER_START_S
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"jupyter lab exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+            try:
+                lab.api("/api/status")
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"jupyter lab did not answer in {SERVER_START_S} s:\n{log.read_text()[-3000:]}")
+                time.sleep(0.5)
+        yield lab
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=20)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(log, ARTIFACTS / "jupyterlab.log")
+
+
+@pytest.fixture(scope="module")
+def browser_page(jupyter_lab):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=_chromium(), args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = context.new_page()
+        console: list[str] = []
+        page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
+        try:
+            yield page
+        finally:
+            ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            (ARTIFACTS / "console.log").write_text("\n".join(console) + "\n")
+            context.close()
+            browser.close()
+
+
+class Steps:
+    """Screenshots, numbered in the order taken, in build/browser-artifacts/."""
+
+    def __init__(self, page):
+        self.page, self.n = page, 0
+        shutil.rmtree(ARTIFACTS, ignore_errors=True)
+        ARTIFACTS.mkdir(parents=True)
+
+    def shot(self, name: str, locator=None) -> Path:
+        self.n += 1
+        path = ARTIFACTS / f"{self.n:02d}-{name}.png"
+        (locator or self.page).screenshot(path=str(path))
+        return path
+
+
+def _kernel_idle(lab: Lab) -> bool:
+    kernels = lab.api("/api/kernels")
+    return bool(kernels) and all(k["execution_state"] == "idle" for k in kernels)
+
+
+def _wait(predicate, timeout_s: float, what: str, interval_s: float = 0.5):
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+        time.sleep(interval_s)
+
+
+def _busy_prompts(page) -> int:
+    """Cells queued or running: their prompt reads [*]."""
+    return page.locator(".jp-InputPrompt", has_text="*").count()
+
+
+def _wait_for_all_cells(page, lab: Lab, timeout_s: float) -> None:
+    """Until the kernel is idle and no cell waits, twice in a row (a queue can drain between polls)."""
+    settled = []
+
+    def idle():
+        settled.append(_busy_prompts(page) == 0 and _kernel_idle(lab))
+        return len(settled) >= 2 and settled[-1] and settled[-2]
+
+    _wait(idle, timeout_s, "all cells to run", interval_s=1.0)
+
+
+# What a cell must never show: an exception, or a widget the page could not render.
+UNRENDERED = ("Loading widget", "Error displaying widget", "could not be displayed", "model not found")
+
+
+def _shown_problems(page) -> list[str]:
+    """The text of every error output and unrendered widget in the notebook (empty: none)."""
+    errors = page.locator(
+        '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"],'
+        ' .jp-OutputArea-output[data-mime-type*="error"]'
+    )
+    found = [t for t in errors.all_inner_texts() if "Traceback" in t or "Error" in t]
+    text = page.locator(".jp-Notebook").inner_text()
+    found += [f"{marker!r} is shown" for marker in UNRENDERED if marker in text]
+    return found
+
+
+def _figure_hash(page) -> str | None:
+    """The hash of the explorer's figure (its PNG's data URL), None while it has none."""
+    images = page.locator(".cudalab-explore-figure img")
+    if images.count() == 0:
+        return None
+    sources = [images.nth(i).get_attribute("src") or "" for i in range(images.count())]
+    return hashlib.sha256("\n".join(sources).encode()).hexdigest()
+
+
+def test_the_explorer_in_jupyterlab(jupyter_lab, browser_page):
+    page, lab = browser_page, jupyter_lab
+    steps = Steps(page)
+    page.set_default_timeout(60_000)
+    page.goto(f"{lab.url}/lab/tree/{NOTEBOOK}?token={lab.token}")
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=SERVER_START_S * 1000)
+    _wait(lambda: _kernel_idle(lab), KERNEL_START_S, "the kernel to start")
+    steps.shot("opened")
+
+    # One cell first, and its reply: the kernel's channels are up before "Run All".
+    ready = page.locator(".jp-Notebook .jp-CodeCell").first
+    ready.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Control+Enter")
+    ready.locator(".jp-OutputArea-output", has_text="kernel ready").wait_for(timeout=KERNEL_START_S * 1000)
+
+    started = time.monotonic()
+    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+    page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+    page.wait_for_timeout(1000)
+    _wait_for_all_cells(page, lab, RUN_ALL_S)
+    print(f"Run All Cells took {time.monotonic() - started:.1f} s")
+    steps.shot("ran-all")
+
+    problems = _shown_problems(page)
+    assert not problems, "cells show errors or unrendered widgets:\n" + "\n---\n".join(problems)
