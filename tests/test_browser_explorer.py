@@ -277,6 +277,56 @@ def _figure_hash(page) -> str | None:
     return hashlib.sha256("\n".join(sources).encode()).hexdigest()
 
 
+def _pick_other(select, prefer: tuple[str, ...] = ()) -> str:
+    """Choose, in a single-choice <select>, an option other than the current one (a preferred one first)."""
+    current = select.input_value()
+    options = [o for o in select.locator("option").all() if o.get_attribute("value") != current]
+    assert options, "the control has only one choice"
+    labels = [o.inner_text().strip() for o in options]
+    chosen = next((i for p in prefer for i, t in enumerate(labels) if p in t), 0)
+    select.select_option(value=options[chosen].get_attribute("value"))
+    return labels[chosen]
+
+
+def _change_choices(control, *, narrow: bool) -> str:
+    """Narrow (keep fewer) or widen (add one) the choices of a multiple-choice control.
+
+    The explorer may show the choices as a multiple <select>, as check boxes or as toggle buttons;
+    the test uses whichever it finds, as a student would. Returns what it did, for the log.
+    """
+    multiple = control.locator("select[multiple]")
+    if multiple.count():
+        values = [o.get_attribute("value") for o in multiple.first.locator("option").all()]
+        chosen = multiple.first.evaluate("s => Array.from(s.selectedOptions).map(o => o.value)")
+        if narrow:
+            keep = [v for v in values if v in chosen][: max(1, len(chosen) // 2)] or values[:1]
+        else:
+            keep = chosen + [next(v for v in values if v not in chosen)]
+        multiple.first.select_option(value=keep)
+        return f"selected {keep}"
+    boxes = control.locator("input[type=checkbox]")
+    if boxes.count():
+        states = [boxes.nth(i).is_checked() for i in range(boxes.count())]
+        i = states.index(True) if narrow else states.index(False)
+        boxes.nth(i).click()
+        return f"toggled check box {i}"
+    buttons = control.locator("button")
+    if buttons.count():
+        pressed = [("mod-active" in (buttons.nth(i).get_attribute("class") or "")) for i in range(buttons.count())]
+        i = pressed.index(True) if narrow and any(pressed) else pressed.index(False) if False in pressed else 0
+        buttons.nth(i).click()
+        return f"clicked button {i}"
+    raise AssertionError(f"no choices found in {control}: {control.inner_html()[:500]}")
+
+
+def _redraws(page, before: str | None, what: str) -> str:
+    """Wait until the figure differs from ``before``; return its new hash."""
+    started = time.monotonic()
+    after = _wait(lambda: (h := _figure_hash(page)) != before and h, REDRAW_S, f"the figure to change ({what})", 0.1)
+    print(f"{what}: the figure changed in {time.monotonic() - started:.2f} s")
+    return after
+
+
 def test_the_explorer_in_jupyterlab(jupyter_lab, browser_page):
     page, lab = browser_page, jupyter_lab
     steps = Steps(page)
@@ -302,3 +352,32 @@ def test_the_explorer_in_jupyterlab(jupyter_lab, browser_page):
 
     problems = _shown_problems(page)
     assert not problems, "cells show errors or unrendered widgets:\n" + "\n---\n".join(problems)
+
+    explorer = page.locator(".cudalab-explorer").first
+    explorer.wait_for(timeout=REDRAW_S * 1000)
+    explorer.scroll_into_view_if_needed()
+    figure = _wait(lambda: _figure_hash(page), REDRAW_S, "the explorer's first figure")
+    steps.shot("explorer", explorer)
+
+    # The metric (the y axis): another one than the default, speedup where the table has one.
+    metric = explorer.locator(".cudalab-explore-metric select").first
+    chosen = _pick_other(metric, prefer=("speedup",))
+    figure = _redraws(page, figure, f"metric {chosen}")
+    steps.shot("metric", explorer)
+
+    # A filter: fewer block sizes (or whichever axis the table filters first).
+    filters = explorer.locator(".cudalab-explore-filter-block_edge")
+    if not filters.count():
+        filters = explorer.locator(".cudalab-explore-filter")
+    did = _change_choices(filters.first, narrow=True)
+    figure = _redraws(page, figure, f"filter: {did}")
+    steps.shot("filter", explorer)
+
+    # An overlaid recording: another GPU or profile that recorded the same table.
+    did = _change_choices(explorer.locator(".cudalab-explore-overlay").first, narrow=False)
+    figure = _redraws(page, figure, f"overlay: {did}")
+    steps.shot("overlay", explorer)
+    shutil.copyfile(steps.shot("explorer-final", explorer), ARTIFACTS / "explorer.png")
+
+    problems = _shown_problems(page)
+    assert not problems, "after the changes, cells show errors or unrendered widgets:\n" + "\n---\n".join(problems)
