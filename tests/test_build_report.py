@@ -169,6 +169,25 @@ def test_the_pdf_holds_every_chapter_and_every_table_header(replay_report):
     assert not cells, f"{len(cells)} table cells show a missing value as {cells[0]!r}, not 'not published' or '–'"
 
 
+# What a widget leaves in a static document, and the explorer's own cells: none belongs in a report.
+WIDGET_TRACES = ("Loading widget", "could not be displayed", "cudalab-explore", "explore(lab", "Measure this point")
+
+
+def test_the_report_is_static_with_no_explorer_left_in_it(replay_report):
+    out, _ = replay_report
+    texts = {"report.html": (out / "report.html").read_text()}
+    if (out / "report.pdf").is_file() and shutil.which("pdftotext"):
+        texts["report.pdf"] = subprocess.run(
+            ["pdftotext", str(out / "report.pdf"), "-"], capture_output=True, text=True, check=True
+        ).stdout
+    for name, text in texts.items():
+        found = [t for t in WIDGET_TRACES if t in text]
+        assert not found, f"{name} shows {found}"
+    for nb in (out / "notebooks").glob("*.ipynb"):  # the batch kernels showed no explorer
+        outputs = [o for c in json.loads(nb.read_text())["cells"] for o in c.get("outputs", [])]
+        assert not [o for o in outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})], nb.name
+
+
 def test_replayed_tables_are_the_recorded_ones_with_provenance(replay_report):
     out, _ = replay_report
     for chapter in [c.id for c in catalog.discover()]:

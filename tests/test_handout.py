@@ -87,6 +87,13 @@ def test_the_handout_holds_no_measured_number_and_the_key_does(built):
     assert "handout/handout.html" in files and "answers/answers.html" in files, "the build lists what it wrote"
 
 
+def test_handouts_and_keys_hold_no_explorer(built):
+    for path in [*(built / "handout").glob("*.html"), *(built / "answers").glob("*.html")]:
+        page = path.read_text()
+        found = [t for t in ("Loading widget", "could not be displayed", "cudalab-explore", "explore(lab") if t in page]
+        assert not found, f"{path.name} shows {found}"
+
+
 @pytest.mark.parametrize("chapter", catalog.discover(), ids=lambda c: c.id)
 def test_every_chapter_asks_three_to_five_questions_and_answers_each_from_data(chapter):
     nb = json.loads(chapter.path.read_text())

@@ -5,6 +5,7 @@
     chapter     <- report, faces                       (imports core, toolchain)
     labs        <- notebooks, faces                    (imports core, toolchain)
     report      <- faces                               (imports core, chapter; never CuPy or labs)
+    explore     <- notebooks                           (imports core, chapter; a chapter passes its labs recipe in)
 
 Read from the source with ``ast`` (imports inside functions count too), so a lazy import cannot
 hide a crossed layer. ARCHITECTURE.md explains the rules.
@@ -20,7 +21,7 @@ import pytest
 
 from cudalab.core.paths import NOTEBOOKS_DIR, PACKAGE_DIR, ROOT
 
-LAYERS = ("core", "toolchain", "chapter", "labs", "report")
+LAYERS = ("core", "toolchain", "chapter", "labs", "report", "explore")
 MAY_IMPORT = {
     "core": {"core"},
     "toolchain": {"core", "toolchain"},
@@ -29,6 +30,8 @@ MAY_IMPORT = {
     "chapter": {"core", "toolchain", "chapter"},
     "labs": {"core", "toolchain", "labs"},
     "report": {"core", "chapter", "report"},
+    # the explorer reads recordings and profiles; a notebook passes its kernel family's point recipe in
+    "explore": {"core", "chapter", "explore"},
 }
 # Child processes that a CUDA tool runs (ncu, compute-sanitizer): entry points, not faces.
 CHILD_TARGET = "_target.py"

@@ -16,6 +16,16 @@ from cudalab.core.errors import ChapterNotFound
 from cudalab.core.paths import NOTEBOOKS_DIR
 
 _CHAPTER_FILE = re.compile(r"^(\d\d)_[A-Za-z0-9_]+\.ipynb$")
+# A chapter's cells tagged so hold its interactive explorer: for JupyterLab only, left out of the
+# report, the handouts and the answer keys (a static document has no kernel to drive a widget).
+EXPLORE_TAG = "explore"
+# Set to 1 in the environment of the kernels a build runs: an explorer there shows nothing.
+BATCH_ENV = "CUDALAB_BATCH"
+
+
+def interactive_only(cell: dict) -> bool:
+    """A cell that holds an explorer (tagged ``explore``)."""
+    return EXPLORE_TAG in cell.get("metadata", {}).get("tags", [])
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import signal
 import time
 from collections.abc import Callable
@@ -75,6 +76,9 @@ def _run_chapter(
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
+    # The kernel inherits this process's environment: a batch run, where explorers show nothing.
+    previous = os.environ.get(catalog.BATCH_ENV)
+    os.environ[catalog.BATCH_ENV] = "1"
     try:
         # The kernel's own log stays quiet below errors: its "running over TCP" warning (a local kernel
         # on loopback, started and stopped by this build) would otherwise print once per chapter.
@@ -93,6 +97,11 @@ def _run_chapter(
         return False, f"{exc.ename}: {exc.evalue}"
     except Exception as exc:  # the kernel died, timed out, or could not start: the chapter failed
         return False, f"{type(exc).__name__}: {exc}"
+    finally:
+        if previous is None:
+            os.environ.pop(catalog.BATCH_ENV, None)
+        else:
+            os.environ[catalog.BATCH_ENV] = previous
 
 
 def _inputs(chapter: catalog.ChapterInfo, prof, mode: str, quick: bool, recording_dir: Path) -> str:

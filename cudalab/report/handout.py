@@ -27,6 +27,7 @@ from typing import Any
 
 import pandas as pd
 
+from cudalab.chapter import catalog
 from cudalab.chapter.recorded import ANSWERS, PROVENANCE, SCORECARD, SUMMARY
 from cudalab.core.files import atomic_write_text
 from cudalab.report.stitch import render_pdf
@@ -86,6 +87,8 @@ def _listings(executed: dict) -> list[str]:
     """The kernel listings the chapter shows (its ``source_markdown`` outputs), opened for print."""
     found = []
     for cell in executed["cells"]:
+        if catalog.interactive_only(cell):
+            continue
         for out in cell.get("outputs", []):
             body = out.get("data", {}).get("text/html")
             body = "".join(body) if isinstance(body, list) else body

@@ -17,6 +17,7 @@ from typing import Any
 
 import nbformat
 
+from cudalab.chapter import catalog
 from cudalab.core.files import atomic_write_text
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -187,7 +188,8 @@ def stitch(outcomes: list[ChapterOutcome], cover: nbformat.NotebookNode) -> nbfo
         except Exception as exc:  # a notebook too broken to read is still reported
             book.cells.append(nbformat.v4.new_markdown_cell(f"*(executed notebook unreadable: {exc})*"))
             continue
-        book.cells.extend(nb.cells)
+        # explorers are for JupyterLab: a static report shows no widget, nor its "Explore" cells
+        book.cells.extend(c for c in nb.cells if not catalog.interactive_only(c))
         for key in ("kernelspec", "language_info"):
             if key in nb.metadata:
                 book.metadata.setdefault(key, nb.metadata[key])

@@ -1,0 +1,265 @@
+"""Drawing what the explorer selected, in the report's figure style.
+
+One line per colour value and source (this run solid, a recording dashed, a lab's published
+numbers as large open markers, the report's measured-blue/published-orange when the colour is the
+source), one panel per facet value, the spread as error bars where the table has it. A row that
+was wrong or skipped is never drawn as a time: it is marked on the x axis (a red cross, a grey
+triangle) and listed with its reason in the rows table. "Your measurements" (points measured
+from the explorer) are drawn as large marked points over the curves.
+
+Built on a bare ``matplotlib.figure.Figure`` (no pyplot state, nothing shown by the notebook's
+inline backend) and returned as a Figure, or PNG bytes for the explorer's image.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from cudalab.core import plots
+from cudalab.explore.data import OK, PUBLISHED, RUN, TableData, select
+
+SOURCE = "source"  # colour or facet by where the numbers come from
+NONE = ""  # no colour or facet
+# Each source's line style and marker: this run solid with dots, each recording its own dashes and
+# marker, a lab's published numbers large open diamonds without a line.
+RECORDING_STYLES = (("--", "s"), (":", "^"), ("-.", "v"), ((0, (5, 1)), "P"), ((0, (1, 3)), "X"))
+MAX_FACETS = 6
+MAX_LEGEND_COLOURS = 24
+
+
+@dataclass(frozen=True)
+class Style:
+    linestyle: Any
+    marker: str
+    published: bool = False
+
+
+def source_styles(data: TableData) -> dict[str, Style]:
+    """A line style and marker per source, fixed by the source's place in the table's sources."""
+    styles, recorded = {}, 0
+    for src in data.sources:
+        if src.kind == RUN:
+            styles[src.label] = Style("-", "o")
+        elif src.kind == PUBLISHED:
+            styles[src.label] = Style("none", "D", published=True)
+        else:
+            styles[src.label] = Style(*RECORDING_STYLES[recorded % len(RECORDING_STYLES)])
+            recorded += 1
+    return styles
+
+
+@dataclass
+class Selection:
+    """What to draw: the explorer's controls, as values."""
+
+    metric: str
+    x: str
+    colour: str = NONE  # an axis, SOURCE, or NONE
+    facet: str = NONE
+    filters: dict[str, Any] = field(default_factory=dict)  # axis -> values, or (low, high)
+    overlays: list[str] = field(default_factory=list)  # source labels set beside this run
+    logx: bool = False
+    logy: bool = False
+
+
+def default_selection(data: TableData) -> Selection:
+    """A first view: the first metric (a time where there is one) over the numeric axis with the
+    most values, coloured by the first other axis; log scales where the values span decades."""
+    numeric = data.numeric_axes()
+    x = max(numeric, key=lambda a: len(data.values(a))) if numeric else data.axes[0]
+    others = [a for a in data.axes if a != x]
+    colour = next((a for a in others if a in data.categorical_axes()), others[0] if others else SOURCE)
+    metric = next(iter(data.metrics))
+    return Selection(
+        metric=metric,
+        x=x,
+        colour=colour,
+        overlays=[s.label for s in data.sources if s.kind == PUBLISHED],
+        logx=_spans_decades(data.frame[x]),
+        logy=_spans_decades(data.frame[metric]),
+    )
+
+
+def _spans_decades(series: pd.Series) -> bool:
+    values = pd.to_numeric(series, errors="coerce").dropna()
+    values = values[values > 0]
+    return len(values) > 1 and values.max() / values.min() >= 30
+
+
+def _positions(values: pd.Series, order: list) -> pd.Series:
+    """Where a categorical x value sits: its place in natural order."""
+    where = {v: i for i, v in enumerate(order)}
+    return values.map(where)
+
+
+def draw(data: TableData, sel: Selection, *, points: pd.DataFrame | None = None) -> Figure:
+    """The selection as a Figure: one panel per facet value, one line per colour value and source."""
+    rows = select(data, filters=sel.filters, sources=sel.overlays)
+    facets = plots.natural_order(rows[sel.facet].dropna()) if sel.facet else [None]
+    facets = facets[:MAX_FACETS] or [None]
+    cols = min(3, len(facets))
+    nrows = math.ceil(len(facets) / cols)
+    fig = Figure(
+        figsize=(8.5 if cols == 1 else 4.2 * cols + 2, 4.2 if nrows == 1 else 3.4 * nrows), dpi=90, layout="constrained"
+    )
+    axes = fig.subplots(nrows, cols, squeeze=False, sharey=True).ravel()
+    numeric_x = sel.x in data.numeric_axes()
+    order = None if numeric_x else plots.natural_order(rows[sel.x].dropna())
+    colour_values = plots.natural_order(rows[sel.colour].dropna()) if sel.colour else []
+    colours = plots.palette(colour_values, sources=sel.colour == SOURCE) if colour_values else {}
+    label = data.metrics.get(sel.metric, sel.metric)
+    styles = source_styles(data)
+    for ax, facet in zip(axes, facets):
+        part = rows if facet is None else rows[rows[sel.facet].eq(facet)]
+        _draw_panel(ax, part, sel, order, colours, styles)
+        _mark_not_ok(ax, part, sel, order)
+        if points is not None and len(points) and sel.metric in points and sel.x in points:
+            mine = points if facet is None or sel.facet not in points else points[points[sel.facet].eq(facet)]
+            _draw_points(ax, mine, sel, order)
+        ax.set_title(f"{sel.facet} = {facet}" if facet is not None else "", fontsize=10)
+        ax.set_xlabel(sel.x.replace("_", " "))
+        if sel.logx and numeric_x:
+            ax.set_xscale("log", base=2)
+        if sel.logy:
+            ax.set_yscale("log")
+        if order is not None:
+            ax.set_xticks(range(len(order)), [str(v) for v in order], rotation=30 if len(order) > 4 else 0, ha="right")
+    for ax in axes[len(facets) :]:
+        ax.set_visible(False)
+    axes[0].set_ylabel(label)
+    fig.suptitle(_title(data, sel, rows), fontsize=11, fontweight="bold")
+    handles, labels = _legend(rows, sel, colours, styles)
+    for ax in axes[: len(facets)]:  # the markers of wrong, skipped and your points
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in labels:
+                handles.append(h)
+                labels.append(lab)
+    if handles:
+        fig.legend(handles, labels, fontsize=7, loc="outside right upper", frameon=False)
+    return fig
+
+
+def _legend(rows: pd.DataFrame, sel: Selection, colours: dict, styles: dict[str, Style]) -> tuple[list, list]:
+    """One entry per colour value, then one per source (its line style and marker, in grey)."""
+    from matplotlib.lines import Line2D
+
+    handles, labels = [], []
+    shown = [s for s in styles if s in set(rows["source"])]
+    if sel.colour and sel.colour != SOURCE:
+        for value in sorted(colours, key=plots.natural_key)[:MAX_LEGEND_COLOURS]:
+            handles.append(Line2D([], [], color=colours[value], marker="o", linestyle="-"))
+            labels.append(str(value))
+    for source in shown:
+        st = styles[source]
+        colour = colours.get(source, "0.35") if sel.colour == SOURCE else "0.35"
+        handles.append(
+            Line2D(
+                [], [], color=colour, linestyle=st.linestyle, marker=st.marker, mfc="none" if st.published else colour
+            )
+        )
+        labels.append(source)
+    return handles, labels
+
+
+def _title(data: TableData, sel: Selection, rows: pd.DataFrame) -> str:
+    """The table and metric; the axes folded into each point (a median over them), named."""
+    shown = {sel.x, sel.colour, sel.facet} - {NONE, SOURCE}
+    folded = [a for a in data.axes if a not in shown and rows[a].nunique() > 1]
+    return f"{data.table}: {data.metrics.get(sel.metric, sel.metric)}" + (
+        f" (median over {', '.join(folded)})" if folded else ""
+    )
+
+
+def _draw_panel(
+    ax, rows: pd.DataFrame, sel: Selection, order: list | None, colours: dict, styles: dict[str, Style]
+) -> None:
+    ok = rows[rows["status"].eq(OK) & rows[sel.metric].notna()]
+    keys = [k for k in ("kind", SOURCE, sel.colour) if k]
+    keys = list(dict.fromkeys(keys))
+    spread = (sel.metric + "_q1", sel.metric + "_q3")
+    for key, grp in ok.groupby(keys, sort=False, dropna=False):
+        key = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
+        kind, source = key["kind"], key[SOURCE]
+        cols = [sel.metric] + [c for c in spread if c in grp]
+        line = grp.groupby(sel.x, dropna=True)[cols].median().reset_index()
+        xs = line[sel.x] if order is None else _positions(line[sel.x], order)
+        line = line.assign(_x=xs).dropna(subset=["_x"]).sort_values("_x")
+        colour = colours.get(key.get(sel.colour), plots.COLOURS[0]) if sel.colour else _source_colour(kind)
+        st = styles[source]
+        ax.plot(
+            line["_x"],
+            line[sel.metric],
+            linestyle=st.linestyle,
+            marker=st.marker,
+            markersize=9 if st.published else 5,
+            markerfacecolor="none" if st.published else colour,
+            color=colour,
+        )
+        if all(c in line for c in spread) and kind != PUBLISHED:
+            ax.vlines(line["_x"], line[spread[0]], line[spread[1]], color="0.4", linewidth=1)
+
+
+def _source_colour(kind: str):
+    return plots.COLOURS[plots.PUBLISHED[0] if kind == PUBLISHED else plots.MEASURED[0]]
+
+
+def _mark_not_ok(ax, rows: pd.DataFrame, sel: Selection, order: list | None) -> None:
+    """Wrong and skipped rows on the x axis: never a time (as ``plots.mark_failures``)."""
+    for status, marker, colour, text in (
+        ("wrong", "x", "red", "wrong result (not counted)"),
+        ("skipped", "v", "0.45", "skipped (see the rows table)"),
+    ):
+        bad = rows[rows["status"].eq(status)]
+        if not len(bad):
+            continue
+        xs = bad[sel.x] if order is None else _positions(bad[sel.x], order)
+        ax.scatter(
+            xs,
+            [0] * len(bad),
+            marker=marker,
+            color=colour,
+            s=60,
+            zorder=5,
+            label=text,
+            clip_on=False,
+            transform=ax.get_xaxis_transform(),
+        )
+
+
+def _draw_points(ax, points: pd.DataFrame, sel: Selection, order: list | None) -> None:
+    """Your measurements: a large star per point measured from the explorer (a wrong one a red X)."""
+    status = points["status"] if "status" in points else pd.Series(OK, index=points.index)
+    good = points[status.eq(OK)]
+    xs = good[sel.x] if order is None else _positions(good[sel.x], order)
+    if len(good):
+        ax.scatter(
+            xs, good[sel.metric], marker="*", s=260, color="gold", edgecolor="black", zorder=6, label="your measurement"
+        )
+    bad = points[~status.eq(OK)]
+    if len(bad):
+        bx = bad[sel.x] if order is None else _positions(bad[sel.x], order)
+        ax.scatter(
+            bx,
+            [0] * len(bad),
+            marker="X",
+            s=120,
+            color="red",
+            edgecolor="black",
+            zorder=6,
+            label="your measurement: not ok",
+            transform=ax.get_xaxis_transform(),
+            clip_on=False,
+        )
+
+
+def png(fig: Figure) -> bytes:
+    """The figure as PNG bytes (the explorer's image)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", bbox_inches="tight")
+    return buf.getvalue()

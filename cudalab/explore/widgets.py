@@ -1,0 +1,335 @@
+"""The explorer in JupyterLab: controls over a chapter's tables, a figure, the selected rows, and
+a control that measures one new point.
+
+``explore(lab, "block_sweep", point=points.recipe("01_block_size"))`` is each chapter's "Explore"
+cell. The controls are apart from the output (ipywidgets' ``interactive_output`` pattern): a change
+redraws from the frames in memory (``data.load`` once per table), never re-running the chapter.
+In a batch build (``build_report.py`` sets ``CUDALAB_BATCH=1`` for its kernels) it shows nothing,
+so the report stays static. ipywidgets is imported only here, inside the functions.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from cudalab.chapter.catalog import BATCH_ENV
+from cudalab.core.paths import NOTEBOOKS_DIR
+from cudalab.explore import data as explore_data
+from cudalab.explore import figure
+
+NOT_AVAILABLE = "measuring a point is not available in this build"
+MAX_SELECT_OPTIONS = 16  # a numeric axis with more values gets a range slider
+WIDE = {"description_width": "110px"}
+
+
+def in_batch() -> bool:
+    """A batch build (papermill under build_report.py): explorers show nothing."""
+    return os.environ.get(BATCH_ENV, "") not in ("", "0")
+
+
+def explore(lab, table: str | None = None, *, point=None) -> Explorer | None:
+    """The explorer on ``lab``'s chapter, opened on ``table`` (this run's first explorable table by
+    default), with ``point`` (the chapter's ``PointRecipe``) for measuring one new point. Shown as
+    the cell's result; None (nothing shown) in a batch build."""
+    if in_batch():
+        return None
+    return Explorer(lab, table, point=point)
+
+
+def _measure_module():
+    """``cudalab.explore.measure`` where this build has it, else None."""
+    try:
+        from cudalab.explore import measure
+    except ImportError:
+        return None
+    return measure
+
+
+def _yours(lab, table: str) -> pd.DataFrame | None:
+    """The points measured from the explorer for ``table``, where this build records them."""
+    try:
+        from cudalab.explore import yours
+    except ImportError:
+        return None
+    try:
+        return yours.load(lab, table)
+    except Exception:  # a damaged "your measurements" file never stops the explorer
+        return None
+
+
+class Explorer:
+    """The widgets, the data in memory, and the redraw that ties them together."""
+
+    def __init__(self, lab, table: str | None = None, *, point=None):
+        import ipywidgets as w
+
+        from cudalab.core import plots
+
+        plots.setup()
+        self.lab, self.point = lab, point
+        self._cache: dict[str, explore_data.TableData] = {}
+        self._building = False
+        self.last_redraw_s = 0.0
+        tables = explore_data.explorable_tables(lab)
+        if table is not None and table not in tables:
+            tables = [table, *tables]
+        self.table = self._control(w.Dropdown(options=tables, value=table or tables[0], description="table"), "table")
+        self.metric = self._control(w.Dropdown(description="y (metric)"), "metric")
+        self.x = self._control(w.Dropdown(description="x"), "x")
+        self.colour = self._control(w.Dropdown(description="colour"), "colour")
+        self.facet = self._control(w.Dropdown(description="facet"), "facet")
+        self.logx = self._control(w.Checkbox(description="log x", indent=False), "logx")
+        self.logy = self._control(w.Checkbox(description="log y", indent=False), "logy")
+        self.overlay = self._control(
+            w.SelectMultiple(description="beside", rows=4, layout=w.Layout(width="520px")), "overlay"
+        )
+        self.filters: dict[str, Any] = {}
+        self._ranges: set[str] = set()
+        self.filter_box = w.VBox()
+        self.image = w.Image(format="png")
+        self.figure_box = w.Box([self.image])
+        self.figure_box.add_class("cudalab-explore-figure")
+        self.rows = w.HTML()
+        self.rows.add_class("cudalab-explore-rows")
+        self.message = w.HTML()
+        for control in (self.metric, self.x, self.colour, self.facet, self.logx, self.logy, self.overlay):
+            control.observe(self._redraw, names="value")
+        self.table.observe(self._table_changed, names="value")
+        controls = w.VBox(
+            [
+                w.HBox([self.table, self.metric]),
+                w.HBox([self.x, self.colour, self.facet]),
+                w.HBox([self.logx, self.logy]),
+                self.overlay,
+                w.HTML("<b>Filters</b> (every axis; ctrl/shift-click to pick several)"),
+                self.filter_box,
+            ]
+        )
+        parts = [controls, self.figure_box, self.message, self.rows]
+        self.measure_box = self._measure_controls(w) if point is not None else None
+        if self.measure_box is not None:
+            parts.insert(2, self.measure_box)
+        self.box = w.VBox(parts)
+        self.box.add_class("cudalab-explorer")
+        self._table_changed()
+
+    # ---- display
+
+    def _repr_mimebundle_(self, **kwargs):
+        return self.box._repr_mimebundle_(**kwargs)
+
+    @staticmethod
+    def _control(widget, name: str):
+        widget.add_class(f"cudalab-explore-{name}")
+        if hasattr(widget, "style") and hasattr(widget.style, "description_width"):
+            widget.style.description_width = WIDE["description_width"]
+        return widget
+
+    # ---- the data of the chosen table
+
+    @property
+    def data(self) -> explore_data.TableData:
+        name = self.table.value
+        if name not in self._cache:
+            self._cache[name] = explore_data.load(self.lab, name)
+        return self._cache[name]
+
+    def _table_changed(self, change=None) -> None:
+        """A new table: its metrics, axes, filters and overlays, then one redraw."""
+        import ipywidgets as w
+
+        d = self.data
+        first = figure.default_selection(d)
+        self._building = True
+        try:
+            self.metric.options = [(label, col) for col, label in d.metrics.items()]
+            self.metric.value = first.metric
+            self.x.options = d.axes
+            self.x.value = first.x
+            choices = [("(none)", figure.NONE), ("source", figure.SOURCE)] + [(a, a) for a in d.axes]
+            self.colour.options = choices
+            self.colour.value = first.colour
+            self.facet.options = choices
+            self.facet.value = figure.NONE
+            self.logx.value, self.logy.value = bool(first.logx), bool(first.logy)
+            self.overlay.options = d.overlays
+            self.overlay.value = tuple(first.overlays)
+            self.filters, self._ranges = {}, set()
+            for axis in d.axes:
+                values = d.values(axis)
+                if axis in d.numeric_axes() and len(values) > MAX_SELECT_OPTIONS:
+                    control = w.SelectionRangeSlider(
+                        options=values, index=(0, len(values) - 1), description=axis, layout=w.Layout(width="520px")
+                    )
+                    self._ranges.add(axis)
+                else:
+                    control = w.SelectMultiple(
+                        options=values, value=tuple(values), description=axis, rows=min(6, len(values))
+                    )
+                control.add_class("cudalab-explore-filter")
+                control.add_class(f"cudalab-explore-filter-{axis}")
+                control.style.description_width = WIDE["description_width"]
+                control.observe(self._redraw, names="value")
+                self.filters[axis] = control
+            self.filter_box.children = list(self.filters.values())
+        finally:
+            self._building = False
+        self._redraw()
+
+    # ---- the selection, drawn
+
+    def selection(self) -> figure.Selection:
+        """The controls' values as a ``figure.Selection``."""
+        filters = {}
+        for axis, control in self.filters.items():
+            value = control.value
+            filters[axis] = tuple(value) if axis in self._ranges else list(value)
+        return figure.Selection(
+            metric=self.metric.value,
+            x=self.x.value,
+            colour=self.colour.value,
+            facet=self.facet.value,
+            filters=filters,
+            overlays=list(self.overlay.value),
+            logx=self.logx.value,
+            logy=self.logy.value,
+        )
+
+    def _redraw(self, change=None) -> None:
+        if self._building:
+            return
+        start = time.perf_counter()
+        d, sel = self.data, self.selection()
+        mine = _yours(self.lab, d.table)
+        fig = figure.draw(d, sel, points=mine)
+        self.image.value = figure.png(fig)
+        chosen = explore_data.select(d, filters=sel.filters, sources=sel.overlays)
+        self.rows.value = self._rows_html(chosen, sel.metric)
+        self.last_redraw_s = time.perf_counter() - start
+
+    def _rows_html(self, chosen: pd.DataFrame, metric: str) -> str:
+        shown = explore_data.rows_table(chosen, self.data, metric)
+        more = f" (the first {len(shown)} shown)" if len(chosen) > len(shown) else ""
+        not_ok = int((~chosen["status"].eq(explore_data.OK)).sum())
+        note = f"; {not_ok} wrong or skipped (never drawn as a time)" if not_ok else ""
+        return (
+            f"<details><summary>{len(chosen)} selected rows{more}{note}</summary>"
+            f"<div style='max-height: 320px; overflow: auto'>{shown.to_html(index=False, border=0)}</div></details>"
+        )
+
+    # ---- measuring one point
+
+    def _measure_controls(self, w):
+        """Inputs for the recipe's axes, the "Measure this point" button and the scratch copy;
+        disabled with the reason where a point cannot be measured here."""
+        point = self.point
+        self.point_inputs = {}
+        for name, kind in point.axes.items():
+            default = point.defaults.get(name)
+            if kind is bool:
+                control = w.Checkbox(value=bool(default), description=name)
+            elif kind is int:
+                control = w.IntText(value=int(default or 0), description=name)
+            elif kind is float:
+                control = w.FloatText(value=float(default or 0.0), description=name)
+            else:
+                control = w.Text(value="" if default is None else str(default), description=name)
+            self.point_inputs[name] = control
+        self.use_scratch = w.Checkbox(description="use my scratch copy", indent=False)
+        self.use_scratch.add_class("cudalab-explore-scratch")
+        self.scratch_path = w.Text(description="scratch .cu", disabled=True, layout=w.Layout(width="520px"))
+        self.use_scratch.observe(self._scratch_toggled, names="value")
+        self.measure_button = w.Button(description="Measure this point", icon="play", button_style="primary")
+        self.measure_button.add_class("cudalab-explore-measure")
+        self.measure_status = w.HTML()
+        module = _measure_module()
+        reason = NOT_AVAILABLE if module is None else module.why_no_gpu()
+        if reason:
+            self.measure_button.disabled = True
+            self.measure_button.tooltip = reason
+            self.measure_status.value = f"<i>{reason}</i>"
+        self.measure_button.on_click(self._measure_clicked)
+        return w.VBox(
+            [
+                w.HTML(f"<b>Measure one point</b> of <code>{point.table}</code> ({point.chapter})"),
+                w.HBox(list(self.point_inputs.values())),
+                w.HBox([self.use_scratch, self.scratch_path]),
+                w.HBox([self.measure_button, self.measure_status]),
+            ]
+        )
+
+    def _scratch_toggled(self, change=None) -> None:
+        """Checked: the scratch copy of the recipe's kernel (made now if there is none yet)."""
+        if not self.use_scratch.value:
+            self.scratch_path.value = ""
+            return
+        try:
+            from cudalab.explore import scratch
+
+            self.scratch_path.value = str(_scratch_copy(scratch, self.point.kernel_file))
+            self.scratch_path.disabled = False
+        except ImportError:
+            self.measure_status.value = f"<i>{NOT_AVAILABLE}</i>"
+            self.use_scratch.value = False
+        except Exception as exc:  # the package's own message, no traceback
+            self.measure_status.value = f"<i>{exc}</i>"
+            self.use_scratch.value = False
+
+    def point_values(self) -> dict[str, Any]:
+        return {name: control.value for name, control in self.point_inputs.items()}
+
+    def measure(self) -> list:
+        """Measure the point the inputs hold (and, with the scratch box checked, the scratch copy
+        beside the original), then redraw with it marked. Returns the ``MeasuredPoint``s."""
+        module = _measure_module()
+        if module is None:
+            self.measure_status.value = f"<i>{NOT_AVAILABLE}</i>"
+            return []
+        kernels: list[Path | None] = [None]
+        if self.use_scratch.value and self.scratch_path.value:
+            kernels.append(Path(self.scratch_path.value))
+        results, lines = [], []
+        for kernel in kernels:
+            try:
+                result = module.measure_now(self.lab, self.point, self.point_values(), kernel_file=kernel)
+            except Exception as exc:  # a refusal from the package: its sentence, no traceback
+                lines.append(f"{'scratch copy' if kernel else 'original'}: {exc}")
+                continue
+            results.append(result)
+            lines.append(f"{'scratch copy' if kernel else 'original'}: {result.status}: {result.message}")
+        self.measure_status.value = "<br>".join(_escape(line) for line in lines)
+        if self.point.table != self.table.value and self.point.table in self.table.options:
+            self.table.value = self.point.table  # its change redraws
+        else:
+            self._redraw()
+        return results
+
+    def _measure_clicked(self, button=None) -> None:
+        self.measure_button.disabled = True
+        self.measure_status.value = "<i>measuring…</i>"
+        try:
+            self.measure()
+        finally:
+            self.measure_button.disabled = False
+
+
+def _scratch_copy(scratch, kernel_file: str) -> Path:
+    """The student's scratch copy: kept where it exists (their edits), else made now."""
+    try:
+        return scratch.scratch_kernel(kernel_file)
+    except Exception:
+        existing = NOTEBOOKS_DIR / "scratch" / kernel_file
+        if existing.is_file():
+            return existing
+        raise
+
+
+def _escape(text: str) -> str:
+    import html
+
+    return html.escape(text, quote=False)

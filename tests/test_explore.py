@@ -1,0 +1,287 @@
+"""The explorer: one table from this run, every recording and the lab's published numbers as one
+frame; figures that change with the controls; wrong or skipped points never drawn as times; nothing
+shown in a batch build, nothing left of it in the report."""
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+from cudalab import open_chapter
+from cudalab.chapter import catalog
+from cudalab.core.gpu import gpu_available
+from cudalab.core.paths import ROOT
+from cudalab.explore import data, figure
+
+pytestmark = pytest.mark.skipif(gpu_available(), reason="opens chapters in replay mode")
+
+H100 = "NVIDIA H100 80GB HBM3"
+# each chapter's Explore cell and the table it opens
+MAIN_TABLES = {
+    "00_gpu_capabilities": "copy_bandwidth",
+    "01_block_size": "block_sweep",
+    "02_coalescing": "fw_sweep",
+    "03_shared_memory": "shared_sweep",
+    "04_blocking_factor": "blocking_factor_sweep",
+    "05_matmul_footprint": "size_sweep",
+    "06_kmeans_device_update": "stage_times",
+}
+
+
+def _defaults(chapter_id):
+    ns: dict = {}
+    cell = next(
+        c
+        for c in json.loads(catalog.chapter(chapter_id).path.read_text())["cells"]
+        if "parameters" in c.get("metadata", {}).get("tags", [])
+    )
+    exec("".join(cell["source"]), ns)
+    return ns
+
+
+def replay(chapter_id, profile, tmp_path):
+    """A chapter opened in replay with its recorded tables in this run's data folder, as the
+    notebook leaves them after running (``lab.table`` copies each)."""
+    lab = open_chapter(
+        chapter_id, {**_defaults(chapter_id), "profile": profile, "data_dir": str(tmp_path), "progress": False}
+    )
+    for csv in (lab.recorded_dir / chapter_id).glob("*.csv"):
+        shutil.copyfile(csv, lab.out_dir / csv.name)
+    return lab
+
+
+@pytest.fixture
+def block_sweep(tmp_path):
+    lab = replay("01_block_size", "gtx680", tmp_path)
+    return lab, data.load(lab, "block_sweep")
+
+
+def test_a_table_comes_from_this_run_every_recording_and_the_published_numbers(block_sweep):
+    lab, d = block_sweep
+    labels = [s.label for s in d.sources]
+    assert labels[0] == f"{H100} · gtx680 (this run)"
+    assert f"{H100} · h100 (recorded)" in labels and f"{H100} · maxwell_team5 (recorded)" in labels
+    assert f"{H100} · gtx680 (recorded)" not in labels, "the replayed recording is this run, not an overlay"
+    assert "lab 000, GeForce GTX 680 (published)" in labels
+    assert d.axes == ["n", "variant"] and d.numeric_axes() == ["n"] and d.categorical_axes() == ["variant"]
+    pub = d.frame[d.frame["kind"].eq(data.PUBLISHED)]
+    # lab 000 gives the 16x16 time at N = 5000 (41.1 s): its block_edge 16 is our variant "16x16"
+    row = pub[pub["time_ms"].notna()].iloc[0]
+    assert (row["n"], row["variant"]) == (5000, "16x16") and row["time_ms"] == pytest.approx(41100.0)
+    run = pd.read_csv(lab.recorded_dir / "01_block_size" / "block_sweep.csv")
+    assert len(d.frame[d.frame["source"].eq(labels[0])]) == len(run)
+
+
+def test_another_profile_sees_the_gtx680_grid_as_a_recording(tmp_path):
+    lab = replay("01_block_size", "h100", tmp_path)
+    d = data.load(lab, "block_sweep")
+    labels = [s.label for s in d.sources]
+    assert labels[0] == f"{H100} · h100 (this run)" and f"{H100} · gtx680 (recorded)" in labels
+
+
+@pytest.mark.parametrize(
+    "column, label",
+    [
+        ("time_ms", "time (ms)"),
+        ("time_s", "time (s)"),
+        ("bandwidth_GBps", "bandwidth (GB/s)"),
+        ("gflop_per_s", "GFLOP/s"),
+        ("relaxations_per_s", "relaxations/s"),
+        ("fp32_peak_GFLOPs", "fp32 peak (GFLOP/s)"),
+        ("fraction_of_cublas", "fraction of cublas (fraction)"),
+        ("occupancy_fraction", "occupancy fraction (fraction)"),
+        ("speedup_vs_cpu", "speedup vs cpu (x)"),
+        ("transfer_bytes", "transfer bytes (bytes)"),
+    ],
+)
+def test_every_metric_is_labelled_with_its_unit(column, label):
+    assert data.metric_label(column) == label
+
+
+def test_only_columns_that_state_a_unit_are_metrics(block_sweep):
+    _, d = block_sweep
+    assert next(iter(d.metrics)) == "time_ms", "a time is the first metric offered"
+    assert "time_ms_q1" not in d.metrics and "n" not in d.metrics and "block_edge" not in d.metrics
+    assert data.unit_of("block_x") is None and data.unit_of("tile") is None
+
+
+def test_filters_keep_the_chosen_values_and_ranges(block_sweep):
+    _, d = block_sweep
+    picked = data.select(d, filters={"variant": ["8x8", "16x16"], "n": (1000, 3000)})
+    assert set(picked["variant"]) == {"8x8", "16x16"} and picked["n"].between(1000, 3000).all()
+    assert set(picked["source"]) == {d.run_source}, "overlays appear only when chosen"
+    both = data.select(d, sources=[f"{H100} · h100 (recorded)"])
+    assert set(both["source"]) == {d.run_source, f"{H100} · h100 (recorded)"}
+
+
+def test_the_rows_table_shows_status_and_never_nan(block_sweep):
+    _, d = block_sweep
+    shown = data.rows_table(data.select(d, sources=d.overlays), d, "time_ms")
+    assert {"source", "n", "variant", "time (ms)", "status"} <= set(shown.columns)
+    assert not shown.isna().any().any() and "nan" not in shown.to_string().lower()
+    assert "–" in set(shown["time (ms)"]), "a published row without a time reads –"
+
+
+def _plotted_y(fig):
+    return [y for ax in fig.axes for line in ax.lines for y in line.get_ydata()]
+
+
+def test_wrong_and_skipped_points_are_never_drawn_as_times(block_sweep):
+    _, d = block_sweep
+    frame = d.frame.copy()
+    run = frame["source"].eq(d.run_source)
+    wrong = run & frame["n"].eq(1000) & frame["variant"].eq("8x8")
+    skipped = run & frame["n"].eq(2000) & frame["variant"].eq("8x8")
+    frame.loc[wrong, ["status", "time_ms"]] = ["wrong", 1.0e9]
+    frame.loc[skipped, ["status", "time_ms", "reason"]] = ["skipped", 2.0e9, "over the point's time limit"]
+    bad = data.TableData(d.chapter, d.table, frame, d.axes, d.metrics, d.sources)
+    fig = figure.draw(bad, figure.Selection(metric="time_ms", x="n", colour="variant"))
+    assert 1.0e9 not in _plotted_y(fig) and 2.0e9 not in _plotted_y(fig)
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "wrong result (not counted)" in legend and any(t.startswith("skipped") for t in legend)
+    rows = data.rows_table(data.select(bad), bad, "time_ms")
+    assert "over the point's time limit" in set(rows["reason"])
+
+
+def test_your_measurement_is_marked_over_the_curve(block_sweep):
+    _, d = block_sweep
+    mine = pd.DataFrame([{"n": 3000, "variant": "24x24", "time_ms": 123.0, "status": "ok"}])
+    fig = figure.draw(d, figure.default_selection(d), points=mine)
+    assert "your measurement" in [t.get_text() for t in fig.legends[0].get_texts()]
+
+
+def test_every_explorer_table_draws(tmp_path):
+    for chapter_id, table in MAIN_TABLES.items():
+        lab = replay(chapter_id, "gtx680", tmp_path / chapter_id)
+        assert table in data.explorable_tables(lab), chapter_id
+        d = data.load(lab, table)
+        sel = figure.default_selection(d)
+        sel.overlays = d.overlays
+        assert figure.png(figure.draw(d, sel)).startswith(b"\x89PNG"), chapter_id
+
+
+# ---- the widgets
+
+
+@pytest.fixture
+def explorer(block_sweep, monkeypatch):
+    pytest.importorskip("ipywidgets")
+    from cudalab.explore import widgets
+
+    monkeypatch.delenv(catalog.BATCH_ENV, raising=False)
+    lab, _ = block_sweep
+    return widgets.explore(lab, "block_sweep")
+
+
+def test_the_widgets_carry_the_css_classes_of_the_contract(explorer):
+    assert "cudalab-explorer" in explorer.box._dom_classes
+    for name in ("table", "metric", "x", "colour", "facet", "logx", "logy", "overlay"):
+        assert f"cudalab-explore-{name}" in getattr(explorer, name)._dom_classes, name
+    assert "cudalab-explore-figure" in explorer.figure_box._dom_classes
+    assert "cudalab-explore-rows" in explorer.rows._dom_classes
+    for axis, control in explorer.filters.items():
+        assert {"cudalab-explore-filter", f"cudalab-explore-filter-{axis}"} <= set(control._dom_classes)
+    assert dict(explorer.metric.options)["time (ms)"] == "time_ms", "the metric is offered with its unit"
+
+
+def test_the_figure_changes_when_a_control_changes(explorer):
+    timings = []
+    for change in (
+        lambda: setattr(explorer.metric, "value", "launches"),
+        lambda: setattr(explorer.filters["variant"], "value", ("8x8", "16x16")),
+        lambda: setattr(explorer.overlay, "value", (f"{H100} · h100 (recorded)",)),
+        lambda: setattr(explorer.logy, "value", not explorer.logy.value),
+        lambda: setattr(explorer.colour, "value", figure.SOURCE),
+        lambda: setattr(explorer.facet, "value", "variant"),
+    ):
+        before = explorer.image.value
+        start = time.perf_counter()
+        change()
+        timings.append(time.perf_counter() - start)
+        assert bytes(explorer.image.value) != bytes(before) and bytes(explorer.image.value)[:4] == b"\x89PNG"
+    assert "16x16" in explorer.rows.value and "8x8" in explorer.rows.value and "32x32" not in explorer.rows.value
+    # a performance goal (under 1 s per redraw) is reported, not asserted in a timed unit test
+    print(f"explorer redraw: median {sorted(timings)[len(timings) // 2]:.3f} s, slowest {max(timings):.3f} s")
+
+
+def test_a_new_table_brings_its_own_metrics_and_filters(explorer):
+    explorer.table.value = "cpu_reference"
+    assert list(explorer.filters) == ["n"] and dict(explorer.metric.options).get("cpu time (ms)") == "cpu_time_ms"
+
+
+def test_a_batch_build_shows_nothing(block_sweep, monkeypatch):
+    from cudalab.explore import widgets
+
+    monkeypatch.setenv(catalog.BATCH_ENV, "1")
+    assert widgets.explore(block_sweep[0], "block_sweep") is None
+
+
+def test_without_a_gpu_the_measure_control_is_disabled_and_says_why(block_sweep, monkeypatch):
+    pytest.importorskip("ipywidgets")
+    from cudalab.explore import widgets
+
+    monkeypatch.delenv(catalog.BATCH_ENV, raising=False)
+    point = SimpleNamespace(
+        chapter="01_block_size",
+        table="block_sweep",
+        axes={"n": int, "block_edge": int},
+        defaults={"n": 3000, "block_edge": 24},
+        kernel_file="fw_basic_2d.cu",
+        kernel_choices={},
+    )
+    ex = widgets.explore(block_sweep[0], "block_sweep", point=point)
+    assert "cudalab-explore-measure" in ex.measure_button._dom_classes
+    assert ex.measure_button.disabled and ex.measure_button.tooltip
+    assert ex.measure_button.tooltip in ex.measure_status.value
+    assert ex.point_values() == {"n": 3000, "block_edge": 24}
+    module = widgets._measure_module()
+    assert ex.measure_button.tooltip == (widgets.NOT_AVAILABLE if module is None else module.why_no_gpu())
+
+
+def test_importing_the_explorer_needs_no_ipywidgets():
+    code = (
+        "import sys; sys.modules['ipywidgets'] = None\n"
+        "import cudalab.explore.data, cudalab.explore.figure, cudalab.explore.widgets\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+# ---- the notebooks and the static report
+
+
+@pytest.mark.parametrize("chapter_id", MAIN_TABLES)
+def test_each_chapter_ends_its_results_with_an_explore_cell(chapter_id):
+    cells = json.loads(catalog.chapter(chapter_id).path.read_text())["cells"]
+    tagged = [i for i, c in enumerate(cells) if catalog.interactive_only(c)]
+    questions = next(i for i, c in enumerate(cells) if "questions" in c.get("metadata", {}).get("tags", []))
+    assert len(tagged) == 2 and tagged[-1] + 1 == questions, "an Explore markdown and code cell before the questions"
+    code = "".join(cells[tagged[-1]]["source"])
+    assert f'explore(lab, "{MAIN_TABLES[chapter_id]}", point=points.recipe("{chapter_id}"))' in code
+
+
+def test_the_stitched_report_and_the_handout_leave_explore_cells_out(tmp_path):
+    import nbformat
+
+    from cudalab.report import handout, stitch
+
+    nb = nbformat.v4.new_notebook()
+    widget = nbformat.v4.new_code_cell("explore(lab)", metadata={"tags": ["explore"]})
+    widget.outputs = [
+        nbformat.v4.new_output(
+            "display_data",
+            data={"text/plain": "VBox(...)", "application/vnd.jupyter.widget-view+json": {"model_id": "x"}},
+        )
+    ]
+    nb.cells = [nbformat.v4.new_markdown_cell("kept"), widget]
+    path = tmp_path / "01.ipynb"
+    nbformat.write(nb, path)
+    outcome = stitch.ChapterOutcome("01_block_size", "01", path, True)
+    book = stitch.stitch([outcome], nbformat.v4.new_markdown_cell("cover"))
+    assert not [c for c in book.cells if catalog.interactive_only(c)]
+    assert handout._listings(json.loads(path.read_text())) == []
