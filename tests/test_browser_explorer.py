@@ -269,13 +269,21 @@ def _shown_problems(page) -> list[str]:
     return found
 
 
+# The bytes behind each <img> of the figure: an ipywidgets Image shows a fresh blob: URL at every
+# redraw, even of the same picture, so its src alone would say "changed" when nothing did.
+FIGURE_BYTES_JS = """async (images) => Promise.all(images.map(async (img) => {
+    const bytes = new Uint8Array(await (await fetch(img.src)).arrayBuffer());
+    let text = ""; for (const b of bytes) text += String.fromCharCode(b);
+    return btoa(text);
+}))"""
+
+
 def _figure_hash(page) -> str | None:
-    """The hash of the explorer's figure (its PNG's data URL), None while it has none."""
+    """The hash of the explorer's figure (the PNG bytes its <img> shows), None while it has none."""
     images = page.locator(".cudalab-explore-figure img")
-    if images.count() == 0:
+    if images.count() == 0 or not all(s for s in images.evaluate_all("els => els.map(e => e.src)")):
         return None
-    sources = [images.nth(i).get_attribute("src") or "" for i in range(images.count())]
-    return hashlib.sha256("\n".join(sources).encode()).hexdigest()
+    return hashlib.sha256("\n".join(images.evaluate_all(FIGURE_BYTES_JS)).encode()).hexdigest()
 
 
 def _pick_other(select, prefer: tuple[str, ...] = ()) -> str:
@@ -283,23 +291,28 @@ def _pick_other(select, prefer: tuple[str, ...] = ()) -> str:
     current = select.input_value()
     options = [o for o in select.locator("option").all() if o.get_attribute("value") != current]
     assert options, "the control has only one choice"
-    labels = [o.inner_text().strip() for o in options]
+    labels = [" ".join(o.inner_text().split()) for o in options]  # ipywidgets shows spaces as no-break spaces
+    print(f"choices other than {current!r}: {labels}")
     chosen = next((i for p in prefer for i, t in enumerate(labels) if p in t), 0)
     select.select_option(value=options[chosen].get_attribute("value"))
     return labels[chosen]
 
 
-def _change_choices(control, *, narrow: bool) -> str:
+def _change_choices(control, *, narrow: bool, prefer: tuple[str, ...] = ()) -> str:
     """Narrow (keep fewer) or widen (add one) the choices of a multiple-choice control.
 
     The explorer may show the choices as a multiple <select>, as check boxes or as toggle buttons;
-    the test uses whichever it finds, as a student would. Returns what it did, for the log.
+    the test uses whichever it finds, as a student would; a multiple <select> is narrowed to the
+    ``prefer``red values where it has some. Returns what it did, for the log.
     """
     multiple = control.locator("select[multiple]")
     if multiple.count():
         values = [o.get_attribute("value") for o in multiple.first.locator("option").all()]
         chosen = multiple.first.evaluate("s => Array.from(s.selectedOptions).map(o => o.value)")
-        if narrow:
+        preferred = [v for v in values if v in chosen and v in prefer]
+        if narrow and 0 < len(preferred) < len(chosen):
+            keep = preferred
+        elif narrow:
             keep = [v for v in values if v in chosen][: max(1, len(chosen) // 2)] or values[:1]
         else:
             keep = chosen + [next(v for v in values if v not in chosen)]
@@ -381,22 +394,33 @@ def test_the_explorer_in_jupyterlab(jupyter_lab, browser_page):
 
     # The metric (the y axis): another one than the default, speedup where the table has one.
     metric = explorer.locator(".cudalab-explore-metric select").first
-    chosen = _pick_other(metric, prefer=("speedup",))
+    chosen = _pick_other(metric, prefer=("speedup", "/s"))
     figure = _redraws(page, figure, f"metric {chosen}", timings)
     steps.shot("metric", explorer)
 
-    # A filter: fewer block sizes (or whichever axis the table filters first).
-    filters = explorer.locator(".cudalab-explore-filter-block_edge")
-    if not filters.count():
-        filters = explorer.locator(".cudalab-explore-filter")
-    did = _change_choices(filters.first, narrow=True)
+    # A filter on a category: block shapes 8x8 and 16x16 only (chapter 01's "variant"; any multiple choice elsewhere).
+    choices = explorer.locator(".cudalab-explore-filter", has=page.locator("select[multiple]"))
+    shapes = explorer.locator(".cudalab-explore-filter-variant")
+    did = _change_choices((shapes if shapes.count() else choices).first, narrow=True, prefer=("8x8", "16x16"))
     figure = _redraws(page, figure, f"filter: {did}", timings)
     steps.shot("filter", explorer)
+
+    # A filter on a range: a smaller largest N (the range slider's upper handle, moved by keyboard).
+    ranges = explorer.locator(".cudalab-explore-filter .noUi-handle-upper")
+    if ranges.count():
+        ranges.first.focus()
+        for _ in range(2):
+            page.keyboard.press("ArrowLeft")
+        figure = _redraws(page, figure, "filter: a smaller range", timings)
+        steps.shot("range", explorer)
 
     # An overlaid recording: another GPU or profile that recorded the same table.
     did = _change_choices(explorer.locator(".cudalab-explore-overlay").first, narrow=False)
     figure = _redraws(page, figure, f"overlay: {did}", timings)
     steps.shot("overlay", explorer)
+    # Back to the first metric (a time), for the picture the README shows: fewer shapes, beside other GPUs.
+    metric.select_option(index=0)
+    figure = _redraws(page, figure, "metric back to the first", timings)
     shutil.copyfile(steps.shot("explorer-final", explorer), ARTIFACTS / "explorer.png")
     (ARTIFACTS / "timings.json").write_text(json.dumps(timings, indent=2) + "\n")
     _measure_control_says_why(explorer)
