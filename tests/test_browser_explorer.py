@@ -271,10 +271,13 @@ def _shown_problems(page) -> list[str]:
 
 # The bytes behind each <img> of the figure: an ipywidgets Image shows a fresh blob: URL at every
 # redraw, even of the same picture, so its src alone would say "changed" when nothing did.
+# A src revoked by a redraw in between reads as "" (not yet drawn): the test asks again.
 FIGURE_BYTES_JS = """async (images) => Promise.all(images.map(async (img) => {
-    const bytes = new Uint8Array(await (await fetch(img.src)).arrayBuffer());
-    let text = ""; for (const b of bytes) text += String.fromCharCode(b);
-    return btoa(text);
+    try {
+        const bytes = new Uint8Array(await (await fetch(img.src)).arrayBuffer());
+        let text = ""; for (const b of bytes) text += String.fromCharCode(b);
+        return btoa(text);
+    } catch (e) { return ""; }
 }))"""
 
 
@@ -283,7 +286,8 @@ def _figure_hash(page) -> str | None:
     images = page.locator(".cudalab-explore-figure img")
     if images.count() == 0 or not all(s for s in images.evaluate_all("els => els.map(e => e.src)")):
         return None
-    return hashlib.sha256("\n".join(images.evaluate_all(FIGURE_BYTES_JS)).encode()).hexdigest()
+    pictures = images.evaluate_all(FIGURE_BYTES_JS)
+    return hashlib.sha256("\n".join(pictures).encode()).hexdigest() if all(pictures) else None
 
 
 def _pick_other(select, prefer: tuple[str, ...] = ()) -> str:
