@@ -7,13 +7,21 @@ table. Each row carries its ``source`` (a legend label) and ``kind`` ("run", "re
 "published"); what can be plotted (the metrics, columns with a unit in their name) and what was
 varied (the axes, as recorded in ``provenance.json``) come from the recordings, so one explorer
 serves every chapter. No widgets here: this module is fast and tested on its own.
+
+Speedups are derived here, as the chapters compute them in their notebooks without recording
+them: for a table with a time and a categorical axis (``variant``, ``kernel``), "speedup over
+<baseline>" is the baseline's time over each row's time at the same values of the other axes,
+within one source; where the chapter has a ``cpu_reference`` table (``cpu_time_ms`` by ``n``),
+"speedup over the CPU" is the CPU's time over each row's at the same ``n`` (the lab's published
+``speedup_vs_cpu`` sits beside it). Only rows whose status is ok count: a row or baseline that
+was wrong or skipped has no speedup (missing, never a number).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +62,12 @@ UNITS: tuple[tuple[str, str], ...] = (
 METRIC_ORDER = ("time", "rate", "ratio", "other")
 # A time's unit in seconds, so a lab's time_s can sit beside our time_ms.
 TIME_SCALE = {"_s": 1.0, "_ms": 1e-3, "_us": 1e-6}
+# Derived speedups: the CPU reference a chapter records (its time by n), the column the CPU
+# speedup is kept in (the name the labs' published rows use), and the stem of a baseline's.
+CPU_TABLE, CPU_TIME, CPU_AXIS = "cpu_reference", "cpu_time_ms", "n"
+CPU_SPEEDUP = "speedup_vs_cpu"
+CPU_SPEEDUP_LABEL = "speedup over the CPU (x)"
+SPEEDUP_OVER = "speedup_over_"
 
 
 def _unit_match(column: str) -> tuple[str, str] | None:
@@ -121,6 +135,9 @@ class TableData:
     axes: list[str]  # what was varied, as recorded
     metrics: dict[str, str]  # column -> label with its unit
     sources: list[Source]  # this run's first
+    # derived "speedup over <baseline>" columns: categorical axis -> {baseline value: column},
+    # the default baseline (the first in the run's table) first
+    baselines: dict[str, dict[Any, str]] = field(default_factory=dict)
 
     @property
     def run_source(self) -> str:
@@ -136,6 +153,21 @@ class TableData:
 
     def categorical_axes(self) -> list[str]:
         return [a for a in self.axes if not _numeric(self.frame[a])]
+
+    def offered_metrics(self) -> dict[str, str]:
+        """The metrics the metric picker lists: every one, but one entry per speedup family (its
+        default baseline, labelled "speedup over a <axis>"); the baseline is picked beside it."""
+        others = {c for columns in self.baselines.values() for c in list(columns.values())[1:]}
+        heads = {next(iter(columns.values())): axis for axis, columns in self.baselines.items() if columns}
+        return {
+            c: (f"speedup over a {heads[c]} (x)" if c in heads else label)
+            for c, label in self.metrics.items()
+            if c not in others
+        }
+
+    def baseline_family(self, column: str) -> str | None:
+        """The categorical axis whose "speedup over" family ``column`` is in, else None."""
+        return next((axis for axis, columns in self.baselines.items() if column in columns.values()), None)
 
     def values(self, axis: str) -> list:
         """The distinct values of an axis, in natural order (numbers by value)."""
@@ -200,23 +232,28 @@ def _align_time_units(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     return frame
 
 
-def _fill_axes(published: pd.DataFrame, measured: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
-    """Give published rows the table's axes they lack, where the columns they share determine it
-    in the measured table (lab 000's ``block_edge`` 16 is our ``variant`` "16x16"); else "not stated"."""
+def _fill_axes(
+    published: pd.DataFrame, measured: pd.DataFrame, axes: list[str], coordinates: list[str]
+) -> pd.DataFrame:
+    """Give published rows the table's axes they lack, where the coordinates they share determine
+    it in the measured table (lab 000's ``block_edge`` 16 is our ``variant`` "16x16"; its kernel,
+    threads per block and segment size are chapter 02's variant); else "not stated"."""
     published = published.copy()
     for axis in axes:
         if axis in published.columns:
             continue
-        shared = [c for c in published.columns if c in measured.columns and c not in axes and c != axis]
-        shared = [c for c in shared if measured[c].notna().any() and not is_metric(c, measured[c])]
+        shared = [c for c in coordinates if c in measured.columns and c not in axes]
+        shared = [c for c in shared if measured[c].notna().any()]
         mapping = None
         if shared:
             known = measured.dropna(subset=shared + [axis]).drop_duplicates(shared + [axis])
             if len(known) and not known.duplicated(shared).any():
                 mapping = known.set_index(shared)[axis]
-        if mapping is not None:
-            keys = published[shared].apply(tuple, axis=1) if len(shared) > 1 else published[shared[0]]
-            published[axis] = keys.map(mapping.to_dict() if len(shared) == 1 else dict(mapping.items()))
+        if mapping is None:
+            published[axis] = NOT_STATED
+            continue
+        keys = published[shared].apply(tuple, axis=1) if len(shared) > 1 else published[shared[0]]
+        published[axis] = keys.map(mapping.to_dict() if len(shared) == 1 else dict(mapping.items()))
         published[axis] = published[axis].astype(object).where(published[axis].notna(), NOT_STATED)
     return published
 
@@ -241,7 +278,7 @@ def published_frames(lab, table: pd.DataFrame, axes: list[str]) -> list[tuple[So
         ]
         if not shared or not frame[shared].notna().any().any():
             continue
-        frame = _fill_axes(frame[[*pub.coordinates, *shared]], table, axes)
+        frame = _fill_axes(frame[[*pub.coordinates, *shared]], table, axes, list(pub.coordinates))
         label = published_label(pub.lab, pub.gpu)
         if any(s.label == label for s, _ in found):
             label = published_label(pub.lab, f"{pub.gpu}, {name}")
@@ -262,13 +299,17 @@ def load(lab, table: str, *, results: Path = RESULTS_DIR) -> TableData:
         )
     axes = tables[table]
     run = pd.read_csv(lab.out_dir / f"{table}.csv")
+    time = time_column(run, axes)
+    cpu_speedup = table != CPU_TABLE and time is not None and CPU_AXIS in axes and CPU_SPEEDUP not in run
     run_src = Source(source_label(info.get("gpu_name") or "this GPU", lab.profile.name, RUN), RUN, str(lab.out_dir))
     parts = [(run_src, run)]
     for src, csv, rec_info in recorded_sources(lab.id, table, results):
         if _same_measurement(rec_info, info) or axes != list(rec_info.get("axes", {}).get(table, axes)):
             continue  # a replay's own recording is this run; a table with other axes does not join
         parts.append((src, pd.read_csv(csv)))
-    parts += published_frames(lab, run, axes)
+    if cpu_speedup:  # each source over its own CPU reference, recorded beside it
+        parts = [(src, with_cpu_speedup(frame, Path(src.where) / f"{CPU_TABLE}.csv", time)) for src, frame in parts]
+    parts += published_frames(lab, parts[0][1], axes)
     frames = []
     for src, frame in parts:
         frame = frame.copy()
@@ -281,8 +322,76 @@ def load(lab, table: str, *, results: Path = RESULTS_DIR) -> TableData:
         if not _numeric(frame[axis]) and frame[axis].map(type).nunique() > 1:
             frame[axis] = frame[axis].astype(str)
     found = [c for c in run.columns if c not in axes and is_metric(c, run[c])]
-    metrics = {c: metric_label(c) for c in sorted(found, key=lambda c: METRIC_ORDER.index(_kind_of_unit(c)))}
-    return TableData(lab.id, table, frame, axes, metrics, [s for s, _ in parts])
+    labels = {c: metric_label(c) for c in found}
+    if cpu_speedup and frame[CPU_SPEEDUP].notna().any():
+        found.append(CPU_SPEEDUP)
+        labels[CPU_SPEEDUP] = CPU_SPEEDUP_LABEL
+    baselines: dict[str, dict[Any, str]] = {}
+    if time is not None:
+        frame, baselines, derived = with_baseline_speedups(frame, run, axes, time)
+        found += list(derived)
+        labels.update(derived)
+    metrics = {c: labels[c] for c in sorted(found, key=lambda c: METRIC_ORDER.index(_kind_of_unit(c)))}
+    return TableData(lab.id, table, frame, axes, metrics, [s for s, _ in parts], baselines)
+
+
+# ---- derived speedups
+
+
+def time_column(frame: pd.DataFrame, axes: list[str]) -> str | None:
+    """The time a speedup is taken over: ``time_ms`` where the table has it, else its first time."""
+    times = [c for c in frame.columns if c not in axes and is_metric(c, frame[c]) and _kind_of_unit(c) == "time"]
+    return "time_ms" if "time_ms" in times else next(iter(times), None)
+
+
+def _timed(frame: pd.DataFrame, time: str) -> pd.Series:
+    """The rows whose time counts: status ok and a positive time."""
+    status = frame["status"] if "status" in frame else pd.Series(OK, index=frame.index)
+    return status.eq(OK) & pd.to_numeric(frame[time], errors="coerce").gt(0)
+
+
+def with_cpu_speedup(frame: pd.DataFrame, cpu_csv: Path, time: str) -> pd.DataFrame:
+    """``frame`` with ``speedup_vs_cpu``: the CPU reference's time at the row's ``n`` (its median
+    where it has several) over the row's time; missing where either is missing or not ok."""
+    frame = frame.copy()
+    frame[CPU_SPEEDUP] = float("nan")
+    if not cpu_csv.is_file():
+        return frame
+    cpu = pd.read_csv(cpu_csv)
+    if not {CPU_AXIS, CPU_TIME} <= set(cpu.columns):
+        return frame
+    cpu = cpu[_timed(cpu, CPU_TIME)]
+    reference = cpu.groupby(CPU_AXIS)[CPU_TIME].median()
+    frame[CPU_SPEEDUP] = (frame[CPU_AXIS].map(reference) / frame[time]).where(_timed(frame, time))
+    return frame
+
+
+def with_baseline_speedups(
+    frame: pd.DataFrame, run: pd.DataFrame, axes: list[str], time: str
+) -> tuple[pd.DataFrame, dict[str, dict[Any, str]], dict[str, str]]:
+    """``frame`` with a "speedup over <value>" column per value of each categorical axis that this
+    run varies: the value's time (median) over the row's, at the row's other axes, in its source.
+    Returns the frame, the baselines (axis -> {value: column}) and the new columns' labels."""
+    categorical = [a for a in axes if a in run and not _numeric(run[a]) and run[a].nunique() > 1]
+    frame = frame.copy()
+    timed = _timed(frame, time)
+    families: dict[str, dict[Any, str]] = {}
+    labels: dict[str, str] = {}
+    for axis in categorical:
+        keys = ["source", *[a for a in axes if a != axis]]
+        values = {}
+        for value in pd.unique(run[axis].dropna()):
+            column = f"{SPEEDUP_OVER}{value}" if len(categorical) == 1 else f"{SPEEDUP_OVER}{axis}_{value}"
+            if column in frame:
+                continue
+            base = frame[timed & frame[axis].eq(value)].groupby(keys, dropna=False)[time].median()
+            at = frame[keys].merge(base.rename("_base").reset_index(), on=keys, how="left")["_base"].to_numpy()
+            frame[column] = (at / frame[time]).where(timed)
+            values[value] = column
+            labels[column] = f"speedup over {value} (x)"
+        if values:
+            families[axis] = values
+    return frame, families, labels
 
 
 def explorable_tables(lab) -> list[str]:

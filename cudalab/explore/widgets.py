@@ -79,6 +79,8 @@ class Explorer:
             tables = [table, *tables]
         self.table = self._control(w.Dropdown(options=tables, value=table or tables[0], description="table"), "table")
         self.metric = self._control(w.Dropdown(description="y (metric)"), "metric")
+        # the baseline of a "speedup over a <axis>" metric, shown only beside one
+        self.baseline = self._control(w.Dropdown(description="speedup over"), "baseline")
         self.x = self._control(w.Dropdown(description="x"), "x")
         self.colour = self._control(w.Dropdown(description="colour"), "colour")
         self.facet = self._control(w.Dropdown(description="facet"), "facet")
@@ -96,12 +98,13 @@ class Explorer:
         self.rows = w.HTML()
         self.rows.add_class("cudalab-explore-rows")
         self.message = w.HTML()
-        for control in (self.metric, self.x, self.colour, self.facet, self.logx, self.logy, self.overlay):
+        for control in (self.baseline, self.x, self.colour, self.facet, self.logx, self.logy, self.overlay):
             control.observe(self._redraw, names="value")
+        self.metric.observe(self._metric_changed, names="value")
         self.table.observe(self._table_changed, names="value")
         controls = w.VBox(
             [
-                w.HBox([self.table, self.metric]),
+                w.HBox([self.table, self.metric, self.baseline]),
                 w.HBox([self.x, self.colour, self.facet]),
                 w.HBox([self.logx, self.logy]),
                 self.overlay,
@@ -146,8 +149,9 @@ class Explorer:
         first = figure.default_selection(d)
         self._building = True
         try:
-            self.metric.options = [(label, col) for col, label in d.metrics.items()]
+            self.metric.options = [(label, col) for col, label in d.offered_metrics().items()]
             self.metric.value = first.metric
+            self._metric_changed()
             self.x.options = d.axes
             self.x.value = first.x
             choices = [("(none)", figure.NONE), ("source", figure.SOURCE)] + [(a, a) for a in d.axes]
@@ -180,7 +184,27 @@ class Explorer:
             self._building = False
         self._redraw()
 
+    def _metric_changed(self, change=None) -> None:
+        """A speedup over a baseline: its baselines beside the metric (the default first), then a redraw."""
+        family = self.data.baseline_family(self.metric.value) if self.metric.value else None
+        building, self._building = self._building, True
+        try:
+            columns = self.data.baselines.get(family, {}) if family else {}
+            self.baseline.options = [(str(value), column) for value, column in columns.items()]
+            if columns:
+                self.baseline.value = self.metric.value
+            self.baseline.layout.display = "" if columns else "none"
+        finally:
+            self._building = building
+        self._redraw()
+
     # ---- the selection, drawn
+
+    def chosen_metric(self) -> str:
+        """The column drawn: the metric, or for a speedup over a baseline, the chosen baseline's."""
+        if self.baseline.options and self.data.baseline_family(self.metric.value):
+            return self.baseline.value
+        return self.metric.value
 
     def selection(self) -> figure.Selection:
         """The controls' values as a ``figure.Selection``."""
@@ -189,7 +213,7 @@ class Explorer:
             value = control.value
             filters[axis] = tuple(value) if axis in self._ranges else list(value)
         return figure.Selection(
-            metric=self.metric.value,
+            metric=self.chosen_metric(),
             x=self.x.value,
             colour=self.colour.value,
             facet=self.facet.value,
