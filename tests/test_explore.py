@@ -205,7 +205,7 @@ def test_wrong_and_skipped_points_are_never_drawn_as_times(block_sweep):
     bad = data.TableData(d.chapter, d.table, frame, d.axes, d.metrics, d.sources)
     fig = figure.draw(bad, figure.Selection(metric="time_ms", x="n", colour="variant"))
     assert 1.0e9 not in _plotted_y(fig) and 2.0e9 not in _plotted_y(fig)
-    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    legend = figure.legend_texts(fig)
     assert "wrong result (not counted)" in legend and any(t.startswith("skipped") for t in legend)
     rows = data.rows_table(data.select(bad), bad, "time_ms")
     assert "over the point's time limit" in set(rows["reason"])
@@ -215,7 +215,25 @@ def test_your_measurement_is_marked_over_the_curve(block_sweep):
     _, d = block_sweep
     mine = pd.DataFrame([{"n": 3000, "variant": "24x24", "time_ms": 123.0, "status": "ok"}])
     fig = figure.draw(d, figure.default_selection(d), points=mine)
-    assert "your measurement" in [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "your measurement" in figure.legend_texts(fig)
+
+
+def test_the_legend_stays_under_the_title_and_axes_state_their_units(tmp_path):
+    lab = replay("00_gpu_capabilities", "gtx680", tmp_path)
+    d = data.load(lab, "copy_bandwidth")
+    sel = figure.Selection(metric="time_ms", x="transfer_bytes", colour="direction", overlays=d.overlays, logy=True)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = figure.draw(d, sel)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    title = fig._suptitle.get_window_extent(renderer)
+    legend = next(ax.get_legend() for ax in fig.axes if ax.get_legend() is not None).get_window_extent(renderer)
+    assert legend.y1 <= title.y0 + 1 or legend.x0 >= title.x1, "the legend overlaps the title"
+    assert fig.axes[0].get_xlabel() == "transfer bytes (bytes)"
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels() if t.get_text()]
+    assert labels and not any("times" in t or "^" in t for t in labels), labels
 
 
 def test_every_explorer_table_draws(tmp_path):

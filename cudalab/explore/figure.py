@@ -20,9 +20,10 @@ from typing import Any
 
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, LogFormatter
 
 from cudalab.core import plots
-from cudalab.explore.data import OK, PUBLISHED, RUN, TableData, select
+from cudalab.explore.data import OK, PUBLISHED, RUN, TableData, metric_label, select
 
 SOURCE = "source"  # colour or facet by where the numbers come from
 NONE = ""  # no colour or facet
@@ -123,11 +124,14 @@ def draw(data: TableData, sel: Selection, *, points: pd.DataFrame | None = None)
             mine = points if facet is None or sel.facet not in points else points[points[sel.facet].eq(facet)]
             _draw_points(ax, mine, sel, order)
         ax.set_title(f"{sel.facet} = {facet}" if facet is not None else "", fontsize=10)
-        ax.set_xlabel(sel.x.replace("_", " "))
+        ax.set_xlabel(axis_label(sel.x))
         if sel.logx and numeric_x:
             ax.set_xscale("log", base=2)
+            ax.xaxis.set_major_formatter(_PLAIN)
         if sel.logy:
             ax.set_yscale("log")
+            ax.yaxis.set_major_formatter(PlainLogFormatter())
+            ax.yaxis.set_minor_formatter(PlainLogFormatter(labelOnlyBase=False))
         if order is not None:
             ax.set_xticks(range(len(order)), [str(v) for v in order], rotation=30 if len(order) > 4 else 0, ha="right")
     for ax in axes[len(facets) :]:
@@ -140,9 +144,38 @@ def draw(data: TableData, sel: Selection, *, points: pd.DataFrame | None = None)
             if lab not in labels:
                 handles.append(h)
                 labels.append(lab)
-    if handles:
-        fig.legend(handles, labels, fontsize=7, loc="outside right upper", frameon=False)
+    if handles:  # right of the first row's last panel, under the title (a figure legend would reach up beside it)
+        anchor = axes[min(cols, len(facets)) - 1]
+        anchor.legend(
+            handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, frameon=False
+        )
     return fig
+
+
+def legend_texts(fig: Figure) -> list[str]:
+    """The entries of the figure's legend (what a test reads)."""
+    legends = [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend() is not None)]
+    return [t.get_text() for legend in legends for t in legend.get_texts()]
+
+
+def axis_label(column: str) -> str:
+    """An axis's label: its name, with its unit where the name states one ("transfer bytes (bytes)")."""
+    return metric_label(column)
+
+
+def _plain(value: float, pos=None) -> str:
+    return f"{value:g}"
+
+
+_PLAIN = FuncFormatter(_plain)
+
+
+class PlainLogFormatter(LogFormatter):
+    """Log-axis labels as plain numbers ("3", "40", "1000"), not "3×10⁰": speedups and times read
+    as numbers; the minor ticks are labelled where the axis spans less than a decade or so."""
+
+    def _num_to_string(self, x, vmin, vmax):
+        return _plain(x)
 
 
 def _legend(rows: pd.DataFrame, sel: Selection, colours: dict, styles: dict[str, Style]) -> tuple[list, list]:
@@ -150,7 +183,8 @@ def _legend(rows: pd.DataFrame, sel: Selection, colours: dict, styles: dict[str,
     from matplotlib.lines import Line2D
 
     handles, labels = [], []
-    shown = [s for s in styles if s in set(rows["source"])]
+    drawn = rows[rows[sel.metric].notna() | ~rows["status"].eq(OK)]  # a source with nothing to draw has no entry
+    shown = [s for s in styles if s in set(drawn["source"])]
     if sel.colour and sel.colour != SOURCE:
         for value in sorted(colours, key=plots.natural_key)[:MAX_LEGEND_COLOURS]:
             handles.append(Line2D([], [], color=colours[value], marker="o", linestyle="-"))

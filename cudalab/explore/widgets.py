@@ -267,7 +267,9 @@ class Explorer:
         self.use_scratch.add_class("cudalab-explore-scratch")
         self.scratch_path = w.Text(description="scratch .cu", disabled=True, layout=w.Layout(width="520px"))
         self.use_scratch.observe(self._scratch_toggled, names="value")
-        self.measure_button = w.Button(description="Measure this point", icon="play", button_style="primary")
+        self.measure_button = w.Button(
+            description="Measure this point", icon="play", button_style="primary", layout=w.Layout(width="190px")
+        )
         self.measure_button.add_class("cudalab-explore-measure")
         self.measure_status = w.HTML()
         module = _measure_module()
