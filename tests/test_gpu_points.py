@@ -1,16 +1,21 @@
 """GPU tests of "measure one point now" and the scratch-kernel path, through the explorer's Python
 call (``explore.measure.measure_now``): a point of each chapter at small sizes measured and checked
 by the chapter's own sweep, a point beyond the GPU's limits skipped with the sweep's reason, and a
-scratch copy that does not compile, one that computes a wrong result, and the originals untouched."""
+scratch copy that does not compile, one that computes a wrong result, and the originals untouched.
+The same through the explorer itself (``Explorer.measure``, what its button calls) on a chapter
+opened in measure mode: the point appended to "your measurements" and marked over the curve, a
+scratch copy's compile error and wrong result shown as such beside the original."""
 
 import re
+from pathlib import Path
 from types import SimpleNamespace
 
+import pandas as pd
 import pytest
 
 from cudalab.core.kernels import source_digest
-from cudalab.core.paths import KERNELS_DIR
-from cudalab.explore import yours
+from cudalab.core.paths import KERNELS_DIR, NOTEBOOKS_DIR
+from cudalab.explore import figure, yours
 from cudalab.explore.measure import measure_now, why_no_gpu
 from cudalab.explore.scratch import scratch_kernel
 from cudalab.labs import points
@@ -139,3 +144,107 @@ def test_chapter_06_point(lab):
     assert_ok(got, "stage_times")
     assert set(got.rows["iteration"]) == set(range(points.KMEANS_ITERATIONS))
     assert "per iteration" in got.message
+
+
+# ---- through the explorer: what its button calls (Explorer.measure), a lab measured now
+
+
+def _stars(fig) -> list[tuple[float, float]]:
+    """The (x, y) of every "your measurement" star the figure draws."""
+    return [
+        tuple(xy)
+        for ax in fig.axes
+        for c in ax.collections
+        if c.get_label() == "your measurement"
+        for xy in c.get_offsets()
+    ]
+
+
+@pytest.fixture
+def measured_explorer(tmp_path, monkeypatch):
+    """Chapter 01 opened in measure mode in ``tmp_path``, its block_sweep a small sweep measured now
+    (the recipe's points), and the explorer on it with the chapter's point recipe, as its Explore
+    cell opens it. Scratch copies go to ``tmp_path/scratch``, never the repository's notebooks/scratch."""
+    pytest.importorskip("ipywidgets")
+    from cudalab import open_chapter
+    from cudalab.chapter import catalog
+    from cudalab.core import paths
+    from cudalab.explore import scratch, widgets
+
+    monkeypatch.delenv(catalog.BATCH_ENV, raising=False)
+    monkeypatch.setattr(paths, "SCRATCH_DIR", tmp_path / "scratch")
+    monkeypatch.setattr(scratch, "SCRATCH_DIR", tmp_path / "scratch")
+    namespace = {name: p.default for name, p in catalog.chapter("01_block_size").parameters().items()}
+    namespace.update(profile="gtx680", mode="measure", data_dir=str(tmp_path / "data"), recorded_dir="", progress=False)
+    lab = open_chapter("01_block_size", namespace)
+    recipe = points.recipe("01_block_size")
+    sweep = [recipe.measure({"n": n, "block_edge": b}) for n in (256, 512) for b in (8, 16)]
+    lab.table("block_sweep", lambda: pd.concat(sweep, ignore_index=True), axes=("n", "variant"))
+    explorer = widgets.explore(lab, "block_sweep", point=recipe)
+    assert explorer is not None and not explorer.measure_button.disabled, explorer.measure_status.value
+    explorer.point_inputs["n"].value = 300
+    explorer.point_inputs["block_edge"].value = 24
+    return lab, explorer
+
+
+def _listing(folder: Path) -> list[Path]:
+    return sorted(folder.rglob("*")) if folder.is_dir() else []
+
+
+REPO_SCRATCH = NOTEBOOKS_DIR / "scratch"  # what paths.SCRATCH_DIR is, outside these tests
+
+
+def test_the_explorer_measures_a_point_and_marks_it_over_the_curve(measured_explorer):
+    lab, explorer = measured_explorer
+    repo_scratch = _listing(REPO_SCRATCH)
+    before = bytes(explorer.image.value)
+    (got,) = explorer.measure()
+    assert got.status == "ok", got.message
+    row = got.rows.iloc[0]
+    assert row["n"] == 300 and row["variant"] == "24x24" and row["time_ms"] > 0
+    assert "original: ok" in explorer.measure_status.value
+    saved = yours.load(lab, "block_sweep")
+    assert got.saved_to == yours.path(lab, "block_sweep") and len(saved) == 1
+    assert saved["time_ms"].iloc[0] == pytest.approx(row["time_ms"])
+    assert bytes(explorer.image.value) != before, "the figure is redrawn"
+    assert (300, pytest.approx(row["time_ms"])) in _stars(explorer.last_figure)
+    assert "your measurement" in figure.legend_texts(explorer.last_figure)
+    assert _listing(REPO_SCRATCH) == repo_scratch
+
+
+def test_the_explorer_measures_a_scratch_copy_beside_the_original(measured_explorer, tmp_path):
+    from cudalab.core.paths import SCRATCH_DIR
+
+    lab, explorer = measured_explorer
+    before, repo_scratch = kernels_digests(), _listing(REPO_SCRATCH)
+    # the scratch copy as a student leaves it: made, then edited to a syntax error
+    copy = scratch_kernel("fw_basic_2d.cu", dest_dir=SCRATCH_DIR)
+    assert copy.parent == tmp_path / "scratch"
+    text = copy.read_text()
+    statement = "int j = threadIdx.y + blockIdx.y * blockDim.y;"
+    line = text[: text.index(statement)].count("\n") + 1
+    copy.write_text(text.replace(statement, statement.rstrip(";")))
+    explorer.use_scratch.value = True  # as the checkbox: the existing copy (its edits) is used
+    assert explorer.scratch_path.value == str(copy)
+
+    original, broken = explorer.measure()
+    assert original.status == "ok", original.message
+    assert broken.status == "compile error", broken.message
+    where = re.match(r"scratch/fw_basic_2d\.cu:(\d+): \S", broken.message)
+    assert where and int(where.group(1)) in (line, line + 1), broken.message
+    assert "Traceback" not in explorer.measure_status.value
+    assert "scratch copy: compile error: scratch/fw_basic_2d.cu:" in explorer.measure_status.value
+
+    copy.write_text(text.replace("= Min(", "= max("))  # keeps the longer path: not Floyd-Warshall
+    original, wrong = explorer.measure()
+    assert original.status == "ok" and wrong.status == "wrong", wrong.message
+    assert "WRONG" in wrong.message and "scratch copy: wrong" in explorer.measure_status.value
+    saved = yours.load(lab, "block_sweep")
+    assert saved["status"].tolist() == ["ok", "compile error", "ok", "wrong"]
+    fig = explorer.last_figure
+    assert "your measurement: not ok" in figure.legend_texts(fig), "the wrong point is marked as such"
+    wrong_time = saved["time_ms"].iloc[-1]
+    if pd.notna(wrong_time):
+        assert all(y != pytest.approx(wrong_time) for _, y in _stars(fig)), "a wrong point is never drawn as a time"
+    assert len(_stars(fig)) == 2, "the two originals, each a star"
+    assert kernels_digests() == before and _listing(REPO_SCRATCH) == repo_scratch

@@ -74,6 +74,7 @@ class Explorer:
         self._cache: dict[str, explore_data.TableData] = {}
         self._building = False
         self.last_redraw_s = 0.0
+        self.last_figure = None  # the Figure the image shows
         tables = explore_data.explorable_tables(lab)
         if table is not None and table not in tables:
             tables = [table, *tables]
@@ -230,6 +231,7 @@ class Explorer:
         d, sel = self.data, self.selection()
         mine = _yours(self.lab, d.table)
         fig = figure.draw(d, sel, points=mine)
+        self.last_figure = fig  # what the image shows, for a test to read
         self.image.value = figure.png(fig)
         chosen = explore_data.select(d, filters=sel.filters, sources=sel.overlays)
         self.rows.value = self._rows_html(chosen, sel.metric)
