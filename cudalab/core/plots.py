@@ -10,6 +10,8 @@ import pandas as pd
 import seaborn as sns
 
 COLOURS = sns.color_palette("colorblind", 10)
+# Beyond ten kernels in one figure: the light shades of tab20, so no two lines share a colour.
+_MORE_COLOURS = list(sns.color_palette("tab20", 20))[1::2]
 # One colour per GPU and per kernel family throughout the report. What a source is comes from its
 # label: the lab's numbers are labelled "(published, ...)", everything else was measured by us.
 MEASURED, PUBLISHED = (0, 9), (1, 3, 5, 8)
@@ -69,7 +71,7 @@ def palette(values: Iterable, *, sources: bool = False) -> dict:
         family = next((c for word, c in FAMILIES if word in str(v).lower()), None)
         if family is not None and COLOURS[family] not in chosen.values():
             chosen[v] = COLOURS[family]
-    spare = [c for c in COLOURS if c not in chosen.values()] or list(COLOURS)
+    spare = [c for c in COLOURS if c not in chosen.values()] + _MORE_COLOURS
     for v in names:
         if v not in chosen:
             chosen[v] = spare.pop(0) if spare else COLOURS[len(chosen) % len(COLOURS)]

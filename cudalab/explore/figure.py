@@ -164,6 +164,15 @@ def axis_label(column: str) -> str:
 
 
 def _plain(value: float, pos=None) -> str:
+    """A tick as a plain number: 8192, 0.01, 30,000; a power of two from 2^18 up in binary units
+    (262144 reads "256Ki", 4194304 "4Mi"), never "1.04858e+06"."""
+    if value == int(value) and abs(value) >= 1e4:
+        whole = int(value)
+        if whole >= 2**18 and whole & (whole - 1) == 0:
+            for unit, size in (("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+                if whole >= size:
+                    return f"{whole // size}{unit}"
+        return f"{whole:,}"
     return f"{value:g}"
 
 
