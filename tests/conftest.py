@@ -62,3 +62,19 @@ def pytest_terminal_summary(terminalreporter, config):
         terminalreporter.write_line(
             f"{name:36} {u.kernel:24} {u.arch:6} {u.registers:5d} {u.shared_bytes:7d} {u.spill_store_bytes:8d}"
         )
+
+
+def notebook_defaults(chapter_id: str) -> dict:
+    """The notebook's parameters cell, executed: what JupyterLab's namespace holds after it."""
+    import json
+
+    from cudalab.chapter import catalog
+
+    ns: dict = {}
+    cell = next(
+        c
+        for c in json.loads(catalog.chapter(chapter_id).path.read_text())["cells"]
+        if "parameters" in c.get("metadata", {}).get("tags", [])
+    )
+    exec("".join(cell["source"]), ns)
+    return ns

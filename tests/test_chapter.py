@@ -3,6 +3,7 @@
 import json
 
 import pytest
+from conftest import notebook_defaults
 
 from cudalab import open_chapter
 from cudalab.chapter import catalog
@@ -13,20 +14,8 @@ from cudalab.core.gpu import gpu_available
 pytestmark = pytest.mark.skipif(gpu_available(), reason="opens chapters in replay mode")
 
 
-def _defaults(chapter_id):
-    """The notebook's parameters cell, executed: what JupyterLab's namespace holds after it."""
-    ns: dict = {}
-    cell = next(
-        c
-        for c in json.loads(catalog.chapter(chapter_id).path.read_text())["cells"]
-        if "parameters" in c.get("metadata", {}).get("tags", [])
-    )
-    exec("".join(cell["source"]), ns)
-    return ns
-
-
 def test_open_chapter_takes_every_declared_parameter_from_the_namespace(tmp_path):
-    ns = {**_defaults("01_block_size"), "data_dir": str(tmp_path), "sizes": [7, 9], "extra_global": 1}
+    ns = {**notebook_defaults("01_block_size"), "data_dir": str(tmp_path), "sizes": [7, 9], "extra_global": 1}
     lab = open_chapter("01_block_size", ns)
     declared = set(catalog.chapter("01_block_size").parameter_types())
     assert set(lab.params) == declared - set(STANDARD_PARAMETERS)
@@ -43,7 +32,7 @@ def test_open_chapter_reads_the_resolved_profile_a_build_hands_it(tmp_path, monk
         raise AssertionError("the resolved profile is read as the build validated it, never loaded again")
 
     monkeypatch.setattr(profiles, "load_profile", no_yaml)
-    ns = {**_defaults("01_block_size"), "profile": str(resolved), "data_dir": str(tmp_path / "data")}
+    ns = {**notebook_defaults("01_block_size"), "profile": str(resolved), "data_dir": str(tmp_path / "data")}
     lab = open_chapter("01_block_size", ns)
     assert lab.profile.name == "h100" and lab.recorded_dir.parts[-1] == "h100"
     assert json.loads((tmp_path / "data" / "01_block_size" / "provenance.json").read_text())["profile"] == "h100"
@@ -51,14 +40,14 @@ def test_open_chapter_reads_the_resolved_profile_a_build_hands_it(tmp_path, monk
 
 
 def test_a_missing_parameter_is_a_clear_error(tmp_path):
-    ns = _defaults("01_block_size")
+    ns = notebook_defaults("01_block_size")
     del ns["block_sizes"]
     with pytest.raises(CudalabError, match="block_sizes"):
         open_chapter("01_block_size", {**ns, "data_dir": str(tmp_path)})
 
 
 def test_headlines_are_recorded_with_unit_table_and_rows(tmp_path):
-    lab = open_chapter("00_gpu_capabilities", {**_defaults("00_gpu_capabilities"), "data_dir": str(tmp_path)})
+    lab = open_chapter("00_gpu_capabilities", {**notebook_defaults("00_gpu_capabilities"), "data_dir": str(tmp_path)})
     assert lab.summary == [], "each run starts its summary afresh"
     import numpy as np
 

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 import pandas as pd
 import pytest
+from conftest import notebook_defaults
 
 from cudalab import open_chapter
 from cudalab.chapter import catalog
@@ -33,22 +34,11 @@ MAIN_TABLES = {
 }
 
 
-def _defaults(chapter_id):
-    ns: dict = {}
-    cell = next(
-        c
-        for c in json.loads(catalog.chapter(chapter_id).path.read_text())["cells"]
-        if "parameters" in c.get("metadata", {}).get("tags", [])
-    )
-    exec("".join(cell["source"]), ns)
-    return ns
-
-
 def replay(chapter_id, profile, tmp_path):
     """A chapter opened in replay with its recorded tables in this run's data folder, as the
     notebook leaves them after running (``lab.table`` copies each)."""
     lab = open_chapter(
-        chapter_id, {**_defaults(chapter_id), "profile": profile, "data_dir": str(tmp_path), "progress": False}
+        chapter_id, {**notebook_defaults(chapter_id), "profile": profile, "data_dir": str(tmp_path), "progress": False}
     )
     for csv in (lab.recorded_dir / chapter_id).glob("*.csv"):
         shutil.copyfile(csv, lab.out_dir / csv.name)
