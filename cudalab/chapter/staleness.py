@@ -200,7 +200,9 @@ class Staleness:
             return NO_FINGERPRINTS
         if not self.changed:
             return ""
-        names = list(self.changed[:SHOWN]) + ([f"{len(self.changed) - SHOWN} other files"] if len(self.changed) > SHOWN else [])
+        names = list(self.changed[:SHOWN]) + (
+            [f"{len(self.changed) - SHOWN} other files"] if len(self.changed) > SHOWN else []
+        )
         listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
         return f"recorded before {listed} changed"
 
@@ -251,3 +253,34 @@ def staleness(recorded: dict[str, Any], notebook: Path, root: Path = ROOT) -> St
         if rel in diff and (not rel.endswith(".ipynb") or _notebook_changed(commit, rel, root.resolve()))
     ]
     return Staleness(tuple(changed), how=f"git diff against {commit[:10]}")
+
+
+# ---- every recording at once (make check-recordings)
+
+
+@dataclass(frozen=True)
+class StaleChapter:
+    """One recorded chapter whose sources changed since (or cannot be compared)."""
+
+    where: str  # gpu/profile/chapter
+    staleness: Staleness
+
+    def line(self) -> str:
+        what = ", ".join(self.staleness.changed) if self.staleness.known else NO_FINGERPRINTS
+        return f"{self.where}: {what}"
+
+
+def stale_recordings(results: Path | None = None, notebooks: Path | None = None) -> list[StaleChapter]:
+    """Every recorded chapter under ``results`` (``<gpu>/<profile>/<chapter>/provenance.json``)
+    that differs from today's sources, in order of GPU, profile and chapter."""
+    from cudalab.chapter.recorded import PROVENANCE, all_recordings
+    from cudalab.core.paths import NOTEBOOKS_DIR, RESULTS_DIR
+
+    found = []
+    for rec in all_recordings(results or RESULTS_DIR):
+        for prov in sorted(rec.path.glob(f"*/{PROVENANCE}")):
+            chapter = prov.parent.name
+            state = staleness(json.loads(prov.read_text()), (notebooks or NOTEBOOKS_DIR) / f"{chapter}.ipynb")
+            if state.stale:
+                found.append(StaleChapter(f"{rec.gpu}/{rec.profile}/{chapter}", state))
+    return found
