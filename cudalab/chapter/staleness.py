@@ -23,7 +23,6 @@ import json
 import re
 import subprocess
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +41,9 @@ NO_FINGERPRINTS = "recorded before source fingerprints were kept; cannot tell wh
 
 
 def _rel(path: Path) -> str:
-    return path.resolve().relative_to(ROOT.resolve()).as_posix()
+    """A path as recordings name it: relative to the checkout (absolute outside it, as in tests)."""
+    path, root = path.resolve(), ROOT.resolve()
+    return path.relative_to(root).as_posix() if path.is_relative_to(root) else path.as_posix()
 
 
 def _sha256(data: bytes) -> str:
@@ -126,12 +127,10 @@ def _named_files(tree: ast.Module, folder: Path | None) -> set[Path]:
     return found
 
 
-@cache
 def _files_beside(folder: Path) -> tuple[Path, ...]:
     return tuple(p for p in folder.rglob("*") if p.suffix in _NAMED_SUFFIXES and p.is_file())
 
 
-@cache
 def _module_facts(path: Path, name: str) -> tuple[frozenset[str], frozenset[Path]]:
     tree = _parse(path.read_text())
     if tree is None:
@@ -211,10 +210,9 @@ def _git(*args: str, root: Path) -> str:
     return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=20, check=True).stdout
 
 
-@cache
 def _changed_since(commit: str, root: Path) -> frozenset[str] | None:
-    """Every path changed in ``root``'s working tree since ``commit`` (one git call per commit),
-    or None where git or the commit is not available."""
+    """Every path changed in ``root``'s working tree since ``commit`` (one git call), or None where
+    git or the commit is not available."""
     if not (root / ".git").exists() or not re.fullmatch(r"[0-9a-fA-F]{7,40}", commit or ""):
         return None
     try:
@@ -232,10 +230,13 @@ def _notebook_changed(commit: str, rel: str, root: Path) -> bool:
     return notebook_digest(then) != notebook_digest((root / rel).read_text())
 
 
-def staleness(recorded: dict[str, Any], notebook: Path, root: Path = ROOT) -> Staleness:
-    """How a recorded chapter (its ``provenance.json``) stands against today's sources."""
+def staleness(
+    recorded: dict[str, Any], notebook: Path, root: Path = ROOT, diffs: dict[str, frozenset[str] | None] | None = None
+) -> Staleness:
+    """How a recorded chapter (its ``provenance.json``) stands against today's sources. ``diffs``
+    keeps git's answer per commit across the calls of one check (one git call per commit)."""
     if not notebook.is_file():
-        return Staleness((_rel(notebook) if notebook.is_relative_to(root) else notebook.name,), how="notebook gone")
+        return Staleness((_rel(notebook),), how="notebook gone")
     now = deciding_files(notebook)
     if recorded.get("source_files"):
         then: dict[str, str] = recorded["source_files"]
@@ -243,7 +244,10 @@ def staleness(recorded: dict[str, Any], notebook: Path, root: Path = ROOT) -> St
         changed = sorted(k for k in current.keys() | then.keys() if current.get(k) != then.get(k))
         return Staleness(tuple(changed), how="source fingerprints")
     commit = str(recorded.get("git_commit") or "")
-    diff = _changed_since(commit, root.resolve())
+    diffs = {} if diffs is None else diffs
+    if commit not in diffs:
+        diffs[commit] = _changed_since(commit, root.resolve())
+    diff = diffs[commit]
     if diff is None or recorded.get("git_dirty"):  # a dirty recording's commit is not its source
         return Staleness(known=False)
     here = root.resolve()
@@ -276,11 +280,13 @@ def stale_recordings(results: Path | None = None, notebooks: Path | None = None)
     from cudalab.chapter.recorded import PROVENANCE, all_recordings
     from cudalab.core.paths import NOTEBOOKS_DIR, RESULTS_DIR
 
-    found = []
+    found, diffs = [], {}
     for rec in all_recordings(results or RESULTS_DIR):
         for prov in sorted(rec.path.glob(f"*/{PROVENANCE}")):
             chapter = prov.parent.name
-            state = staleness(json.loads(prov.read_text()), (notebooks or NOTEBOOKS_DIR) / f"{chapter}.ipynb")
+            state = staleness(
+                json.loads(prov.read_text()), (notebooks or NOTEBOOKS_DIR) / f"{chapter}.ipynb", diffs=diffs
+            )
             if state.stale:
                 found.append(StaleChapter(f"{rec.gpu}/{rec.profile}/{chapter}", state))
     return found
