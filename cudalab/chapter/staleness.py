@@ -199,11 +199,18 @@ class Staleness:
             return NO_FINGERPRINTS
         if not self.changed:
             return ""
-        names = list(self.changed[:SHOWN]) + (
-            [f"{len(self.changed) - SHOWN} other files"] if len(self.changed) > SHOWN else []
-        )
+        first = sorted(self.changed, key=_telling)
+        names = first[:SHOWN] + ([f"{len(first) - SHOWN} other files"] if len(first) > SHOWN else [])
         listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
         return f"recorded before {listed} changed"
+
+
+# The files a reader looks for first in a sentence: kernels, notebooks, the labs, then the machinery.
+_TELLING_ORDER = ("kernels_cu/", "notebooks/", f"{PACKAGE}/labs/")
+
+
+def _telling(path: str) -> tuple[int, str]:
+    return next((i for i, top in enumerate(_TELLING_ORDER) if path.startswith(top)), len(_TELLING_ORDER)), path
 
 
 def _git(*args: str, root: Path) -> str:
