@@ -6,7 +6,7 @@ PROFILE ?= gtx680
 # CuPy comes along where a GPU is present; replay and tests need none.
 EXTRAS := test$(shell command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && echo ,gpu)
 
-.PHONY: help venv report lint test test-gpu lab wheelhouse stamp gpu-check benchmarks bench clean
+.PHONY: help venv report check-recordings lint test test-gpu lab wheelhouse stamp gpu-check benchmarks bench clean
 
 help:
 	@echo "make report     set up .venv and build the report (PROFILE=$(PROFILE)): build/report-$(PROFILE)/report.html"
@@ -18,6 +18,8 @@ help:
 	@echo "make wheelhouse download the wheels an offline GPU node needs (wheelhouse/) and stamp the source"
 	@echo "make stamp      write wheelhouse/source-stamp.json (commit + tree fingerprint) before the tree travels"
 	@echo "make gpu-check  on a GPU node: measured reports for h100 and gtx680, recorded for replay, + tests"
+	@echo "make check-recordings  list recordings older than the kernels, notebooks or package modules"
+	@echo "                that decide their data (exit 1 if any): run before committing such a change"
 	@echo "make benchmarks rewrite BENCHMARKS.md from the recorded summaries in results/"
 	@echo "make bench      time the cold, cached and replayed builds of PROFILE=h100 (BENCH_ARGS=--record keeps them)"
 
@@ -71,6 +73,9 @@ gpu-check:
 
 bench: venv
 	$(PY) tools/bench_build.py --profile $(if $(filter command line,$(origin PROFILE)),$(PROFILE),h100) $(BENCH_ARGS)
+
+check-recordings: venv
+	$(PY) tools/check_recordings.py
 
 benchmarks: venv
 	$(PY) tools/write_benchmarks.py > BENCHMARKS.md

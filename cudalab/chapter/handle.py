@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from cudalab.chapter import catalog, parameters, recorded
+from cudalab.chapter import catalog, parameters, recorded, staleness
 from cudalab.chapter.profiles import Profile, open_profile, profile_for_gpu, unknown_profile
 from cudalab.chapter.recorded import ANSWERS, PROVENANCE, SCORECARD, SUMMARY
 from cudalab.core import gpu, provenance, sweep, timing
@@ -63,6 +63,7 @@ class Chapter:
     recorded_dir: Path
     params: dict[str, Any] = field(default_factory=dict)
     notebook: Path | None = None
+    _stale: str | None = field(default=None, repr=False)
 
     @property
     def out_dir(self) -> Path:
@@ -87,6 +88,8 @@ class Chapter:
                 "source_fingerprint": provenance.source_fingerprint(
                     self.notebook, self.profile.model_dump(mode="json")
                 ),
+                # each deciding file's sha256: a later replay names those that changed since
+                "source_files": staleness.source_files(self.notebook) if self.notebook else {},
                 "tables": [],
                 "axes": {},
             }
@@ -231,6 +234,7 @@ class Chapter:
             "fraction_of_ceiling": _plain(fraction),
             "lab": lab,
             "lab_speedup_x": _plain(lab_speedup),
+            "stale": self.stale,  # replay: the sources changed since the recording, in words
         }
         atomic_write_text(self.out_dir / SCORECARD, json.dumps(entry, indent=2) + "\n")
 
@@ -337,6 +341,17 @@ class Chapter:
         return f"{name} (measured)" if self.mode == "measure" else f"{name} (recorded)"
 
     @property
+    def stale(self) -> str:
+        """In replay: what changed in the sources that decide this chapter's data since it was
+        recorded ("recorded before kernels_cu/x.cu changed"), or that nobody can tell; empty where
+        the recording matches today's sources, and when measuring. Computed once per chapter."""
+        if self.mode != "replay" or self.notebook is None:
+            return ""
+        if self._stale is None:
+            self._stale = staleness.staleness(self.provenance, self.notebook).sentence()
+        return self._stale
+
+    @property
     def not_shown(self) -> list[str]:
         """In replay: each requested parameter whose recorded value differs (what was asked for
         cannot take effect; the recording is shown)."""
@@ -361,6 +376,11 @@ class Chapter:
                 f"pipeline recorded on {who} on {p.get('date_utc')}, commit {commit}."
             )
         lab = self.lab_gpu
+        if self.stale:
+            text += (
+                f"  \n> **Recording vs. today's code:** {_text(self.stale)}. The code listed here is "
+                "today's; re-record on the GPU named above (`make check-recordings` lists every stale recording)."
+            )
         note = ""
         if self.not_shown:
             note = (

@@ -97,9 +97,11 @@ def _summary(outcomes: list[ChapterOutcome], scorecards: dict[str, dict[str, Any
             else "no ceiling measured in this chapter"
         )
         lab = html.escape(card["lab"]) if card.get("lab") else "not published"
+        # a replay of a recording older than today's sources says so in its row, naming the files
+        stale = f"<br><span class='cudalab-stale'>({html.escape(card['stale'])})</span>" if card.get("stale") else ""
         rows.append(
             f"<tr><td><a href='#{_anchor(o.id)}'>{html.escape(o.title.split(':')[0])}</a></td>"
-            f"<td>{html.escape(card['best'])}</td><td>{speedup}</td><td>{fraction}</td><td>{lab}</td></tr>"
+            f"<td>{html.escape(card['best'])}{stale}</td><td>{speedup}</td><td>{fraction}</td><td>{lab}</td></tr>"
         )
     if not rows:
         return ""

@@ -1,0 +1,121 @@
+"""Staleness, never silent: the files that decide a chapter's data, and what changed since a
+recording (per-file digests, or git against the recorded commit), on CPU."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from cudalab.chapter import staleness
+from cudalab.chapter.recorded import PROVENANCE, RECORDINGS
+from cudalab.core.paths import NOTEBOOKS_DIR, ROOT
+
+CHECK = ROOT / "tools" / "check_recordings.py"
+
+
+def _notebook(path: Path, code: str = "from cudalab.labs import vecmax", explore: str = "x = 0") -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# A chapter"),
+        nbformat.v4.new_code_cell(code),
+        nbformat.v4.new_code_cell('source_markdown("fw_blocked_minplus.cu")'),
+        nbformat.v4.new_code_cell("def later():\n    from cudalab.labs import matmul\n    return matmul"),
+        nbformat.v4.new_code_cell("%matplotlib inline\nfrom cudalab.explore.widgets import explore\n" + explore),
+        nbformat.v4.new_code_cell("lab.answer(1, 'because')"),
+    ]
+    nb.cells[-2].metadata["tags"] = ["explore"]
+    nb.cells[-1].metadata["tags"] = ["answers"]
+    nbformat.write(nb, path)
+    return path
+
+
+def test_deciding_files_follow_imports_and_kernels_but_not_the_explorer(tmp_path):
+    nb = _notebook(tmp_path / "01_x.ipynb")
+    files = set(staleness.source_files(nb))
+    assert nb.resolve().as_posix() in files
+    assert {"cudalab/labs/vecmax.py", "cudalab/labs/__init__.py", "cudalab/__init__.py"} <= files
+    assert "cudalab/labs/bandwidth.py" in files, "vecmax imports it: imports are followed transitively"
+    assert "cudalab/labs/matmul.py" in files, "an import inside a function counts"
+    assert {"kernels_cu/vecmax_coalescing.cu", "kernels_cu/mm_00_naive.cu"} <= files, "kernels modules name"
+    assert {"kernels_cu/fw_blocked_minplus.cu", "kernels_cu/add_min.cuh"} <= files, "a kernel and its header"
+    assert "cudalab/explore/widgets.py" not in files, "an explore cell decides nothing"
+
+
+def test_per_file_digests_name_the_changed_file(tmp_path):
+    nb = _notebook(tmp_path / "01_x.ipynb")
+    recorded = {"source_files": staleness.source_files(nb), "git_commit": "unknown"}
+    assert not staleness.staleness(recorded, nb).stale, "unchanged: not stale"
+    _notebook(nb, explore="y = 1")
+    assert not staleness.staleness(recorded, nb).stale, "an explore cell's change does not stale a recording"
+    tampered = dict(recorded["source_files"], **{"kernels_cu/add_min.cuh": "0" * 64})
+    state = staleness.staleness({"source_files": tampered}, nb)
+    assert state.changed == ("kernels_cu/add_min.cuh",)
+    assert state.sentence() == "recorded before kernels_cu/add_min.cuh changed"
+    _notebook(nb, code="from cudalab.labs import vecmax\nsizes = [1, 2]")
+    assert staleness.staleness(recorded, nb).changed == (nb.resolve().as_posix(),)
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+
+
+def test_without_digests_git_names_what_changed_since_the_recorded_commit(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    nb = _notebook(repo / "01_x.ipynb", code="x = 1")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "recorded here")
+    commit = _git(repo, "rev-parse", "HEAD").strip()
+    recorded = {"git_commit": commit, "git_dirty": False}
+    assert not staleness.staleness(recorded, nb, root=repo).stale
+    _notebook(nb, code="x = 1", explore="y = 2")  # uncommitted, and only the explorer
+    assert not staleness.staleness(recorded, nb, root=repo).stale, "git sees the JSON; the deciding cells match"
+    _notebook(nb, code="x = 2")  # an uncommitted change counts
+    state = staleness.staleness(recorded, nb, root=repo)
+    assert state.changed == ("01_x.ipynb",) and state.sentence() == "recorded before 01_x.ipynb changed"
+    for unknown in ({"git_commit": "unknown"}, {"git_commit": "0" * 40}, {"git_commit": commit, "git_dirty": True}):
+        state = staleness.staleness(unknown, nb, root=repo)
+        assert state.stale and not state.known and state.sentence() == staleness.NO_FINGERPRINTS
+
+
+def _recording(results: Path, digests: dict[str, str]) -> Path:
+    rec = results / "some-gpu" / "gtx680"
+    (rec / "01_block_size").mkdir(parents=True)
+    (rec / RECORDINGS).write_text(json.dumps({"gpu_name": "Some GPU", "chapters": {}}))
+    (rec / "01_block_size" / PROVENANCE).write_text(json.dumps({"source_files": digests, "git_commit": "unknown"}))
+    return rec
+
+
+def _check(results: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(CHECK), "--results", str(results)], capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("stale", [False, True])
+def test_check_recordings_lists_stale_chapters_and_exits_1(tmp_path, stale):
+    digests = staleness.source_files(NOTEBOOKS_DIR / "01_block_size.ipynb")
+    if stale:
+        digests["kernels_cu/fw_basic_2d.cu"] = "0" * 64
+    _recording(tmp_path, digests)
+    done = _check(tmp_path)
+    assert done.returncode == (1 if stale else 0), done.stdout + done.stderr
+    if stale:
+        assert "some-gpu/gtx680/01_block_size: kernels_cu/fw_basic_2d.cu" in done.stdout
+    else:
+        assert "every recording matches" in done.stdout
+
+
+def test_check_recordings_help():
+    done = subprocess.run([sys.executable, str(CHECK), "--help"], capture_output=True, text=True)
+    assert done.returncode == 0 and "before committing" in done.stdout
