@@ -46,6 +46,13 @@ def test_deciding_files_follow_imports_and_kernels_but_not_the_explorer(tmp_path
     assert "cudalab/explore/widgets.py" not in files, "an explore cell decides nothing"
 
 
+def test_modules_that_present_or_record_data_never_stale_a_recording():
+    files = set(staleness.source_files(NOTEBOOKS_DIR / "01_block_size.ipynb"))
+    assert {"cudalab/core/timing.py", "cudalab/labs/fw/harness.py", "kernels_cu/fw_basic_2d.cu"} <= files
+    presenting = {f for f in files if f.startswith(("cudalab/chapter/", "cudalab/report/", "cudalab/explore/"))}
+    assert not presenting and "cudalab/core/plots.py" not in files, presenting
+
+
 def test_per_file_digests_name_the_changed_file(tmp_path):
     nb = _notebook(tmp_path / "01_x.ipynb")
     recorded = {"source_files": staleness.source_files(nb), "git_commit": "unknown"}

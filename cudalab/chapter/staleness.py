@@ -37,6 +37,10 @@ PACKAGE = PACKAGE_DIR.name  # "cudalab"
 _NAMED_SUFFIXES = (".cu", ".cuh", ".c", ".h")
 _IMPORT_FALLBACK = re.compile(rf"^\s*(?:from|import)\s+({PACKAGE}(?:\.\w+)*)", re.MULTILINE)
 SHOWN = 6  # changed files a sentence names; the rest are counted
+# Modules that present, record or explore the data but do not decide a number in it: their imports
+# are still followed (the chapter handle reaches the timing code), they themselves never stale a
+# recording. Without this, a figure's colour or a banner's wording would call every recording stale.
+PRESENTING = ("chapter/", "report/", "explore/", "core/plots.py")
 NO_FINGERPRINTS = "recorded before source fingerprints were kept; cannot tell what changed"
 
 
@@ -161,9 +165,15 @@ def deciding_files(notebook: Path) -> list[Path]:
         imports, files = _module_facts(_module_file(name), name)
         todo |= imports - seen
         named |= files
-    modules = {_module_file(m) for m in seen}
+    modules = {path for m in seen if not _presenting(path := _module_file(m))}
     headers = {h for k in named if k.suffix == ".cu" and k.is_relative_to(KERNELS_DIR) for h in included_headers(k)}
     return sorted({notebook.resolve(), *(p.resolve() for p in modules | named | headers)}, key=_rel)
+
+
+def _presenting(path: Path) -> bool:
+    """A module of ``PRESENTING``: it shows or records data, it does not decide it."""
+    inside = path.resolve().relative_to(PACKAGE_DIR.resolve()).as_posix()
+    return any(inside == p or inside.startswith(p) for p in PRESENTING)
 
 
 def file_digest(path: Path) -> str:
