@@ -98,7 +98,9 @@ def _summary(outcomes: list[ChapterOutcome], scorecards: dict[str, dict[str, Any
         )
         lab = html.escape(card["lab"]) if card.get("lab") else "not published"
         # a replay of a recording older than today's sources says so in its row, naming the files
-        stale = f"<br><span class='cudalab-stale'>({html.escape(card['stale'])})</span>" if card.get("stale") else ""
+        # paths may break after a slash (<wbr>), never inside a file's name, in the narrow column
+        stale_text = html.escape(card.get("stale") or "").replace("/", "/<wbr>")
+        stale = f"<br><span class='cudalab-stale'>({stale_text})</span>" if stale_text else ""
         rows.append(
             f"<tr><td><a href='#{_anchor(o.id)}'>{html.escape(o.title.split(':')[0])}</a></td>"
             f"<td>{html.escape(card['best'])}{stale}</td><td>{speedup}</td><td>{fraction}</td><td>{lab}</td></tr>"
