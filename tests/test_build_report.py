@@ -131,7 +131,8 @@ def test_the_summary_page_has_a_row_per_chapter_from_its_scorecard(replay_report
         if card["fraction_of_ceiling"] is not None:
             assert f"{card['fraction_of_ceiling']:.0%}" in summary, chapter.id
     assert summary.count("<tr>") == len(catalog.discover()) + 1
-    assert "None" not in summary and "nan" not in summary
+    # whole words: a stale recording's files (provenance.py) may hold the letters
+    assert not re.search(r"\b(None|nan|NaN)\b", summary), re.search(r".{60}\b(None|nan|NaN)\b.{20}", summary)
 
 
 def _flat(text: str) -> str:
