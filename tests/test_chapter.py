@@ -139,3 +139,18 @@ def test_chapters_read_the_ceilings_chapter_00_measured_in_the_same_run(tmp_path
     assert Chapter.ceilings(replay) == {"dram_Bps": 2904.0e9, "add_min_per_s": 1.6e13}
     measure = SimpleNamespace(mode="measure", recorded_dir=tmp_path / "rec", data_dir=tmp_path / "none")
     assert Chapter.ceilings(measure) == {}, "a measured chapter never borrows a recording's ceilings"
+
+
+def test_an_optional_table_an_old_recording_lacks_replays_as_none(tmp_path):
+    from cudalab.core.errors import NoRecordedResults
+
+    ns = {**notebook_defaults("05_matmul_footprint"), "data_dir": str(tmp_path)}
+    lab = open_chapter("05_matmul_footprint", ns)
+    assert lab.mode == "replay"
+    assert lab.table("no_such_table", lambda: None, axes=("n",), optional=True) is None
+    with pytest.raises(NoRecordedResults, match="was not recorded"):
+        lab.table("no_such_table", lambda: None, axes=("n",))
+    recorded, missing = lab.tables(
+        {"size_sweep": ("n", "kernel"), "no_such_table": ("n",)}, lambda: (), optional=("no_such_table",)
+    )
+    assert missing is None and len(recorded) > 0

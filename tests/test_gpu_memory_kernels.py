@@ -121,9 +121,11 @@ def test_vecmax_kernels_match_cupy_max_and_flag_a_wrong_one(cp):
     from cudalab.labs import vecmax
 
     kernels = {name: load("vecmax_coalescing.cu", name) for name in ("vecmax00", "vecmax01", "vecmax02")}
-    configs, ceilings = vecmax.sweep(kernels, 1 << 22, [1, 80, 333], [32, 128], seed=3)
+    configs, ceilings, check = vecmax.sweep(kernels, 1 << 22, [1, 80, 333], [32, 128], seed=3)
     assert (configs["status"] == "ok").all(), configs[["kernel", "blocks", "threads_per_block", "reason"]]
     assert (configs["bandwidth_GBps"] > 0).all() and set(ceilings["ceiling"]) == {"device_to_device_copy", "cupy_max"}
+    assert len(check) == 1 and check["status"].iloc[0] in {"ok", "remeasured", "flagged"}
+    assert check["back_to_back_time_ms"].iloc[0] > 0
     a = cp.random.default_rng(1).random(1 << 20, dtype=cp.float32)
     a[12345] = 7.0  # a max the kernel must find
     row = vecmax.measure(kernels["vecmax01"], vecmax.launch("vecmax01", 128, blocks=8), a, expected=6.0, timing={})

@@ -111,12 +111,15 @@ class Chapter:
         *,
         axes: tuple[str, ...],
         dtype: dict[str, Any] | None = None,
-    ) -> pd.DataFrame:
+        optional: bool = False,
+    ) -> pd.DataFrame | None:
         """The tidy table ``name``: measured now (and saved), or replayed from the recording.
 
         ``axes`` are the columns that identify a row (what was varied: ``n``, ``variant``, ...);
         they are recorded, so that two recordings can be joined point by point. ``dtype`` pins
-        columns whose text must survive the CSV round trip (e.g. "9.0")."""
+        columns whose text must survive the CSV round trip (e.g. "9.0"). ``optional``: a table
+        that recordings made before it existed lack; their replay returns None (the notebook
+        says so) instead of failing."""
         path = self.out_dir / f"{name}.csv"
         if self.mode == "measure":
             frame = measure()
@@ -133,6 +136,8 @@ class Chapter:
             atomic_write_text(self.out_dir / PROVENANCE, json.dumps(info, indent=2, default=str))
             return frame
         src = self.recorded_dir / self.id / f"{name}.csv"
+        if not src.is_file() and optional:
+            return None
         if not src.is_file():
             raise NoRecordedResults(
                 f"table {name!r} of chapter {self.id} was not recorded in {src.parent}; "
@@ -172,17 +177,24 @@ class Chapter:
         )
 
     def tables(
-        self, names: dict[str, tuple[str, ...]], measure: Callable[[], tuple[pd.DataFrame, ...]]
-    ) -> tuple[pd.DataFrame, ...]:
+        self,
+        names: dict[str, tuple[str, ...]],
+        measure: Callable[[], tuple[pd.DataFrame, ...]],
+        optional: tuple[str, ...] = (),
+    ) -> tuple[pd.DataFrame | None, ...]:
         """Several tables that one measurement produces together (e.g. GPU and CPU timings);
-        ``names`` maps each table's name to its axes, in the order ``measure`` returns them."""
+        ``names`` maps each table's name to its axes, in the order ``measure`` returns them;
+        those in ``optional`` are None in the replay of a recording that lacks them (``table``)."""
         produced: dict[str, pd.DataFrame] = {}
         if self.mode == "measure":
             frames = measure()
             if len(frames) != len(names):
                 raise CudalabError(f"measurement returned {len(frames)} tables for names {list(names)}")
             produced = dict(zip(names, frames))
-        return tuple(self.table(name, lambda name=name: produced[name], axes=axes) for name, axes in names.items())
+        return tuple(
+            self.table(name, lambda name=name: produced[name], axes=axes, optional=name in optional)
+            for name, axes in names.items()
+        )
 
     # ---- headline numbers, as data
 

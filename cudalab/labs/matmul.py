@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
+from cudalab.core import baseline
 from cudalab.core.check import compare_close
 from cudalab.core.errors import KernelCompileError, MeasurementError
 from cudalab.core.gpu import attributes, require_cupy
@@ -41,7 +42,7 @@ from cudalab.core.launch import Dim3, Launch, refusal_types, require_memory
 from cudalab.core.occupancy import present_sm, resident_blocks  # noqa: F401  (the chapter shows occupancy)
 from cudalab.core.rates import gflop_per_s
 from cudalab.core.sweep import run_sweep
-from cudalab.core.timing import summarize, time_gpu
+from cudalab.core.timing import back_to_back, summarize, time_gpu
 
 FLOAT32 = 4
 TOLERANCE_FACTOR = 8.0
@@ -382,10 +383,17 @@ def measure(kernel: MatmulKernel, compiled, ops: Operands, timing: dict[str, Any
     }
 
 
-def measure_cublas(ops: Operands, timing: dict[str, Any]) -> dict[str, Any]:
-    """cuBLAS SGEMM (``cupy.matmul`` into a preallocated C) on the same operands."""
+def cublas_call(ops: Operands):
+    """The baseline call: cuBLAS SGEMM (``cupy.matmul`` into a preallocated C). It does not consume
+    its input, so it can run back to back (``check_cublas``)."""
     cp = require_cupy()
-    samples = time_gpu(lambda: cp.matmul(ops.a, ops.b, out=ops.c), setup=lambda: ops.c.fill(np.nan), **timing)
+    return lambda: cp.matmul(ops.a, ops.b, out=ops.c)
+
+
+def measure_cublas(ops: Operands, timing: dict[str, Any]) -> dict[str, Any]:
+    """cuBLAS SGEMM on the same operands, timed as every kernel is (``time_gpu``, C poisoned
+    with NaN before each call)."""
+    samples = time_gpu(cublas_call(ops), setup=lambda: ops.c.fill(np.nan), **timing)
     stats = summarize(samples)
     check = compare_close(ops.c, ops.reference, ops.scale, tolerance(ops.n), "cuBLAS", "|A||B|")
     return {
@@ -478,6 +486,57 @@ def with_cublas(frame: pd.DataFrame) -> pd.DataFrame:
     out["cublas_time_ms"] = out["n"].map(cublas)
     out["fraction_of_cublas"] = (out["cublas_time_ms"] / out["time_ms"]).where(out["status"].eq("ok"))
     return out
+
+
+CHECK_AT = 4096  # cuBLAS is checked at this n, or the largest one of the sweep below it
+
+
+def check_point(frame: pd.DataFrame, at: int = CHECK_AT) -> int | None:
+    """The n of ``frame`` at which cuBLAS is checked: ``at``, else the largest correct cuBLAS n
+    below it, else the smallest; None where cuBLAS has no correct row."""
+    ns = sorted(frame.loc[frame["kernel"].eq(CUBLAS) & frame["status"].eq("ok"), "n"].astype(int).unique())
+    if not ns:
+        return None
+    below = [n for n in ns if n <= at]
+    return below[-1] if below else ns[0]
+
+
+def check_cublas(
+    frame: pd.DataFrame, *, seed: int, timing: dict[str, Any] | None = None, at: int = CHECK_AT
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Check the sweep's cuBLAS median at one n (``check_point``) against 50 back-to-back calls on
+    the same operands in this run (``core.baseline.check``: re-measured once if more than 3% off,
+    else flagged). Returns the frame (cuBLAS's row replaced by an agreeing re-measurement, its
+    ``baseline_check`` column saying the verdict, the fractions of cuBLAS recomputed) and the
+    check's one-row table."""
+    timing = timing or {}
+    n = check_point(frame, at)
+    if n is None:
+        return frame, pd.DataFrame()
+    require_cupy().get_default_memory_pool().free_all_blocks()
+    ops = operands(n, seed)
+    at_n = frame["kernel"].eq(CUBLAS) & frame["n"].eq(n)
+    again: dict[str, Any] = {}
+
+    def measure_again() -> float:
+        again.update(measure_cublas(ops, timing))
+        return again["time_ms"]
+
+    row = baseline.check(
+        CUBLAS,
+        {"n": n},
+        float(frame.loc[at_n, "time_ms"].iloc[0]),
+        measure_again,
+        lambda: back_to_back(cublas_call(ops), calls=baseline.CALLS),
+    )
+    out = frame.drop(columns=["cublas_time_ms", "fraction_of_cublas"], errors="ignore")
+    if row["status"] == baseline.REMEASURED:
+        for column, value in again.items():
+            if column in out.columns:
+                out.loc[at_n, column] = value
+    out["baseline_check"] = ""
+    out.loc[at_n, "baseline_check"] = row["status"]
+    return with_cublas(out), pd.DataFrame([row])
 
 
 def best(frame: pd.DataFrame, n: int | None = None, exclude_cublas: bool = True) -> pd.Series | None:

@@ -21,12 +21,13 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
+from cudalab.core import baseline
 from cudalab.core.errors import LaunchRefused
 from cudalab.core.gpu import attributes, require_cupy
 from cudalab.core.launch import Dim3, Launch, refusal_types, require_memory
 from cudalab.core.rates import effective_GBps
 from cudalab.core.sweep import run_sweep
-from cudalab.core.timing import summarize, time_gpu
+from cudalab.core.timing import back_to_back, summarize, time_gpu
 from cudalab.labs.bandwidth import copy_ceiling
 
 FLOAT32 = 4
@@ -135,8 +136,9 @@ def sweep(
     threads: Sequence[int],
     seed: int,
     timing: dict[str, Any] | None = None,
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Every kernel at every (blocks, threads); returns (configurations, ceilings)."""
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Every kernel at every (blocks, threads); returns (configurations, ceilings, the check of
+    ``cupy.max`` against a back-to-back timing: ``check_cupy_max``)."""
     cp = require_cupy()
     timing = timing or {}
     a = random_array(n, seed)
@@ -151,7 +153,31 @@ def sweep(
         return {**row, "n": n, "fills_gpu": row["threads_total"] >= full}
 
     configs = run_sweep(points, one, desc="vecMax", skip_on=refusal_types())
-    return configs, ceilings(a, timing)
+    return (configs, *check_cupy_max(a, ceilings(a, timing), timing))
+
+
+def check_cupy_max(a, table: pd.DataFrame, timing: dict[str, Any] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Check the ceilings' ``cupy.max`` median against 50 back-to-back calls on the same array in
+    this run (``core.baseline.check``: re-measured once if more than 3% off, else flagged).
+    Returns the ceilings (``cupy_max`` replaced by an agreeing re-measurement, a
+    ``baseline_check`` column saying the verdict) and the check's one-row table."""
+    cp = require_cupy()
+    timing = timing or {}
+    at = table["ceiling"].eq("cupy_max")
+    row = baseline.check(
+        "cupy.max",
+        {"n": int(a.size)},
+        float(table.loc[at, "time_ms"].iloc[0]),
+        lambda: summarize(time_gpu(lambda: cp.max(a), **timing))["time_ms"],
+        lambda: back_to_back(lambda: cp.max(a), calls=baseline.CALLS),
+    )
+    out = table.copy()
+    if row["status"] == baseline.REMEASURED:
+        out.loc[at, "time_ms"] = row["time_ms"]
+        out.loc[at, "bandwidth_GBps"] = float(effective_GBps(reduction_bytes(a.size), row["time_ms"]))
+    out["baseline_check"] = ""
+    out.loc[at, "baseline_check"] = row["status"]
+    return out, pd.DataFrame([row])
 
 
 # --------------------------------------------------------------- access pattern (lab 002 Figures 1-2)

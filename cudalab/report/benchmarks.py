@@ -7,6 +7,7 @@ no per-chapter code: a new chapter's headlines appear here by being recorded.
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -22,6 +23,28 @@ def _title(chapter_id: str) -> str:
         return chapter_id
 
 
+BASELINE_CHECK = "baseline_check.csv"
+
+
+def baseline_lines(path: Path) -> list[str]:
+    """The recorded verdict of a chapter's baseline check (``core.baseline``), one line per row;
+    none where the recording has no check."""
+    if not path.is_file():
+        return []
+    with path.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    lines = []
+    for r in rows:
+        where = ", ".join(f"{c} = {r[c]}" for c in ("n", "d", "k") if r.get(c))
+        verdict = "**FLAGGED**" if r.get("status") == "flagged" else r.get("status", "")
+        lines.append(
+            f"- Baseline check: {r.get('baseline')} at {where}: {verdict} (sweep median "
+            f"{float(r['sweep_time_ms']):.4g} ms, {r.get('back_to_back_calls')} back-to-back calls "
+            f"{float(r['back_to_back_time_ms']):.4g} ms per call) (table `baseline_check`)"
+        )
+    return lines
+
+
 def render(results: Path = RESULTS_DIR) -> str:
     """The whole BENCHMARKS.md for every recording under ``results``."""
     out = [
@@ -30,6 +53,12 @@ def render(results: Path = RESULTS_DIR) -> str:
         "Written by `python tools/write_benchmarks.py` (`make benchmarks`) from the recordings under `results/`, "
         "which `build_report.py --record` wrote on a real GPU. Every number below is a chapter's own recorded "
         "headline (`summary.json`); nothing here is typed or recomputed.",
+        "",
+        "A chapter that sets its kernels beside a library baseline (cuBLAS, `cupy.max`, the CuPy k-means "
+        "iteration) times both the same way and checks the baseline at one size against 50 back-to-back calls "
+        "in the same run; its verdict follows the chapter's headlines as *Baseline check*. A chapter with a "
+        "baseline but no such line was recorded before the check existed, with one synchronized call per "
+        "sample, which can time a library call's host dispatch.",
         "",
     ]
     for rec in all_recordings(results):
@@ -64,6 +93,7 @@ def render(results: Path = RESULTS_DIR) -> str:
             out += [f"- {e['text']}" + (f" (table `{e['table']}`)" if e.get("table") else "") for e in entries] or [
                 "- no headline summary recorded"
             ]
+            out += baseline_lines(rec.path / cid / BASELINE_CHECK)
             out.append("")
     out += build_times(results)
     return "\n".join(out).rstrip() + "\n"

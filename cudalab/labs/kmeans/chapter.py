@@ -119,6 +119,62 @@ def sweep(
     return pd.concat(rows, ignore_index=True)[cols]
 
 
+CUPY_BASELINE = "CuPy k-means iteration (assign, delta, update)"
+
+
+def device_iteration_ms(stages: pd.DataFrame, n: int, d: int, k: int, variant: str = "cupy") -> float:
+    """The median over iterations of ``variant``'s on-device stages (assign, delta, update: what
+    runs between CUDA events, not the host's read of the count) at (n, d, k)."""
+    at = stages[
+        stages["n"].eq(n)
+        & stages["d"].eq(d)
+        & stages["k"].eq(k)
+        & stages["variant"].eq(variant)
+        & stages["status"].eq("ok")
+        & stages["stage"].isin(["assign", "delta", "update"])
+    ]
+    return float(at.groupby("iteration")["time_ms"].sum().median()) if len(at) else float("nan")
+
+
+def check_cupy(
+    stages: pd.DataFrame, n: int, d: int, k: int, iterations: int, seed: int
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Check the sweep's CuPy iteration at (n, d, k) against 50 back-to-back iterations of its
+    on-device stages between one event pair, in this run (``core.baseline.check``: re-measured once
+    with the sweep's own timing if more than 3% off, else flagged). The CuPy iteration
+    synchronizes inside (``cupy.bincount`` sizes its output from the data), so the back-to-back
+    calls are not held. Returns the stage times (CuPy's rows at (n, d, k) replaced by an agreeing
+    re-measurement) and the check's one-row table (empty where CuPy did not run there)."""
+    from cudalab.core import baseline
+    from cudalab.core.timing import back_to_back
+    from cudalab.labs.kmeans import gpu
+
+    swept = device_iteration_ms(stages, n, d, k)
+    if np.isnan(swept):
+        return stages, pd.DataFrame()
+    problem = gpu.Problem(gpu.blobs_on_device(n, d, k, seed), k)
+    again: dict[str, pd.DataFrame] = {}
+
+    def measure_again() -> float:
+        times = gpu.time_iterations(problem, "cupy", iterations)
+        again["times"] = times.assign(n=n, d=d, k=k, variant="cupy", status="ok", reason="")
+        return device_iteration_ms(again["times"], n, d, k)
+
+    runner = gpu.Runner(problem, "cupy")
+    device = [stage.run for stage in runner.stages if stage.on_device]
+    row = baseline.check(
+        CUPY_BASELINE,
+        {"n": n, "d": d, "k": k},
+        swept,
+        measure_again,
+        lambda: back_to_back(lambda: [run() for run in device], calls=baseline.CALLS, hold=False, stream=runner.stream),
+    )
+    if row["status"] == baseline.REMEASURED:
+        at = stages["n"].eq(n) & stages["d"].eq(d) & stages["k"].eq(k) & stages["variant"].eq("cupy")
+        stages = pd.concat([stages[~at], again["times"][stages.columns]], ignore_index=True)
+    return stages, pd.DataFrame([row])
+
+
 def floors_basis() -> pd.DataFrame:
     """The two rates the floors use, measured or read in this run: the DRAM throughput a
     device-to-device copy reaches (bytes read + written per second), and the FP32 peak."""
