@@ -35,7 +35,9 @@ from cudalab.report.stitch import render_pdf
 # The parameters every chapter has for the machinery, not the experiment.
 MACHINERY = {"profile", "mode", "data_dir", "recorded_dir", "progress", "point_time_limit_s"}
 # Columns of a recorded table that are bookkeeping or spread, not a figure a student writes down.
-_NOT_A_RESULT = re.compile(r"(^status$|_q1$|_q3$|_min$|_max$|^repeats$|^warmup|_source$|^reason$|^error|^note)")
+_NOT_A_RESULT = re.compile(
+    r"(^status$|_q1$|_q3$|_min$|_max$|^repeats$|^warmup|_source$|^reason$|^error|^note|^host_behind|^baseline_check$)"
+)
 # The result columns a student fills in, most telling first.
 _PREFERRED = ("time_ms", "time_s", "bandwidth_GBps", "gflop_per_s", "relaxations_per_s", "speedup")
 MAX_ROWS = 12
