@@ -111,12 +111,15 @@ class Chapter:
         *,
         axes: tuple[str, ...],
         dtype: dict[str, Any] | None = None,
-    ) -> pd.DataFrame:
+        optional: bool = False,
+    ) -> pd.DataFrame | None:
         """The tidy table ``name``: measured now (and saved), or replayed from the recording.
 
         ``axes`` are the columns that identify a row (what was varied: ``n``, ``variant``, ...);
         they are recorded, so that two recordings can be joined point by point. ``dtype`` pins
-        columns whose text must survive the CSV round trip (e.g. "9.0")."""
+        columns whose text must survive the CSV round trip (e.g. "9.0"). ``optional``: a table
+        that a chapter added after older recordings were made; replaying one that lacks it gives
+        None (the notebook says so and goes on) instead of raising ``NoRecordedResults``."""
         path = self.out_dir / f"{name}.csv"
         if self.mode == "measure":
             frame = measure()
@@ -133,6 +136,8 @@ class Chapter:
             atomic_write_text(self.out_dir / PROVENANCE, json.dumps(info, indent=2, default=str))
             return frame
         src = self.recorded_dir / self.id / f"{name}.csv"
+        if not src.is_file() and optional:
+            return None
         if not src.is_file():
             raise NoRecordedResults(
                 f"table {name!r} of chapter {self.id} was not recorded in {src.parent}; "
