@@ -27,6 +27,7 @@ KERNELS = [
     mm.register_blocked(64, 128, 8, 4, 8),  # a non-square block tile
     mm.register_blocked(128, 64, 16, 8, 4),
 ]  # and its transpose, with a non-square thread tile
+KERNELS += mm.async_search()  # the final step: every shape of its search (cp.async, or plain copies below sm_80)
 
 
 @pytest.fixture(scope="module")
@@ -94,3 +95,13 @@ def test_occupancy_estimate_matches_the_driver(cp):
     except AttributeError as exc:
         pytest.skip(f"this CuPy does not expose the occupancy API: {exc}")
     assert ours["blocks_per_sm"] == driver
+
+
+@pytest.mark.parametrize("kernel", mm.async_search()[:6], ids=lambda k: k.label)
+def test_the_final_step_matches_cublas_where_tiles_and_float4_rows_do_not_fit(cp, kernel):
+    """n = 130 (n % 4 != 0: 4-byte copies of B), 132 (float4 rows, a partial block patch) and
+    264 (two block patches of 128, a partial third; more k-tiles than stages)."""
+    sizes = [130, 132, 264]
+    frame = mm.sweep([kernel], sizes, seed=5, timing={"min_repeats": 1, "max_repeats": 1, "min_total_s": 0})
+    rows = frame[frame["kernel"].eq(kernel.label)]
+    assert rows["status"].tolist() == ["ok"] * len(sizes), rows[["n", "status", "reason"]].to_string()

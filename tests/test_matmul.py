@@ -114,3 +114,65 @@ def test_a_footprint_beyond_the_register_file_is_refused_before_compiling():
     why = mm.refusal(mm.register_blocked(256, 256, 8, 8, 8), LIMITS)  # 1024 threads: 64 registers each
     assert "needs at least 80 registers per thread, over the 64 it can have (1024 threads share 65,536" in why
     assert mm.refusal(mm.register_blocked(128, 256, 8, 8, 16), LIMITS) == ""  # 152 of 255: the H100's best
+
+
+# ------------------------------------------------------------------ the final step: warp tiles + cp.async
+
+H100_LIMITS = {**LIMITS, "dynamic_shared_bytes": 227 * 1024}
+
+
+def test_warptile_async_geometry_defines_and_dynamic_shared_memory():
+    k = mm.warptile_async(128, 256, 8, 64, 64, 8, 16, stages=3)
+    assert k.threads == 2 * 4 * 32 and k.grid(4095) == Dim3(16, 32)
+    assert dict(k.defines) == {
+        "BM": 128, "BN": 256, "BK": 8, "WM": 64, "WN": 64, "TM": 8, "TN": 16, "STAGES": 3, "MIN_BLOCKS": 1
+    }  # fmt: skip
+    assert k.shared_bytes == 3 * 8 * (128 + 4 + 256) * 4
+    launch = k.launch(4096)
+    assert launch.dynamic_shared_bytes == k.shared_bytes and "-DSTAGES=3" in launch.options
+    assert mm.register_blocked().launch(4096).dynamic_shared_bytes == 0
+
+
+def test_the_search_is_a_dozen_sound_shapes_and_rows_name_them_back():
+    kernels = mm.async_search()
+    assert 1 <= len(kernels) <= 12 and len({k.label for k in kernels}) == len(kernels)
+    for k in kernels:
+        assert mm.refusal(k, H100_LIMITS) == "", k.label
+        assert mm.kernel_from_row({"family": k.family, **k.fields}) == k
+
+
+@pytest.mark.parametrize(
+    "kernel,reason",
+    [
+        (mm.warptile_async(128, 128, 8, 32, 32, 8, 8), "does not split into warp tiles"),
+        (mm.warptile_async(128, 128, 8, 32, 64, 8, 8, stages=1), "STAGES at least 2"),
+        (mm.warptile_async(64, 64, 4, 32, 32, 8, 4), "do not share the 64x4 and 4x64 tiles' copies evenly"),
+        (mm.warptile_async(128, 256, 32, 64, 64, 8, 16, stages=5), "exceeds this GPU's limit of 232,448 per block"),
+        (mm.warptile_async(128, 256, 8, 64, 64, 16, 16), "does not split into warp tiles"),
+        (mm.warptile_async(128, 128, 8, 64, 64, 8, 16, min_blocks=4), "4 x 128 threads share 65,536"),
+    ],
+)
+def test_a_final_step_shape_the_gpu_cannot_hold_is_refused_with_the_limit_named(kernel, reason):
+    assert reason in mm.refusal(kernel, H100_LIMITS)
+
+
+def test_dynamic_shared_memory_beyond_48k_needs_the_opt_in_limit():
+    k = mm.warptile_async(128, 256, 16, 64, 64, 8, 16, stages=2)  # 49,664 bytes
+    assert k.shared_bytes > 48 * 1024
+    assert "exceeds this GPU's limit of 49,152" in mm.refusal(k, mm.COMMON_LIMITS)
+    assert mm.refusal(k, H100_LIMITS) == ""
+
+
+def test_finalists_are_the_fastest_correct_one_per_block_patch():
+    import pandas as pd
+
+    a, b, c, d = (mm.warptile_async(**s) for s in mm.ASYNC_SEARCH[:4])  # a, b share 128x128; so do c, d
+    rows = [
+        {**a.row(), "status": "ok", "time_ms": 3.0},
+        {**b.row(), "status": "ok", "time_ms": 2.0},
+        {**mm.warptile_async(**mm.ASYNC_SEARCH[5]).row(), "status": "ok", "time_ms": 2.5},
+        {**mm.warptile_async(**mm.ASYNC_SEARCH[9]).row(), "status": "wrong", "time_ms": 1.0},
+        {"kernel": mm.CUBLAS, "family": "cublas", "status": "ok", "time_ms": 1.5},
+    ]
+    picked = mm.finalists(pd.DataFrame(rows))
+    assert [k.label for k in picked] == [b.label, mm.warptile_async(**mm.ASYNC_SEARCH[5]).label]

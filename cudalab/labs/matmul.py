@@ -38,7 +38,7 @@ from cudalab.core.check import compare_close
 from cudalab.core.errors import KernelCompileError, MeasurementError
 from cudalab.core.gpu import attributes, require_cupy
 from cudalab.core.kernels import load_kernel
-from cudalab.core.launch import Dim3, Launch, refusal_types, require_memory
+from cudalab.core.launch import Dim3, Launch, allow_shared_memory, refusal_types, require_memory
 from cudalab.core.occupancy import present_sm, resident_blocks  # noqa: F401  (the chapter shows occupancy)
 from cudalab.core.rates import gflop_per_s
 from cudalab.core.sweep import run_sweep
@@ -70,7 +70,9 @@ class MatmulKernel:
 
     ``block`` is its block of threads (x, y); ``patch`` the rows x columns of C one block computes;
     ``defines`` the compile-time constants; ``zero_c`` that the kernel accumulates into C (lab 004's
-    first steps), which must start at zero; ``problem`` a shape rule of the source it breaks."""
+    first steps), which must start at zero; ``problem`` a shape rule of the source it breaks;
+    ``dynamic_shared`` that its ``shared_bytes`` are asked for at launch (dynamic shared memory,
+    which may exceed the 48 KiB of a static array where the GPU opts in) rather than declared."""
 
     label: str
     family: str
@@ -82,6 +84,7 @@ class MatmulKernel:
     shared_bytes: int = 0
     zero_c: bool = False
     problem: str = ""
+    dynamic_shared: bool = False
     fields: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -114,14 +117,15 @@ class MatmulKernel:
 
     def launch(self, n: int | None = None) -> Launch:
         """This configuration's ``Launch`` (over the grid of size ``n`` where given), labelled as the
-        chapter's tables name it: ``config`` (its label) and ``block`` (both edges: "256x1"). Its
-        shared memory is static, so the compiler reports it."""
+        chapter's tables name it: ``config`` (its label) and ``block`` (both edges: "256x1"). Static
+        shared memory the compiler reports; dynamic shared memory is the launch's."""
         return Launch(
             self.file,
             self.function,
             self.block,
             grid=None if n is None else self.grid(n),
             options=self.options(),
+            dynamic_shared_bytes=self.shared_bytes if self.dynamic_shared else 0,
             arguments=ARGUMENTS,
             tunables=dict(self.defines),
             labels={"config": self.label, "block": f"{self.block.x}x{self.block.y}"},
@@ -230,12 +234,121 @@ def register_blocked(
     )
 
 
+def warptile_async(
+    bm: int = 128,
+    bn: int = 128,
+    bk: int = 8,
+    wm: int = 32,
+    wn: int = 64,
+    tm: int = 8,
+    tn: int = 8,
+    stages: int = 3,
+    min_blocks: int = 1,
+    label: str = "",
+) -> MatmulKernel:
+    """The chapter's final step (``mm_04_warptile_async.cu``): BM x BN per block in warp tiles of
+    WM x WN, TM x TN per lane in registers, BK-deep tiles copied asynchronously STAGES deep;
+    ``min_blocks`` asks the compiler to leave registers for that many blocks per SM."""
+    problems = []
+    if bm % wm or bn % wn or wm % tm or wn % tn or (wm // tm) * (wn // tn) != 32:
+        problems.append(
+            f"the block tile {bm}x{bn} does not split into warp tiles {wm}x{wn} of 32 lane footprints {tm}x{tn}"
+        )
+    if tm % 4 or tn % 4 or bk % 4 or stages < 2:
+        problems.append(f"TM, TN and BK must be multiples of 4 and STAGES at least 2, got {tm}, {tn}, {bk}, {stages}")
+    threads = max(1, (bm // max(wm, 1)) * (bn // max(wn, 1)) * 32)
+    if not problems and (threads % bk or threads % bn or (bm * bk) % threads or (bk * bn // 4) % threads):
+        problems.append(
+            f"{threads} threads do not share the {bm}x{bk} and {bk}x{bn} tiles' copies evenly (whole rows at a time)"
+        )
+    name = label or (
+        f"warp tiles {bm}x{bn}x{bk}, warp {wm}x{wn}, {tm}x{tn} per thread, {stages} stages"
+        + (f", {min_blocks} blocks/SM" if min_blocks > 1 else "")
+    )
+    return MatmulKernel(
+        name,
+        "warptile_async",
+        "mm_04_warptile_async.cu",
+        "mm_warptile_async",
+        Dim3(threads),
+        (bm, bn),
+        (
+            ("BM", bm),
+            ("BN", bn),
+            ("BK", bk),
+            ("WM", wm),
+            ("WN", wn),
+            ("TM", tm),
+            ("TN", tn),
+            ("STAGES", stages),
+            ("MIN_BLOCKS", min_blocks),
+        ),
+        shared_bytes=stages * bk * (bm + 4 + bn) * FLOAT32,
+        problem="; ".join(problems),
+        dynamic_shared=True,
+        fields={
+            "bm": bm,
+            "bn": bn,
+            "bk": bk,
+            "wm": wm,
+            "wn": wn,
+            "tm": tm,
+            "tn": tn,
+            "stages": stages,
+            "min_blocks": min_blocks,
+        },
+    )
+
+
+# The final step's search: a dozen shapes, each sound by design (no spill under ptxas for sm_75
+# and sm_90, every copy shared evenly), from small patches that fill the SMs at awkward n to the
+# large ones that reuse most. The chapter times each at ``tune_n`` and keeps the fastest correct.
+ASYNC_SEARCH: tuple[dict[str, int], ...] = (
+    {"bm": 128, "bn": 128, "bk": 8, "wm": 32, "wn": 64, "tm": 8, "tn": 8, "stages": 3, "min_blocks": 2},
+    {"bm": 128, "bn": 128, "bk": 8, "wm": 32, "wn": 64, "tm": 8, "tn": 8, "stages": 4, "min_blocks": 2},
+    {"bm": 128, "bn": 128, "bk": 16, "wm": 32, "wn": 64, "tm": 8, "tn": 8, "stages": 3, "min_blocks": 1},
+    {"bm": 128, "bn": 128, "bk": 8, "wm": 64, "wn": 64, "tm": 8, "tn": 16, "stages": 3, "min_blocks": 2},
+    {"bm": 128, "bn": 128, "bk": 16, "wm": 64, "wn": 64, "tm": 8, "tn": 16, "stages": 3, "min_blocks": 1},
+    {"bm": 128, "bn": 256, "bk": 8, "wm": 64, "wn": 64, "tm": 8, "tn": 16, "stages": 3, "min_blocks": 1},
+    {"bm": 128, "bn": 256, "bk": 8, "wm": 32, "wn": 128, "tm": 8, "tn": 16, "stages": 4, "min_blocks": 1},
+    {"bm": 128, "bn": 256, "bk": 16, "wm": 64, "wn": 64, "tm": 8, "tn": 16, "stages": 2, "min_blocks": 1},
+    {"bm": 256, "bn": 128, "bk": 8, "wm": 64, "wn": 64, "tm": 16, "tn": 8, "stages": 3, "min_blocks": 1},
+    {"bm": 64, "bn": 128, "bk": 8, "wm": 32, "wn": 64, "tm": 8, "tn": 8, "stages": 4, "min_blocks": 3},
+    {"bm": 128, "bn": 64, "bk": 8, "wm": 64, "wn": 32, "tm": 8, "tn": 8, "stages": 4, "min_blocks": 3},
+    {"bm": 64, "bn": 64, "bk": 16, "wm": 32, "wn": 32, "tm": 8, "tn": 4, "stages": 4, "min_blocks": 4},
+)
+
+
+def async_search() -> list[MatmulKernel]:
+    """The final step's configurations that the chapter's search times (``ASYNC_SEARCH``)."""
+    return [warptile_async(**shape) for shape in ASYNC_SEARCH]
+
+
+def finalists(search: pd.DataFrame, count: int = 3) -> list[MatmulKernel]:
+    """The search's fastest correct configurations, one per block patch (BM x BN), at most
+    ``count``: the fastest is the tuned kernel; the others keep a smaller patch beside it, which
+    fills the SMs better where n splits into a few more blocks than one wave holds (n = 3000)."""
+    ok = search[search["family"].eq("warptile_async") & search["status"].eq("ok")].sort_values("time_ms")
+    picked: list[MatmulKernel] = []
+    patches: set[tuple[int, int]] = set()
+    for _, row in ok.iterrows():
+        k = kernel_from_row(row)
+        if k.patch not in patches:
+            picked.append(k)
+            patches.add(k.patch)
+        if len(picked) == count:
+            break
+    return picked
+
+
 def present_limits() -> dict[str, int]:
     """The present GPU's limits that a configuration must respect before it is compiled."""
     attrs = attributes()
+    static = min(attrs.get("MaxSharedMemoryPerBlock", STATIC_SHARED_LIMIT), STATIC_SHARED_LIMIT)
     return {
         "threads": attrs["MaxThreadsPerBlock"],
-        "shared_bytes": min(attrs.get("MaxSharedMemoryPerBlock", STATIC_SHARED_LIMIT), STATIC_SHARED_LIMIT),
+        "shared_bytes": static,
+        "dynamic_shared_bytes": max(static, attrs.get("MaxSharedMemoryPerBlockOptin", static)),
         "registers": attrs.get("MaxRegistersPerBlock", 65536),
     }
 
@@ -250,19 +363,29 @@ def refusal(kernel: MatmulKernel, limits: dict[str, int]) -> str:
             f"block {kernel.block.x}x{kernel.block.y} = {kernel.threads} threads exceeds the limit of "
             f"{limits['threads']} threads per block"
         )
-    if kernel.shared_bytes > limits["shared_bytes"]:
+    if kernel.dynamic_shared:
+        most = limits.get("dynamic_shared_bytes", limits["shared_bytes"])
+        if kernel.shared_bytes > most:
+            return (
+                f"{kernel.shared_bytes:,} bytes of shared memory per block exceeds this GPU's limit of "
+                f"{most:,} per block (dynamic shared memory, opted in)"
+            )
+    elif kernel.shared_bytes > limits["shared_bytes"]:
         return (
             f"{kernel.shared_bytes:,} bytes of shared memory per block exceeds the limit of "
             f"{limits['shared_bytes']:,} for statically sized shared memory"
         )
-    if kernel.family == "register_blocked":
+    if kernel.family in ("register_blocked", "warptile_async"):
         d = dict(kernel.defines)
         need = d["TM"] * d["TN"] + d["TM"] + d["TN"]  # accumulators + one k's operands, before any address
         per_block = limits.get("registers", 65536)
-        cap = min(MAX_REGISTERS_PER_THREAD, per_block // kernel.threads)
+        cap = min(MAX_REGISTERS_PER_THREAD, per_block // (kernel.threads * d.get("MIN_BLOCKS", 1)))
+        blocks = d.get("MIN_BLOCKS", 1)
         why = (
             "a thread addresses at most 255"
             if cap == MAX_REGISTERS_PER_THREAD
+            else f"{blocks} x {kernel.threads} threads share {per_block:,}"
+            if blocks > 1
             else f"{kernel.threads} threads share {per_block:,} per block"
         )
         if need > cap:
@@ -275,7 +398,12 @@ def refusal(kernel: MatmulKernel, limits: dict[str, int]) -> str:
 
 # The launch limits of every GPU in the occupancy rules but the Tegra ones: what ``present_limits``
 # gives on a GTX 680 as on an H100 (threads and registers per block, static shared memory).
-COMMON_LIMITS = {"threads": 1024, "shared_bytes": STATIC_SHARED_LIMIT, "registers": 65536}
+COMMON_LIMITS = {
+    "threads": 1024,
+    "shared_bytes": STATIC_SHARED_LIMIT,
+    "dynamic_shared_bytes": STATIC_SHARED_LIMIT,
+    "registers": 65536,
+}
 
 
 def launches(kernels: Sequence[MatmulKernel], limits: dict[str, int] | None = None) -> list[Launch]:
@@ -297,7 +425,7 @@ def intensity(kernel: MatmulKernel) -> dict[str, float]:
     if kernel.family == "naive":
         return {"fma_per_shared_float": math.nan, "fma_per_global_float": 0.5}
     rows = kernel.patch[0] * kernel.patch[1] / kernel.threads
-    if kernel.family == "register_blocked":
+    if kernel.family in ("register_blocked", "warptile_async"):
         tm, tn = dict(kernel.defines)["TM"], dict(kernel.defines)["TN"]
     else:
         tm = tn = int(round(math.sqrt(rows)))
@@ -367,6 +495,7 @@ def measure(kernel: MatmulKernel, compiled, ops: Operands, timing: dict[str, Any
     """Time one configuration at ``ops.n`` and check the timed run's C against cuBLAS."""
     cp = require_cupy()
     n, spec = ops.n, kernel.launch(ops.n)
+    allow_shared_memory(compiled, spec.dynamic_shared_bytes)
     spec.check(compiled)
     args = (ops.a, ops.b, ops.c, np.int32(n))
     reset = (lambda: ops.c.fill(0)) if kernel.zero_c else (lambda: ops.c.fill(np.nan))
@@ -378,6 +507,7 @@ def measure(kernel: MatmulKernel, compiled, ops: Operands, timing: dict[str, Any
         **stats,
         "gflop_per_s": float(gflop_per_s(flops(n), stats["time_ms"])),
         "registers_per_thread": compiled.num_regs,
+        "spill_bytes_per_thread": compiled.local_size_bytes,
         "tolerance": tolerance(n),
         **check,
     }
@@ -555,8 +685,13 @@ def relabel(kernel: MatmulKernel, label: str) -> MatmulKernel:
 
 
 def kernel_from_row(row: pd.Series | dict[str, Any]) -> MatmulKernel:
-    """The register-blocked configuration a recorded tuning row names (bm, bn, bk, tm, tn)."""
+    """The configuration a recorded tuning row names: register-blocked (bm, bn, bk, tm, tn), or
+    the final step's (family warptile_async: also wm, wn, stages, min_blocks)."""
     r = dict(row)
+    if r.get("family") == "warptile_async":
+        return warptile_async(
+            **{k: int(r[k]) for k in ("bm", "bn", "bk", "wm", "wn", "tm", "tn", "stages", "min_blocks")}
+        )
     return register_blocked(
         int(r["bm"]), int(r["bn"]), int(r["bk"]), int(r["tm"]), int(r["tn"]), bool(r.get("double_buffer", True))
     )

@@ -1,0 +1,224 @@
+// The chapter's final step: mm_register_blocked's register footprint, fed by asynchronous copies
+// through a ring of shared buffers, with the block's threads grouped by warp tiles.
+// A block of THREADS threads computes a BM x BN patch of C. Its warps tile the patch, each warp a
+// WM x WN sub-tile; the 32 lanes of a warp form an LM x LN grid (LM = WM / TM, LN = WN / TN,
+// LM * LN = 32), each lane a TM x TN footprint in registers, split into 4 x 4 sub-patches placed
+// 4 LM rows and 4 LN columns apart, so that every shared-memory read is one float4.
+// Changed from mm_register_blocked:
+//   1. Warp tiles (-DWM -DWN): the warp, not the block, decides which rows of A and columns of B
+//      its lanes read, so a tile shape no longer fixes the lanes' layout: 4 x 8 or 8 x 4 lanes,
+//      and every float4 read of shared memory is a broadcast or 8 distinct contiguous float4s:
+//      no bank conflict.
+//   2. cp.async (sm_80+): tiles go from global to shared memory without passing through
+//      registers, STAGES deep (-DSTAGES=2..4): while the block multiplies tile t, tiles t+1 ..
+//      t+STAGES-1 are in flight. One __syncthreads per tile; no staging registers, so the
+//      footprint keeps them (mm_03 held a tile in registers between its load and its store).
+//   3. A is stored transposed (As[k][m], rows padded by 4 floats): each element is its own 4-byte
+//      copy, placed so that a warp's 32 copies hit 32 different banks when BK = 8, and the TM
+//      values of one k are contiguous. B is copied 16 bytes at a time (float4) where n % 4 == 0,
+//      4 bytes at a time otherwise (its rows are then not 16-byte aligned).
+//   4. Edges: a copy past the matrix is zero-filled by the copy itself (cp.async with a source
+//      size of 0), so the loop has no edge case; stores are guarded, float4 where aligned. The
+//      aligned case pays one uniform branch per tile for the choice of copy width.
+//   5. Dynamic shared memory: STAGES x BK x (BM + 4 + BN) floats may exceed the 48 KiB of a
+//      static array (the launch opts in, up to the GPU's limit; over it, it is refused).
+// Without cp.async (below sm_80: the rtx2080 profile's Turing) the same copies are plain loads
+// and stores, in the same ring: correct, with less latency hidden.
+// Tuning: -DBM -DBN -DBK -DWM -DWN -DTM -DTN -DSTAGES (-DMIN_BLOCKS: blocks per SM the compiler
+// must leave registers for); the chapter's search picks them for the present GPU.
+// Launch: grid (ceil(n / BN), ceil(n / BM)), block (THREADS), STAGES * BK * (BM + 4 + BN) * 4
+// bytes of dynamic shared memory.
+
+#ifndef BM
+#define BM 128
+#endif
+#ifndef BN
+#define BN 128
+#endif
+#ifndef BK
+#define BK 8
+#endif
+#ifndef WM
+#define WM 32
+#endif
+#ifndef WN
+#define WN 64
+#endif
+#ifndef TM
+#define TM 8
+#endif
+#ifndef TN
+#define TN 8
+#endif
+#ifndef STAGES
+#define STAGES 3
+#endif
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1
+#endif
+
+#define LM (WM / TM)                     // lanes along m in a warp
+#define LN (WN / TN)                     // lanes along n
+#define WARPS_N (BN / WN)
+#define THREADS ((BM / WM) * WARPS_N * 32)
+#define PAD 4
+#define AS_LD (BM + PAD)                 // floats per k-row of the transposed A tile
+#define AS_STAGE (BK * AS_LD)
+#define BS_STAGE (BK * BN)
+
+#if BM % WM || BN % WN || WM % TM || WN % TN || LM * LN != 32
+#error "the block tile must split into warp tiles, each into 32 lane footprints"
+#endif
+#if TM % 4 || TN % 4 || BK % 4 || STAGES < 2
+#error "TM, TN and BK must be multiples of 4 (float4 reads), and STAGES at least 2"
+#endif
+#if THREADS % BK || THREADS % BN || (BM * BK) % THREADS || (BK * BN / 4) % THREADS
+#error "every thread must copy the same elements of each tile: whole rows of them, THREADS at a time"
+#endif
+#define A_STEP (THREADS / BK)            // rows of the A tile one pass of the threads copies
+#define A_COPIES (BM * BK / THREADS)     // 4-byte copies of A per thread per tile
+#define B_VEC_COPIES (BK * BN / 4 / THREADS)
+#define B_COPIES (BK * BN / THREADS)
+
+// One 4- or 16-byte copy from global to shared memory; `bytes` of it read from `src` and the
+// rest zero-filled (0: all zeros, `src` is not read).
+__device__ __forceinline__ void copy4(float* dst, const float* src, bool valid)
+{
+#if __CUDA_ARCH__ >= 800
+    unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(src), "r"(valid ? 4 : 0));
+#else
+    *dst = valid ? *src : 0.0f;
+#endif
+}
+
+__device__ __forceinline__ void copy16(float* dst, const float* src, bool valid)
+{
+#if __CUDA_ARCH__ >= 800
+    unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(valid ? 16 : 0));
+#else
+    *reinterpret_cast<float4*>(dst) = valid ? *reinterpret_cast<const float4*>(src) : make_float4(0.f, 0.f, 0.f, 0.f);
+#endif
+}
+
+__device__ __forceinline__ void copies_commit()
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+template <int PENDING>
+__device__ __forceinline__ void copies_wait()
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
+#endif
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) mm_warptile_async(const float* __restrict__ A,
+                                                                                    const float* __restrict__ B,
+                                                                                    float* __restrict__ C, int n)
+{
+    extern __shared__ __align__(16) float smem[];
+    float* As = smem;                            // [STAGES][BK][AS_LD]
+    float* Bs = smem + STAGES * AS_STAGE;        // [STAGES][BK][BN]
+
+    int tid = threadIdx.x;
+    int warp = tid / 32, lane = tid % 32;
+    int wm0 = (warp / WARPS_N) * WM, wn0 = (warp % WARPS_N) * WN;   // the warp's tile in the block's patch
+    int ly = lane / LN, lx = lane % LN;                             // the lane's place in the warp
+    int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+    bool vec = (n & 3) == 0;
+
+    // Each thread's copies, fixed but for the tile: A by 4 bytes, consecutive lanes along k (a
+    // warp reads whole 32-byte sectors and writes 32 banks of the transposed tile); B by 16
+    // bytes (or 4 where n % 4 != 0) along n. Addresses advance by one tile per tile.
+    const int a_r = tid / BK, a_c = tid % BK;
+    const float* a_src = A + (size_t)(m0 + a_r) * n + a_c;
+    float* a_dst = As + a_c * AS_LD + a_r;
+    const int b_per_row = vec ? BN / 4 : BN;
+    const int b_r = tid / b_per_row, b_c = (vec ? 4 : 1) * (tid % b_per_row), b_step = THREADS / b_per_row;
+    const float* b_src = B + (size_t)b_r * n + n0 + b_c;
+    float* b_dst = Bs + b_r * BN + b_c;
+    const bool b_col_ok = n0 + b_c < n;   // n % 4 == 0 on the float4 path: a float4 is all in or all out
+
+    auto load_tile = [&](int stage, int t) {
+        int k0 = t * BK;
+        const float* pa = a_src + k0;
+        bool a_col_ok = k0 + a_c < n;
+#pragma unroll
+        for (int l = 0; l < A_COPIES; l++) {
+            bool ok = a_col_ok && m0 + a_r + l * A_STEP < n;
+            copy4(a_dst + stage * AS_STAGE + l * A_STEP, ok ? pa + l * A_STEP * n : A, ok);
+        }
+        const float* pb = b_src + (size_t)k0 * n;
+        if (vec) {
+#pragma unroll
+            for (int l = 0; l < B_VEC_COPIES; l++) {
+                bool ok = b_col_ok && k0 + b_r + l * b_step < n;
+                copy16(b_dst + stage * BS_STAGE + l * b_step * BN, ok ? pb + l * b_step * n : B, ok);
+            }
+        } else {
+#pragma unroll
+            for (int l = 0; l < B_COPIES; l++) {
+                bool ok = b_col_ok && k0 + b_r + l * b_step < n;
+                copy4(b_dst + stage * BS_STAGE + l * b_step * BN, ok ? pb + l * b_step * n : B, ok);
+            }
+        }
+    };
+
+    float acc[TM][TN] = {};
+    int tiles = (n + BK - 1) / BK;
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; s++) {   // fill the ring but one stage
+        if (s < tiles) load_tile(s, s);
+        copies_commit();
+    }
+
+    for (int t = 0; t < tiles; t++) {
+        copies_wait<STAGES - 2>();   // tile t has landed (for this thread's copies) ...
+        __syncthreads();             // ... for everyone's, and everyone is done with tile t - 1
+        int next = t + STAGES - 1;   // refill the stage tile t - 1 used
+        if (next < tiles) load_tile(next % STAGES, next);
+        copies_commit();             // an empty group near the end keeps the count of groups in step
+
+        const float* as = As + (t % STAGES) * AS_STAGE + wm0 + 4 * ly;
+        const float* bs = Bs + (t % STAGES) * BS_STAGE + wn0 + 4 * lx;
+#pragma unroll
+        for (int k = 0; k < BK; k++) {
+            float a[TM], b[TN];
+#pragma unroll
+            for (int g = 0; g < TM / 4; g++)
+                *reinterpret_cast<float4*>(&a[4 * g]) = *reinterpret_cast<const float4*>(&as[k * AS_LD + g * 4 * LM]);
+#pragma unroll
+            for (int g = 0; g < TN / 4; g++)
+                *reinterpret_cast<float4*>(&b[4 * g]) = *reinterpret_cast<const float4*>(&bs[k * BN + g * 4 * LN]);
+#pragma unroll
+            for (int i = 0; i < TM; i++)
+#pragma unroll
+                for (int j = 0; j < TN; j++)
+                    acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+        }
+    }
+
+#pragma unroll
+    for (int i = 0; i < TM; i++) {
+        int row = m0 + wm0 + (i / 4) * 4 * LM + 4 * ly + i % 4;
+        if (row >= n) continue;
+#pragma unroll
+        for (int g = 0; g < TN / 4; g++) {
+            int col = n0 + wn0 + g * 4 * LN + 4 * lx;
+            float* out = &C[(size_t)row * n + col];
+            if (vec && col + 3 < n) {
+                *reinterpret_cast<float4*>(out) =
+                    make_float4(acc[i][4 * g], acc[i][4 * g + 1], acc[i][4 * g + 2], acc[i][4 * g + 3]);
+            } else {
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+                    if (col + j < n) out[j] = acc[i][4 * g + j];
+            }
+        }
+    }
+}
