@@ -276,7 +276,7 @@ def chosen(per_it: pd.DataFrame) -> pd.DataFrame:
     chosen one. One row per configuration; ``variant`` is empty where none ran correctly."""
     ours = per_it[per_it["variant"].isin(LADDER) & per_it["status"].eq("ok")]
     rows = []
-    for (n, d, k), group in per_it.groupby(["n", "d", "k"], sort=True):
+    for n, d, k in per_it[["n", "d", "k"]].drop_duplicates().sort_values(["n", "d", "k"]).itertuples(index=False):
         ranked = ours[(ours["n"] == n) & (ours["d"] == d) & (ours["k"] == k)].sort_values("time_ms", kind="stable")
         first = ranked.iloc[0] if len(ranked) else None
         second = ranked.iloc[1] if len(ranked) > 1 else None
