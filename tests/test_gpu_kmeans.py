@@ -79,7 +79,7 @@ def test_the_command_runs_on_the_gpu_and_writes_the_classic_outputs(gpu, tmp_pat
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
-    assert "fixed on" in proc.stdout and "iterations:" in proc.stdout
+    assert "dot on" in proc.stdout and "iterations:" in proc.stdout
     classic = reference.classic(files.read(tmp_path / "blobs.txt", binary=False), 5)
     got = files.read_membership(tmp_path / "blobs.txt.membership")
     assert (got == classic.membership).mean() > 0.999
@@ -151,6 +151,52 @@ def test_the_fixed_point_kernel_agrees_with_the_sequential_code_over_a_whole_run
     fixed = table.loc["fixed"]
     assert fixed["status"] == "ok" and fixed["same_bits_twice"]
     assert fixed["membership_agreement"] >= 0.999 and fixed["max_centre_difference"] < 1e-3
+
+
+# The register kernel across shapes: N odd (no vector loads) or not a multiple of a warp's 64
+# objects, D not a multiple of 4 (scalar tails) and past a warp's lanes, K = 1 and up to 128,
+# PPT = 1 (D = 100).
+DOT_CASES = [(1, 3, 1), (2003, 5, 7), (5002, 16, 100), (4099, 33, 32), (3001, 32, 128), (777, 1, 4), (1001, 100, 9)]
+
+
+@pytest.mark.parametrize("n,d,k", DOT_CASES, ids=[f"n{n}-d{d}-k{k}" for n, d, k in DOT_CASES])
+def test_the_register_kernel_matches_float64_across_shapes(gpu, n, d, k):
+    why = gpu.refusal("dot", d, k)
+    if why:
+        pytest.skip(why)
+    problem = gpu.Problem(reference.blobs(n, d, max(k, 2), seed=k + d), k)
+    check = gpu.check_against_float64(problem, "dot", iterations=4)
+    assert check["status"].eq("ok").all(), check.to_string()
+
+
+@pytest.mark.parametrize("n,d,k", [(50003, 32, 32), (20011, 7, 13), (30000, 32, 128)])
+def test_the_register_kernel_gives_the_same_bits_every_run_and_as_the_fixed_point_kernel(gpu, n, d, k):
+    """Two runners give the same bits at every iteration; and the same bits as kmeans_fixed, which
+    sums each score in the same order and the same integers."""
+    problem = gpu.Problem(reference.blobs(n, d, k, seed=3), k)
+    first, second, fixed = gpu.Runner(problem, "dot"), gpu.Runner(problem, "dot"), gpu.Runner(problem, "fixed")
+    for _ in range(6):
+        assert first.step() == second.step() == fixed.step()
+        (c1, m1), (c2, m2), (c3, m3) = first.result(), second.result(), fixed.result()
+        assert np.array_equal(m1, m2) and np.array_equal(m1, m3)
+        assert np.array_equal(c1.view(np.int32), c2.view(np.int32))
+        assert np.array_equal(c1.view(np.int32), c3.view(np.int32))
+
+
+def test_the_register_kernel_agrees_with_the_sequential_code_over_a_whole_run(gpu):
+    from cudalab.labs.kmeans import chapter
+
+    row = chapter.agreement(20000, 8, 12, 5, ["dot"]).set_index("variant").loc["dot"]
+    assert row["status"] == "ok" and row["same_bits_twice"]
+    assert row["membership_agreement"] >= 0.999 and row["max_centre_difference"] < 1e-3
+
+
+def test_the_register_kernel_at_the_goal_shape(gpu):
+    """Issue 25's shape, N = 4Mi, D = K = 32: one iteration checked against float64's nearest
+    centres and its centres' means (two iterations)."""
+    problem = gpu.Problem(gpu.blobs_on_device(4194304, 32, 32, seed=2011), 32)
+    check = gpu.check_against_float64(problem, "dot", iterations=2)
+    assert check["status"].eq("ok").all(), check.to_string()
 
 
 def test_the_fixed_point_scale_cannot_overflow(gpu):

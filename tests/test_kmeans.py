@@ -233,3 +233,22 @@ def test_the_fixed_point_kernels_plan_and_scale_need_no_gpu():
     for n, top in [(4194304, 15.0), (17695, 1.0), (1, 3e38), (100, 1e-30)]:
         assert n * top * 2.0 ** gpu.fixed_point_bits(n, top) < 2.0**62
     assert gpu.fixed_point_bits(4194304, 15.0) >= 30  # exact sums: a float32 of magnitude ~1 keeps all 24 bits
+
+
+def test_the_register_kernels_plan_and_refusals_need_no_gpu():
+    from cudalab.labs.kmeans import gpu
+
+    plan = gpu.dot_shape(32, 32)
+    assert plan["PPT"] == 2 and plan["THREADS"] == 128
+    # centres 32 x 32, norms 32, low and high words 2 x 32 x 32, sizes 32, 4 warps x 32 rows x 36
+    assert plan["dynamic_bytes"] == 4 * (32 * 32 + 32 + 2 * 32 * 32 + 32 + 4 * 32 * 36)
+    assert gpu.dot_shape(5, 7)["dynamic_bytes"] == 4 * (7 * 8 + 8 + 2 * 36 + 8 + 4 * 32 * 12)
+    assert gpu.dot_shape(65, 8)["PPT"] == 1 and gpu.dot_shape(64, 8)["PPT"] == 2
+    assert gpu.refusal("dot", 32, 128, optin=227 * 1024) == ""
+    assert gpu.refusal("dot", 1, 1, optin=48 * 1024) == ""
+    assert "exceeds the 128" in gpu.refusal("dot", 129, 4, optin=227 * 1024)
+    assert "a block may have" in gpu.refusal("dot", 128, 128, optin=227 * 1024)
+    launch = gpu.stage_launches("dot", 4194304, 32, 32, optin=227 * 1024)
+    assert launch["pass"].kernel == "kmeans_dot" and "-DPPT=2" in launch["pass"].options
+    assert launch["finalize"].kernel == "kmeans_fixed_finalize"
+    assert "dot" in gpu.LADDER and gpu.VARIANTS["dot"]

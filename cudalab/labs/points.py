@@ -276,6 +276,7 @@ def _recipes() -> dict[str, PointRecipe]:
         "fused": "km_03_fused.cu",
         "tiled": "km_04_tiled.cu",
         "fixed": "km_05_fixed_point.cu",
+        "dot": "km_06_dot_assign.cu",
     }
     recipes = [
         PointRecipe(
@@ -359,7 +360,7 @@ def _recipes() -> dict[str, PointRecipe]:
             {"n": int, "d": int, "k": int},
             {"n": 262144, "d": 32, "k": 48, "variant": "tiled"},
             "km_04_tiled.cu",
-            {"variant": ("tiled", "fixed", "fused", *LADDER[:3])},
+            {"variant": ("tiled", "fixed", "dot", "fused", *LADDER[:3])},
             _kmeans_point,
             "one k-means variant at one N, D and K",
             files={"variant": km_files},

@@ -22,6 +22,7 @@ STEPS = {
     "fused": "ours 1",
     "tiled": "ours 2",
     "fixed": "ours 3",
+    "dot": "ours 4",
     "cupy": "peer",
 }
 SHORT_NAMES = {
