@@ -8,8 +8,9 @@ PREFIX.cluster_centres (a line per cluster: index, then D values) and PREFIX.mem
 per object: index, then cluster); PREFIX defaults to FILE. It prints the iteration count and
 the time of each stage.
 
-On a GPU it runs chapter 06's fastest variant (``--variant`` picks another: host_update,
-device_update, shared_buffers, fused, tiled, cupy); without one, or with --cpu, it runs the classic
+On a GPU it runs chapter 06's deterministic register kernel, dot, or where it cannot take the shape the
+fixed-point tiled kernel, fixed (``--variant`` picks another: host_update, device_update, shared_buffers,
+fused, tiled, fixed, dot, cupy); without one, or with --cpu, it runs the classic
 sequential code, whose memberships, iteration count and centres (to six decimals) it reproduces.
 A malformed file, K <= 0 or K > N, or an output path that is the input, is refused before any
 work. Exit status: 0 ok, 2 a malformed file or bad arguments.
@@ -50,8 +51,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--variant",
         default=None,
-        help="GPU variant (default: tiled, chapter 06's fastest at D = K = 32 on the H100; fused where "
-        "tiled cannot take the shape)",
+        help="GPU variant (default: dot, chapter 06's deterministic register kernel, whose centres do not "
+        "depend on the order of the GPU's additions; fixed, tiled, then fused, where it cannot take the shape)",
     )
     return p
 
@@ -91,7 +92,7 @@ def _run(args: argparse.Namespace) -> int:
     else:
         from cudalab.labs.kmeans import gpu
 
-        variant = args.variant or ("tiled" if not gpu.refusal("tiled", d, args.k) else "fused")
+        variant = args.variant or next((v for v in ("dot", "fixed", "tiled") if not gpu.refusal(v, d, args.k)), "fused")
         where = f"{variant} on {gpu_name()}"
         if variant not in gpu.VARIANTS:
             raise CudalabError(f"unknown variant {variant!r}; variants: {', '.join(gpu.VARIANTS)}")

@@ -79,7 +79,7 @@ def test_the_command_runs_on_the_gpu_and_writes_the_classic_outputs(gpu, tmp_pat
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
-    assert "tiled on" in proc.stdout and "iterations:" in proc.stdout
+    assert "dot on" in proc.stdout and "iterations:" in proc.stdout
     classic = reference.classic(files.read(tmp_path / "blobs.txt", binary=False), 5)
     got = files.read_membership(tmp_path / "blobs.txt.membership")
     assert (got == classic.membership).mean() > 0.999
@@ -112,3 +112,122 @@ def test_the_tiled_kernel_matches_float64_across_its_blockings(gpu, n, d, k):
     problem = gpu.Problem(reference.blobs(n, d, k, seed=k), k)
     check = gpu.check_against_float64(problem, "tiled", iterations=3)
     assert check["status"].eq("ok").all(), check.to_string()
+
+
+# The fixed-point kernel across shapes: N not a multiple of any tile, D and K not powers of two,
+# K up to 128 (and past the 32 lanes' 8 centres each), D past a warp's lanes.
+FIXED_CASES = [(1, 3, 1), (2003, 5, 7), (5003, 16, 100), (4099, 33, 32), (3001, 32, 128), (777, 1, 4), (2001, 3, 300)]
+
+
+@pytest.mark.parametrize("n,d,k", FIXED_CASES, ids=[f"n{n}-d{d}-k{k}" for n, d, k in FIXED_CASES])
+def test_the_fixed_point_kernel_matches_float64_across_shapes(gpu, n, d, k):
+    why = gpu.refusal("fixed", d, k)
+    if why:
+        pytest.skip(why)
+    problem = gpu.Problem(reference.blobs(n, d, max(k, 2), seed=k + d), k)
+    check = gpu.check_against_float64(problem, "fixed", iterations=4)
+    assert check["status"].eq("ok").all(), check.to_string()
+
+
+@pytest.mark.parametrize("n,d,k", [(50003, 32, 32), (20011, 7, 13), (30000, 32, 128)])
+def test_the_fixed_point_kernel_gives_the_same_bits_every_run(gpu, n, d, k):
+    """Two runners (two grids' worth of atomics in whatever order they land) give the same
+    memberships and centres, bit for bit, at every iteration; the float-sum tiled kernel need not."""
+    if gpu.refusal("fixed", d, k):
+        pytest.skip(gpu.refusal("fixed", d, k))
+    problem = gpu.Problem(reference.blobs(n, d, k, seed=3), k)
+    first, second = gpu.Runner(problem, "fixed"), gpu.Runner(problem, "fixed")
+    for _ in range(6):
+        assert first.step() == second.step()
+        (c1, m1), (c2, m2) = first.result(), second.result()
+        assert np.array_equal(m1, m2)
+        assert np.array_equal(c1.view(np.int32), c2.view(np.int32))
+
+
+def test_the_fixed_point_kernel_agrees_with_the_sequential_code_over_a_whole_run(gpu):
+    from cudalab.labs.kmeans import chapter
+
+    table = chapter.agreement(20000, 8, 12, 5, ["fixed", "tiled"]).set_index("variant")
+    fixed = table.loc["fixed"]
+    assert fixed["status"] == "ok" and fixed["same_bits_twice"]
+    assert fixed["membership_agreement"] >= 0.999 and fixed["max_centre_difference"] < 1e-3
+
+
+# The register kernel across shapes: N odd (no vector loads) or not a multiple of a warp's 64
+# objects, D not a multiple of 4 (scalar tails) and past a warp's lanes, K = 1 and up to 128,
+# PPT = 1 (D = 100).
+DOT_CASES = [(1, 3, 1), (2003, 5, 7), (5002, 16, 100), (4099, 33, 32), (3001, 32, 128), (777, 1, 4), (1001, 100, 9)]
+
+
+@pytest.mark.parametrize("n,d,k", DOT_CASES, ids=[f"n{n}-d{d}-k{k}" for n, d, k in DOT_CASES])
+def test_the_register_kernel_matches_float64_across_shapes(gpu, n, d, k):
+    why = gpu.refusal("dot", d, k)
+    if why:
+        pytest.skip(why)
+    problem = gpu.Problem(reference.blobs(n, d, max(k, 2), seed=k + d), k)
+    check = gpu.check_against_float64(problem, "dot", iterations=4)
+    assert check["status"].eq("ok").all(), check.to_string()
+
+
+@pytest.mark.parametrize("n,d,k", [(50003, 32, 32), (20011, 7, 13), (30000, 32, 128)])
+def test_the_register_kernel_gives_the_same_bits_every_run_and_as_the_fixed_point_kernel(gpu, n, d, k):
+    """Two runners give the same bits at every iteration; and the same bits as kmeans_fixed, which
+    sums each score in the same order and the same integers."""
+    problem = gpu.Problem(reference.blobs(n, d, k, seed=3), k)
+    first, second, fixed = gpu.Runner(problem, "dot"), gpu.Runner(problem, "dot"), gpu.Runner(problem, "fixed")
+    for _ in range(6):
+        assert first.step() == second.step() == fixed.step()
+        (c1, m1), (c2, m2), (c3, m3) = first.result(), second.result(), fixed.result()
+        assert np.array_equal(m1, m2) and np.array_equal(m1, m3)
+        assert np.array_equal(c1.view(np.int32), c2.view(np.int32))
+        assert np.array_equal(c1.view(np.int32), c3.view(np.int32))
+
+
+def test_the_register_kernel_agrees_with_the_sequential_code_over_a_whole_run(gpu):
+    from cudalab.labs.kmeans import chapter
+
+    row = chapter.agreement(20000, 8, 12, 5, ["dot"]).set_index("variant").loc["dot"]
+    assert row["status"] == "ok" and row["same_bits_twice"]
+    assert row["membership_agreement"] >= 0.999 and row["max_centre_difference"] < 1e-3
+
+
+def test_the_register_kernel_at_the_goal_shape(gpu):
+    """Issue 25's shape, N = 4Mi, D = K = 32: one iteration checked against float64's nearest
+    centres and its centres' means (two iterations)."""
+    problem = gpu.Problem(gpu.blobs_on_device(4194304, 32, 32, seed=2011), 32)
+    check = gpu.check_against_float64(problem, "dot", iterations=2)
+    assert check["status"].eq("ok").all(), check.to_string()
+
+
+def test_the_fixed_point_scale_cannot_overflow(gpu):
+    for n, top in [(4194304, 15.0), (17695, 1.0), (1, 3e38), (100, 1e-30)]:
+        bits = gpu.fixed_point_bits(n, top)
+        assert n * top * 2.0**bits < 2.0**62
+    assert gpu.fixed_point_bits(10, 0.0) == gpu.SCALE_MAX_BITS
+
+
+def test_the_chosen_kernel_is_the_fastest_correct_one_at_every_shape(gpu):
+    """A small sweep measured here: at every (N, D, K) the chapter's chosen kernel is a variant of
+    ours that passed the float64 check, and none of ours that passed ran faster."""
+    import pandas as pd
+
+    from cudalab.labs.kmeans import chapter
+
+    configs = dict(sizes=[65536], dims=[8, 32], clusters=[8, 32], base_d=32, base_k=32)
+    stages = chapter.sweep(**configs, iterations=3, seed=1, variants=gpu.LADDER[1:])
+    shapes = sorted({(d, k) for _, d, k in chapter.configurations(**configs)})
+    checks = pd.concat(chapter.correctness(20000, d, k, 1, 2, variants=gpu.LADDER[1:]) for d, k in shapes)
+    wrong_at = checks[checks["status"].eq("wrong")]
+    basis = pd.Series({"dram_GBps": 3000.0, "fp32_peak_GFLOPs": 60000.0})
+    per_it = chapter.per_iteration(stages, basis)
+    for row in wrong_at.itertuples():  # a variant wrong at a shape is not counted there
+        per_it.loc[per_it["variant"].eq(row.variant) & per_it["d"].eq(row.d) & per_it["k"].eq(row.k), "status"] = (
+            "wrong"
+        )
+    table = chapter.chosen(per_it)
+    assert len(table) == len(chapter.configurations(**configs))
+    for row in table.itertuples():
+        here = per_it[per_it["n"].eq(row.n) & per_it["d"].eq(row.d) & per_it["k"].eq(row.k)]
+        good = here[here["status"].eq("ok") & here["variant"].isin(gpu.LADDER)]
+        assert row.variant in set(good["variant"])
+        assert row.time_ms == good["time_ms"].min()

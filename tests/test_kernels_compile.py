@@ -29,6 +29,18 @@ def test_kernel_file_compiles_and_reports_resources(path, arch, kernel_resources
 
 
 @needs_nvcc
+@pytest.mark.parametrize("arch", ["sm_75", "sm_90"])
+@pytest.mark.parametrize("d,ppt", [(32, 2), (32, 1), (32, 4), (7, 2), (33, 2), (64, 2), (3, 1), (128, 1)])
+def test_the_register_kmeans_kernel_compiles_without_spills_at_its_shapes(arch, d, ppt):
+    """km_06 keeps D x PPT coordinates in registers: every plan dot_shape makes (PPT = 2 to D = 64,
+    1 to 128) and PPT = 4 at D = 32 compile, with no spills."""
+    (usage,) = nvcc_check("km_06_dot_assign.cu", arch=arch, options=(f"-DD={d}", f"-DPPT={ppt}"))
+    assert usage.kernel == "kmeans_dot" and usage.spill_store_bytes == 0 and usage.spill_load_bytes == 0
+    if arch == "sm_90" and (d, ppt) == (32, 2):
+        assert usage.registers <= 128  # at least four 128-thread blocks' registers per SM
+
+
+@needs_nvcc
 def test_compile_error_names_file_and_line(tmp_path):
     bad = tmp_path / "broken.cu"
     bad.write_text('extern "C" __global__ void k(int* a)\n{\n    a[0] = undefined_name;\n}\n')

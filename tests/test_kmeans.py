@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from cudalab.core.errors import CaseFormatError
@@ -198,3 +199,56 @@ def test_the_command_refuses_bad_requests_without_a_traceback(tmp_path):
         assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     proc = run_face("-i", str(tmp_path / "p.bin.membership"), "-n", "2", "-o", str(tmp_path / "p.bin"), "--cpu")
     assert proc.returncode == 2 and "no such file" in proc.stderr or "is the input" in proc.stderr
+
+
+def test_the_chosen_kernel_is_the_fastest_of_ours_that_ran_correctly():
+    from cudalab.labs.kmeans import chapter
+
+    rows = [  # (k, variant, ms, status): a made-up per-iteration table, to test the choice alone
+        (8, "fused", 0.33, "ok"),
+        (8, "tiled", 0.39, "ok"),
+        (8, "fixed", 0.30, "wrong"),  # fastest but wrong: never chosen
+        (8, "cupy", 0.10, "ok"),  # not ours: never chosen
+        (32, "tiled", 0.39, "ok"),
+        (32, "fixed", 0.25, "ok"),
+        (64, "fused", float("nan"), "skipped"),
+    ]
+    per_it = pd.DataFrame(
+        [{"n": 1000, "d": 32, "k": k, "variant": v, "time_ms": t, "status": s} for k, v, t, s in rows]
+    )
+    table = chapter.chosen(per_it).set_index("k")
+    assert table.loc[8, "variant"] == "fused" and table.loc[8, "runner_up"] == "tiled"
+    assert table.loc[8, "margin"] == pytest.approx(0.39 / 0.33)
+    assert table.loc[32, "variant"] == "fixed" and table.loc[32, "candidates"] == 2
+    assert table.loc[64, "variant"] == "" and np.isnan(table.loc[64, "time_ms"])
+
+
+def test_the_fixed_point_kernels_plan_and_scale_need_no_gpu():
+    from cudalab.labs.kmeans import gpu
+
+    tiled, fixed = gpu.tiled_shape(32, 32), gpu.fixed_shape(32, 32)
+    assert fixed["dynamic_bytes"] - tiled["dynamic_bytes"] == 4 * 4 * 32 * 32  # 4 warps' sums, 4 more bytes each
+    assert gpu.refusal("fixed", 32, 128, optin=227 * 1024) == ""
+    assert "int64 sums" in gpu.refusal("fixed", 32, 128, optin=64 * 1024)
+    for n, top in [(4194304, 15.0), (17695, 1.0), (1, 3e38), (100, 1e-30)]:
+        assert n * top * 2.0 ** gpu.fixed_point_bits(n, top) < 2.0**62
+    assert gpu.fixed_point_bits(4194304, 15.0) >= 30  # exact sums: a float32 of magnitude ~1 keeps all 24 bits
+
+
+def test_the_register_kernels_plan_and_refusals_need_no_gpu():
+    from cudalab.labs.kmeans import gpu
+
+    plan = gpu.dot_shape(32, 32)
+    assert plan["PPT"] == 2 and plan["THREADS"] == 128
+    # centres 32 x 32, norms 32, low and high words 2 x 32 x 32, sizes 32, 4 warps x 32 rows x 36
+    assert plan["dynamic_bytes"] == 4 * (32 * 32 + 32 + 2 * 32 * 32 + 32 + 4 * 32 * 36)
+    assert gpu.dot_shape(5, 7)["dynamic_bytes"] == 4 * (7 * 8 + 8 + 2 * 36 + 8 + 4 * 32 * 12)
+    assert gpu.dot_shape(65, 8)["PPT"] == 1 and gpu.dot_shape(64, 8)["PPT"] == 2
+    assert gpu.refusal("dot", 32, 128, optin=227 * 1024) == ""
+    assert gpu.refusal("dot", 1, 1, optin=48 * 1024) == ""
+    assert "exceeds the 128" in gpu.refusal("dot", 129, 4, optin=227 * 1024)
+    assert "a block may have" in gpu.refusal("dot", 128, 128, optin=227 * 1024)
+    launch = gpu.stage_launches("dot", 4194304, 32, 32, optin=227 * 1024)
+    assert launch["pass"].kernel == "kmeans_dot" and "-DPPT=2" in launch["pass"].options
+    assert launch["finalize"].kernel == "kmeans_fixed_finalize"
+    assert "dot" in gpu.LADDER and gpu.VARIANTS["dot"]

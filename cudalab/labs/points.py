@@ -275,6 +275,8 @@ def _recipes() -> dict[str, PointRecipe]:
         "shared_buffers": "km_02_shared_buffers.cu",
         "fused": "km_03_fused.cu",
         "tiled": "km_04_tiled.cu",
+        "fixed": "km_05_fixed_point.cu",
+        "dot": "km_06_dot_assign.cu",
     }
     recipes = [
         PointRecipe(
@@ -358,7 +360,7 @@ def _recipes() -> dict[str, PointRecipe]:
             {"n": int, "d": int, "k": int},
             {"n": 262144, "d": 32, "k": 48, "variant": "tiled"},
             "km_04_tiled.cu",
-            {"variant": ("tiled", "fused", *LADDER[:3])},
+            {"variant": ("tiled", "fixed", "dot", "fused", *LADDER[:3])},
             _kmeans_point,
             "one k-means variant at one N, D and K",
             files={"variant": km_files},

@@ -21,6 +21,8 @@ STEPS = {
     "shared_buffers": "c",
     "fused": "ours 1",
     "tiled": "ours 2",
+    "fixed": "ours 3",
+    "dot": "ours 4",
     "cupy": "peer",
 }
 SHORT_NAMES = {
@@ -36,6 +38,11 @@ SHORT_NAMES = {
     "membership_mismatches": "mismatches",
     "near_ties": "near ties",
     "worst_centre_error": "worst centre error",
+    "runner_up_ms": "runner-up ms",
+    "margin": "x runner-up",
+    "membership_agreement": "same cluster",
+    "max_centre_difference": "max centre difference",
+    "same_bits_twice": "same bits twice",
 }
 FLOAT32 = 4
 
@@ -317,3 +324,68 @@ def chain(runs: pd.DataFrame, wrong: Iterable[str] = ()) -> pd.DataFrame:
             "status",
         ]
     ]
+
+
+def chosen(per_it: pd.DataFrame) -> pd.DataFrame:
+    """The chapter's kernel at each (n, d, k): the fastest of our ladder's variants that ran and
+    passed the float64 check in this run (``per_iteration``'s status ok), beside the runner-up
+    and the margin between them, so that no recorded shape has a variant of ours that beats the
+    chosen one. One row per configuration; ``variant`` is empty where none ran correctly."""
+    ours = per_it[per_it["variant"].isin(LADDER) & per_it["status"].eq("ok")]
+    rows = []
+    for n, d, k in per_it[["n", "d", "k"]].drop_duplicates().sort_values(["n", "d", "k"]).itertuples(index=False):
+        ranked = ours[(ours["n"] == n) & (ours["d"] == d) & (ours["k"] == k)].sort_values("time_ms", kind="stable")
+        first = ranked.iloc[0] if len(ranked) else None
+        second = ranked.iloc[1] if len(ranked) > 1 else None
+        rows.append(
+            {
+                "n": n,
+                "d": d,
+                "k": k,
+                "variant": first["variant"] if first is not None else "",
+                "label": VARIANTS.get(first["variant"], "") if first is not None else "",
+                "time_ms": first["time_ms"] if first is not None else np.nan,
+                "runner_up": second["variant"] if second is not None else "",
+                "runner_up_ms": second["time_ms"] if second is not None else np.nan,
+                "margin": second["time_ms"] / first["time_ms"] if second is not None else np.nan,
+                "candidates": len(ranked),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def agreement(n: int, d: int, k: int, seed: int, variants: Iterable[str]) -> pd.DataFrame:
+    """Each of ``variants`` run to convergence on seeded blobs, twice, against the classic
+    sequential code from the same initial centres: the fraction of points in the same cluster,
+    the largest centre difference (absolute, in the data's units), both iteration counts, and
+    whether the two GPU runs gave the same memberships and centres bit for bit."""
+    from cudalab.core.launch import refusal_types
+    from cudalab.labs.kmeans import gpu
+
+    points = reference.blobs(n, d, k, seed)
+    classic = reference.classic(points, k)
+    problem = gpu.Problem(points, k)
+    rows = []
+    for variant in progress(list(dict.fromkeys(variants)), desc="agreement"):
+        base = {"variant": variant, "n": n, "d": d, "k": k}
+        try:
+            first, second = (gpu.run_to_convergence(problem, variant) for _ in range(2))
+        except refusal_types() as exc:
+            rows.append({**base, **_skipped(exc)})
+            continue
+        rows.append(
+            {
+                **base,
+                "membership_agreement": float((first["membership"] == classic.membership).mean()),
+                "max_centre_difference": float(np.abs(first["centres"] - classic.centres).max()),
+                "iterations": first["iterations"],
+                "classic_iterations": classic.iterations,
+                "same_bits_twice": bool(
+                    np.array_equal(first["membership"], second["membership"])
+                    and np.array_equal(first["centres"].view(np.int32), second["centres"].view(np.int32))
+                ),
+                "status": "ok",
+                "reason": "",
+            }
+        )
+    return pd.DataFrame(rows)

@@ -14,6 +14,10 @@ Variants, in lab 004's order:
     fused           ours: one pass (assign, count, partial sums), centres in constant memory
     tiled           ours: the same pass with the distances blocked in registers like a matrix
                     multiply (TP objects x TQ centres per thread), centres in shared memory
+    fixed           ours: the tiled pass with its sums in 64-bit fixed point (integer atomics),
+                    so that the centres are the same bits whatever order the GPU adds in
+    dot             ours: each thread's points in registers, scored by |c|^2 - 2 x.c against
+                    centres read by broadcast from shared memory; fixed's sums, no block barrier
     cupy            the peer a CuPy user would write: a matrix multiply for the distances,
                     argmin, and a scatter-add for the sums
 """
@@ -43,9 +47,11 @@ VARIANTS = {
     "shared_buffers": "c: shared-memory cluster buffers",
     "fused": "ours: fused pass, constant centres",
     "tiled": "ours: fused pass, register-tiled",
+    "fixed": "ours: tiled, fixed-point sums",
+    "dot": "ours: points in registers, fixed-point sums",
     "cupy": "CuPy, vectorized",
 }
-LADDER = ("host_update", "device_update", "shared_buffers", "fused", "tiled")
+LADDER = ("host_update", "device_update", "shared_buffers", "fused", "tiled", "fixed", "dot")
 CLASSIC = LADDER[:3]  # the variants built on the classic code's assignment kernel
 THREADS = 128  # the classic code's threads per block
 FUSED_THREADS = 256
@@ -61,7 +67,13 @@ TILED_TP = 4  # objects per thread in the tiled kernel
 TILED_TQ = 8  # centres per thread while fewer than 32 lanes share an object group
 TILED_MAX_TQ = 16  # centres per thread, at most (TP x TQ scores live in registers)
 TILED_THREADS = 128  # at most; each warp keeps its own K x D sums, so fewer warps leave more blocks per SM
-ONE_PASS = "assign+delta+update (one pass)"  # the stage name of the fused and tiled kernels
+DOT_THREADS = 128  # the register kernel's block: its sums are per block, so a few small blocks share an SM
+DOT_MAX_D = 128  # D x PPT coordinates of a thread's points live in registers
+ONE_PASS = "assign+delta+update (one pass)"
+SCALE_HEADROOM_BITS = 62  # the fixed-point sums keep N x max|x| x 2^s below 2^62 (int64, with a bit to spare)
+SCALE_MAX_BITS = (
+    60  # and 2^s no larger than this where the data are all near zero  # the stage name of the fused and tiled kernels
+)
 
 
 def shared_optin() -> int:
@@ -107,6 +119,36 @@ def tiled_shape(d: int, k: int) -> dict[str, int]:
     return {"TP": TILED_TP, "TQ": tq, "G": g, "THREADS": threads, "dynamic_bytes": 4 * floats}
 
 
+def fixed_shape(d: int, k: int) -> dict[str, int]:
+    """The fixed-point kernel's blocking (km_05_fixed_point.cu): the tiled kernel's, with each
+    warp's K x D sums in int64, twice the bytes of the tiled kernel's floats."""
+    plan = tiled_shape(d, k)
+    return {**plan, "dynamic_bytes": plan["dynamic_bytes"] + 4 * plan["THREADS"] // 32 * k * d}
+
+
+def dot_shape(d: int, k: int) -> dict[str, int]:
+    """The register kernel's plan (km_06_dot_assign.cu): PPT objects per thread, 2 while D <= 64
+    (2 x D floats in registers; at D = 32 ptxas reports 102 registers, no spills, on sm_90), else
+    1; ``dynamic_bytes``: the centres padded to whole float4s, their norms, the block's sums (low
+    and high words), the cluster sizes and each warp's staging rows of 32 objects."""
+    round4 = lambda floats: -(-floats // 4) * 4
+    dp = round4(d)
+    pitch = dp + 4 if dp % 8 == 0 else dp
+    floats = k * dp + round4(k) + 2 * round4(k * d) + round4(k) + DOT_THREADS // 32 * 32 * pitch
+    return {"PPT": 2 if d <= 64 else 1, "THREADS": DOT_THREADS, "dynamic_bytes": 4 * floats}
+
+
+def fixed_point_bits(n: int, max_abs: float) -> int:
+    """The fixed-point kernel's s (sums in units of 2^-s): the largest s with N x max|x| x 2^s below
+    2^SCALE_HEADROOM_BITS, so that no cluster's sum (nor any partial sum) can overflow int64; at
+    most SCALE_MAX_BITS. Chosen once per data set, not per iteration."""
+    import math
+
+    if max_abs <= 0.0:
+        return SCALE_MAX_BITS
+    return min(SCALE_MAX_BITS, SCALE_HEADROOM_BITS - math.ceil(math.log2(max(n, 1) * max_abs)) - 1)
+
+
 def refusal(variant: str, d: int, k: int, optin: int | None = None) -> str:
     """Why ``variant`` cannot run with D coordinates and K clusters here (on a GPU whose blocks may
     opt in to ``optin`` bytes of shared memory: by default the present one's), or ""."""
@@ -128,8 +170,17 @@ def refusal(variant: str, d: int, k: int, optin: int | None = None) -> str:
         )
     if variant == "fused" and d > FUSED_MAX_D:
         return f"D = {d} coordinates per point in registers exceeds the {FUSED_MAX_D} this kernel allows"
-    if variant == "tiled":
-        plan = tiled_shape(d, k)
+    if variant == "dot":
+        if d > DOT_MAX_D:
+            return f"D = {d} coordinates per point in registers exceeds the {DOT_MAX_D} this kernel allows"
+        room = (shared_optin() if optin is None else optin) - 4
+        if dot_shape(d, k)["dynamic_bytes"] > room:
+            return (
+                f"the centres, the block's int64 sums and the warps' staging rows take "
+                f"{dot_shape(d, k)['dynamic_bytes']:,} bytes of shared memory; a block may have {room:,}"
+            )
+    if variant in ("tiled", "fixed"):
+        plan = tiled_shape(d, k) if variant == "tiled" else fixed_shape(d, k)
         if plan["TQ"] > TILED_MAX_TQ:
             return (
                 f"K = {k} centres over 32 lanes is {plan['TQ']} per thread, more than the {TILED_MAX_TQ} "
@@ -138,8 +189,8 @@ def refusal(variant: str, d: int, k: int, optin: int | None = None) -> str:
         room = (shared_optin() if optin is None else optin) - 4 * (k + 1)
         if plan["dynamic_bytes"] > room:
             return (
-                f"the tile, the centres and each warp's sums take {plan['dynamic_bytes']:,} bytes of shared "
-                f"memory; a block may have {room:,}"
+                f"the tile, the centres and each warp's {'int64 ' if variant == 'fixed' else ''}sums take "
+                f"{plan['dynamic_bytes']:,} bytes of shared memory; a block may have {room:,}"
             )
     return ""
 
@@ -200,6 +251,24 @@ def _stage_launches(variant: str, n: int, d: int, k: int, optin: int | None) -> 
             "finalize": _stage(
                 "update", "km_03_fused.cu", "kmeans_finalize", FUSED_THREADS, options=(*sizes, "-DFINALIZE_ONLY=1")
             ),
+        }
+    if variant == "fixed":
+        plan = fixed_shape(d, k)
+        shared = plan.pop("dynamic_bytes")
+        options = (*sizes, *(f"-D{name}={value}" for name, value in plan.items()))
+        return {
+            "pass": _stage(ONE_PASS, "km_05_fixed_point.cu", "kmeans_fixed", plan["THREADS"], shared, options),
+            "finalize": _stage(
+                "update", "km_05_fixed_point.cu", "kmeans_fixed_finalize", FUSED_THREADS, options=options
+            ),
+        }
+    if variant == "dot":
+        plan = dot_shape(d, k)
+        shared = plan.pop("dynamic_bytes")
+        options = (f"-DD={d}", *(f"-D{name}={value}" for name, value in plan.items()))
+        return {
+            "pass": _stage(ONE_PASS, "km_06_dot_assign.cu", "kmeans_dot", plan["THREADS"], shared, options),
+            "finalize": _stage("update", "km_05_fixed_point.cu", "kmeans_fixed_finalize", FUSED_THREADS, options=sizes),
         }
     return {}
 
@@ -315,7 +384,7 @@ class Runner:
             else self._fused_stages
             if self.variant == "fused"
             else self._tiled_stages
-            if self.variant == "tiled"
+            if self.variant in ("tiled", "fixed", "dot")
             else self._cupy_stages
         )
         self.stages: list[Stage] = build()
@@ -414,37 +483,36 @@ class Runner:
 
     def _tiled_stages(self) -> list[Stage]:
         """Ours, tiled: the register-tiled pass reading the centres' table from global memory
-        (no constant copy), then the same finalize as the fused pass."""
+        (no constant copy), then the same finalize as the fused pass. The fixed variant: the same
+        stages, with int64 sums in units of 2^-s (``fixed_point_bits`` of the data's largest |x|,
+        found once here) and its own finalize; the dot variant, fixed's sums and finalize with its
+        own pass, which also takes K."""
         cp = require_cupy()
         p = self.p
         n = np.int32(p.n)
-        specs = stage_launches("tiled", p.n, p.d, p.k, file=self.file)
+        specs = stage_launches(self.variant, p.n, p.d, p.k, file=self.file)
+        self.next = cp.zeros(p.k * p.d + p.k, dtype=cp.float32)
+        pass_args: tuple = (p.xt, self.membership, self.sums, self.sizes, self.delta, self.next, n)
+        if self.variant in ("fixed", "dot"):
+            with self.stream:
+                self.scale_bits = fixed_point_bits(p.n, float(cp.abs(p.xt).max()))
+                self.sums = cp.zeros((p.k, p.d), dtype=cp.int64)
+            k_arg = (np.int32(p.k),) if self.variant == "dot" else ()
+            pass_args = (*pass_args[:2], self.sums, *pass_args[3:], *k_arg, np.float32(2.0**self.scale_bits))
         one, fin = specs["pass"], specs["finalize"].with_grid(1)
         shared, threads = one.dynamic_shared_bytes, one.threads
         tiled, finalize = one.compiled(), fin.compiled()
         count = self._count_in_host_memory()
-        self.next = cp.zeros(p.k * p.d + p.k, dtype=cp.float32)
         self._write_table(p.initial)
         allow_shared_memory(tiled, shared)
         fit = resident_blocks(threads, tiled.num_regs, tiled.shared_size_bytes + shared + 1024, present_sm())
         one = one.with_grid(attributes()["MultiProcessorCount"] * max(1, fit["blocks_per_sm"]))
+        finish_args: tuple = (self.centres, self.sums, self.sizes, self.next, self.delta, count)
+        if self.variant in ("fixed", "dot"):
+            finish_args = (*finish_args, np.float64(2.0**-self.scale_bits))
         return [
-            Stage(
-                ONE_PASS,
-                lambda: one(
-                    (p.xt, self.membership, self.sums, self.sizes, self.delta, self.next, n),
-                    kernel=tiled,
-                    stream=self.stream,
-                ),
-            ),
-            Stage(
-                "update",
-                lambda: fin(
-                    (self.centres, self.sums, self.sizes, self.next, self.delta, count),
-                    kernel=finalize,
-                    stream=self.stream,
-                ),
-            ),
+            Stage(ONE_PASS, lambda: one(pass_args, kernel=tiled, stream=self.stream)),
+            Stage("update", lambda: fin(finish_args, kernel=finalize, stream=self.stream)),
             Stage("transfer", self._read_count, on_device=False),
         ]
 

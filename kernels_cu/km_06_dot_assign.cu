@@ -1,0 +1,202 @@
+// The project's k-means iteration with each thread's points in registers: kmeans_fixed's scores
+// and fixed-point sums, with no staged tile, no block barrier in the loop and the centres read by
+// broadcast.
+// Changed from kmeans_fixed (a block stages a tile of objects in shared memory with cp.async, G
+// lanes share an object group and split the centres, a barrier per tile; per coordinate a
+// thread loads its objects and its centres from shared memory):
+//   1. Each thread loads its PPT objects straight from global memory into registers (D x PPT
+//      floats: one float2 or float4 per coordinate where n is a multiple of PPT, coalesced across
+//      the warp in the transposed layout) and scores them against every centre in turn: per
+//      centre, one broadcast float4 shared load (every lane the same address) of four of its
+//      -2 x coordinates feeds 4 x PPT multiply-adds. The score is |c|^2 + sum_j x_j (-2 c_j),
+//      summed in coordinate order from the norm exactly as kmeans_fixed sums it, so the two
+//      kernels choose the same centres, bit for bit (the argmin of |x - c|^2 is the argmin of
+//      |c|^2 - 2 x.c: one multiply-add per point, centre and coordinate). K is a loop bound at
+//      run time; the nearest is the first of the lowest score (strict <, centres in index order):
+//      ties go to the lowest index, as in the classic code.
+//   2. Warps never wait for one another while the grid strides over the objects: each warp takes
+//      32 x PPT objects per step. Its sums: the warp writes one object per lane (x, as float4
+//      pieces) into its own staging rows in shared memory, then takes the 32 objects one at a
+//      time with the lanes across the coordinates (lane l adds coordinate l, l + 32, ...) into the
+//      block's sums of that object's cluster with shared atomics: 32 lanes, 32 different words
+//      of one row, no bank conflicts. The block's sums are int64, each kept as a low and a high
+//      32-bit word (two native 32-bit atomics per coordinate, the low one's old value giving the
+//      carry) rather than a 64-bit shared atomic, which the GPU runs as a compare-and-swap loop.
+//   3. The fixed point is kmeans_fixed's: x * SCALE rounded to int64 (SCALE = 2^s from the host),
+//      the block's sums added once to the global int64 sums, and kmeans_fixed_finalize of
+//      km_05_fixed_point.cu makes the centres and the next table from them. The sums are integers:
+//      any order, same bits, and the same bits as kmeans_fixed's.
+// Compile-time constants: D, PPT (objects per thread: 1, 2 or 4), THREADS (a multiple of 32); K
+// is the argument k. Inputs: objects transposed, objects[d * n + i]; table = [k x D] -2 x centre,
+// then [k] |centre|^2. Dynamic shared memory, in floats, each region rounded up to a multiple of
+// 4: the centres k x DP (DP = D rounded up to 4), their norms k, the block's sums' low words
+// k x D and high words k x D, the block's cluster sizes k, then each warp's staging rows 32 x SP. Launch:
+// grid (a few blocks per SM, persistent), block THREADS.
+#ifndef D
+#define D 32
+#endif
+#ifndef PPT
+#define PPT 2
+#endif
+#ifndef THREADS
+#define THREADS 128
+#endif
+
+#define ROUND4(floats) (((floats) + 3) / 4 * 4)  // each region of shared memory starts 16-byte aligned
+#define DP ROUND4(D)                              // a centre's row: float4 pieces
+#define D4 (D / 4)                                // whole float4 pieces of a point
+#define SP (DP % 8 == 0 ? DP + 4 : DP)            // staging pitch: row p's float4 at bank 4p + j (mod 32)
+#define WARPS (THREADS / 32)
+
+static_assert(THREADS % 32 == 0, "whole warps");
+static_assert(PPT == 1 || PPT == 2 || PPT == 4, "PPT is 1, 2 or 4");
+
+template <int N> struct Vec;
+template <> struct Vec<1> { typedef float type; };
+template <> struct Vec<2> { typedef float2 type; };
+template <> struct Vec<4> { typedef float4 type; };
+
+__device__ __forceinline__ void unpack(float v, float* out) { out[0] = v; }
+__device__ __forceinline__ void unpack(float2 v, float* out) { out[0] = v.x; out[1] = v.y; }
+__device__ __forceinline__ void unpack(float4 v, float* out) { out[0] = v.x; out[1] = v.y; out[2] = v.z; out[3] = v.w; }
+
+// A point's coordinate as kmeans_fixed converts it: x * SCALE, rounded to the nearest int64.
+__device__ __forceinline__ long long to_fixed(float x, float scale) { return __float2ll_rn(x * scale); }
+
+// Add v to the 64-bit integer held as a low and a high word, with two 32-bit shared atomics (a
+// 64-bit shared atomic add is a compare-and-swap loop): the low word's old value tells whether
+// this add carried into the high word. Every carry is counted once, so the pair ends exact in
+// any order; the high word stays within int32 because every partial sum is below 2^62.
+__device__ __forceinline__ void add(unsigned* low, int* high, long long v)
+{
+    unsigned part = static_cast<unsigned>(v);
+    unsigned old = atomicAdd(low, part);
+    int carry = old + part < old;
+    atomicAdd(high, static_cast<int>(v >> 32) + carry);
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS) kmeans_dot(
+    const float* __restrict__ objects, int* __restrict__ membership, unsigned long long* __restrict__ sums,
+    int* __restrict__ sizes, int* __restrict__ changed, const float* __restrict__ table, int n, int k, float scale)
+{
+    extern __shared__ __align__(16) float shared[];
+    float* s_c = shared;                                                   // [k][DP]: -2 x centre, zero-padded
+    float* s_norm = s_c + k * DP;                                          // [k]: |centre|^2
+    unsigned* s_low = reinterpret_cast<unsigned*>(s_norm + ROUND4(k));    // [k][D]: the sums' low words
+    int* s_high = reinterpret_cast<int*>(s_low + ROUND4(k * D));           // [k][D]: and their high words
+    int* s_sizes = s_high + ROUND4(k * D);                                 // [k]
+    float* s_stage = reinterpret_cast<float*>(s_sizes + ROUND4(k));        // [WARPS][32][SP]
+    __shared__ int s_changed;
+
+    int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    for (int i = threadIdx.x; i < k * DP; i += THREADS) {
+        int c = i / DP, j = i % DP;
+        s_c[i] = j < D ? table[c * D + j] : 0.0f;
+    }
+    for (int c = threadIdx.x; c < k; c += THREADS) s_norm[c] = table[k * D + c];
+    for (int i = threadIdx.x; i < k * D; i += THREADS) s_low[i] = s_high[i] = 0;
+    for (int c = threadIdx.x; c < k; c += THREADS) s_sizes[c] = 0;
+    if (threadIdx.x == 0) s_changed = 0;
+    __syncthreads();
+    float* my_stage = s_stage + warp * 32 * SP;
+    int moved = 0;
+    const bool vector = n % PPT == 0;  // every point group starts PPT-aligned in each row
+
+    const int span = 32 * PPT;  // objects per warp and step
+    for (int base = (blockIdx.x * WARPS + warp) * span; base < n; base += gridDim.x * WARPS * span) {
+        // This thread's objects: base + lane x PPT + p (coalesced: the warp reads span floats per row).
+        int first = base + lane * PPT;
+        float x[PPT][D];
+        if (vector && first < n) {
+            const float* from = objects + first;
+#pragma unroll
+            for (int j = 0; j < D; j++) {
+                float v[PPT];
+                unpack(__ldcs(reinterpret_cast<const typename Vec<PPT>::type*>(from + (size_t)j * n)), v);
+#pragma unroll
+                for (int p = 0; p < PPT; p++) x[p][j] = v[p];
+            }
+        } else {
+#pragma unroll
+            for (int j = 0; j < D; j++)
+#pragma unroll
+                for (int p = 0; p < PPT; p++) x[p][j] = first + p < n ? __ldcs(objects + (size_t)j * n + first + p) : 0.0f;
+        }
+        int old[PPT];
+#pragma unroll
+        for (int p = 0; p < PPT; p++) old[p] = first + p < n ? membership[first + p] : -1;
+
+        // Scores, one centre at a time: its coordinates by broadcast float4 loads.
+        float best[PPT];
+        int index[PPT];
+#pragma unroll
+        for (int p = 0; p < PPT; p++) {
+            best[p] = __int_as_float(0x7f800000);
+            index[p] = 0;
+        }
+#pragma unroll 2
+        for (int c = 0; c < k; c++) {
+            float score[PPT];
+            float norm = s_norm[c];
+#pragma unroll
+            for (int p = 0; p < PPT; p++) score[p] = norm;
+            const float4* row = reinterpret_cast<const float4*>(s_c + c * DP);
+#pragma unroll
+            for (int j4 = 0; j4 < DP / 4; j4++) {
+                float4 w = row[j4];
+                float cw[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+                for (int u = 0; u < 4; u++)
+                    if (4 * j4 + u < D)
+#pragma unroll
+                        for (int p = 0; p < PPT; p++) score[p] = fmaf(x[p][4 * j4 + u], cw[u], score[p]);
+            }
+#pragma unroll
+            for (int p = 0; p < PPT; p++)
+                if (score[p] < best[p]) {
+                    best[p] = score[p];
+                    index[p] = c;
+                }
+        }
+#pragma unroll
+        for (int p = 0; p < PPT; p++)
+            if (first + p < n) {
+                moved += old[p] != index[p];
+                membership[first + p] = index[p];
+                atomicAdd(&s_sizes[index[p]], 1);
+            }
+
+        // Sums: one object per lane into the warp's staging rows, then the warp across its coordinates.
+#pragma unroll
+        for (int p = 0; p < PPT; p++) {
+            float* mine = my_stage + lane * SP;
+#pragma unroll
+            for (int j4 = 0; j4 < D4; j4++)
+                *reinterpret_cast<float4*>(mine + 4 * j4) =
+                    make_float4(x[p][4 * j4], x[p][4 * j4 + 1], x[p][4 * j4 + 2], x[p][4 * j4 + 3]);
+#pragma unroll
+            for (int j = 4 * D4; j < D; j++) mine[j] = x[p][j];
+            __syncwarp();
+            int left = (n - base - p + PPT - 1) / PPT;  // lanes whose object p exists (objects base + l PPT + p < n)
+            int objects_here = left < 32 ? left : 32;
+#pragma unroll 4
+            for (int l = 0; l < objects_here; l++) {
+                int c = __shfl_sync(0xffffffffu, index[p], l);
+                const float* row = my_stage + l * SP;
+#pragma unroll
+                for (int j = lane; j < D; j += 32) add(s_low + c * D + j, s_high + c * D + j, to_fixed(row[j], scale));
+            }
+            __syncwarp();  // the rows are read before the next object overwrites them
+        }
+    }
+    for (int offset = 16; offset > 0; offset /= 2) moved += __shfl_down_sync(0xffffffffu, moved, offset);
+    if (lane == 0 && moved) atomicAdd(&s_changed, moved);
+    __syncthreads();
+    for (int i = threadIdx.x; i < k * D; i += THREADS) {
+        long long v = static_cast<long long>(static_cast<unsigned long long>(s_high[i]) << 32 | s_low[i]);
+        if (v != 0) atomicAdd(&sums[i], static_cast<unsigned long long>(v));  // two's complement: a signed add
+    }
+    for (int c = threadIdx.x; c < k; c += THREADS)
+        if (s_sizes[c]) atomicAdd(&sizes[c], s_sizes[c]);
+    if (threadIdx.x == 0 && s_changed) atomicAdd(changed, s_changed);
+}
