@@ -8,8 +8,8 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:-build/dev_gpu}
 dest="$OUT/fair_timing"
 mkdir -p "$dest"
-export PYTHONPATH=$PWD
-PY=${PY:-python}
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+PY=${PY:-python3}
 $PY -m pytest -q -s -m gpu tests/test_timing_gpu.py \
   tests/test_gpu_memory_kernels.py::test_vecmax_kernels_match_cupy_max_and_flag_a_wrong_one 2>&1 | tee "$dest/pytest.log"
 rc=${PIPESTATUS[0]}
