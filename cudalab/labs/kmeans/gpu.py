@@ -263,12 +263,14 @@ def _stage_launches(variant: str, n: int, d: int, k: int, optin: int | None) -> 
             ),
         }
     if variant == "dot":
+        launches_of = lambda other: stage_launches(other, n, d, k, optin)  # noqa: E731
         plan = dot_shape(d, k)
         shared = plan.pop("dynamic_bytes")
         options = (f"-DD={d}", *(f"-D{name}={value}" for name, value in plan.items()))
         return {
             "pass": _stage(ONE_PASS, "km_06_dot_assign.cu", "kmeans_dot", plan["THREADS"], shared, options),
-            "finalize": _stage("update", "km_05_fixed_point.cu", "kmeans_fixed_finalize", FUSED_THREADS, options=sizes),
+            # km_05's finalize, built as the fixed variant builds it: its blocking (G x TQ) must cover K
+            "finalize": launches_of("fixed")["finalize"],
         }
     return {}
 
