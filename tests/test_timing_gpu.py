@@ -23,6 +23,8 @@ def test_the_hold_keeps_work_waiting_until_released(cp):
     stream = cp.cuda.get_current_stream()
     hold = StreamHold(stream)
     a = cp.zeros(1, dtype=cp.float32)
+    a += 0  # built and loaded now: a first call's JIT on the host could outlast the hold
+    stream.synchronize()
     hold.hold()
     a += 1
     done = cp.cuda.Event()
