@@ -111,12 +111,15 @@ class Chapter:
         *,
         axes: tuple[str, ...],
         dtype: dict[str, Any] | None = None,
-    ) -> pd.DataFrame:
+        optional: bool = False,
+    ) -> pd.DataFrame | None:
         """The tidy table ``name``: measured now (and saved), or replayed from the recording.
 
         ``axes`` are the columns that identify a row (what was varied: ``n``, ``variant``, ...);
         they are recorded, so that two recordings can be joined point by point. ``dtype`` pins
-        columns whose text must survive the CSV round trip (e.g. "9.0")."""
+        columns whose text must survive the CSV round trip (e.g. "9.0"). ``optional``: a table
+        added after some recordings were made; a replay of one that lacks it returns None (the
+        notebook says it was not recorded) instead of failing."""
         path = self.out_dir / f"{name}.csv"
         if self.mode == "measure":
             frame = measure()
@@ -133,6 +136,8 @@ class Chapter:
             atomic_write_text(self.out_dir / PROVENANCE, json.dumps(info, indent=2, default=str))
             return frame
         src = self.recorded_dir / self.id / f"{name}.csv"
+        if not src.is_file() and optional:
+            return None
         if not src.is_file():
             raise NoRecordedResults(
                 f"table {name!r} of chapter {self.id} was not recorded in {src.parent}; "
@@ -250,7 +255,8 @@ class Chapter:
     def ceilings(self) -> dict[str, float]:
         """The ceilings chapter 00 measured for the chapters that follow, in this build (measure:
         this run's data folder) or in the recording replayed: ``dram_Bps`` (device-to-device copy,
-        bytes read + written per second) and ``add_min_per_s`` (int32 add+min relaxations per
+        bytes read + written per second), ``dram_read_Bps`` (the read-only streaming kernel, bytes
+        read per second; absent from recordings made before chapter 00 measured it) and ``add_min_per_s`` (int32 add+min relaxations per
         second, the faster form). Empty where chapter 00 was not part of the run."""
         folder = (self.data_dir if self.mode == "measure" else self.recorded_dir) / CEILINGS_CHAPTER
         found: dict[str, float] = {}
@@ -258,6 +264,8 @@ class Chapter:
             c = pd.read_csv(folder / "ceilings.csv").set_index("ceiling")
             if "dram_copy_bandwidth" in c.index:
                 found["dram_Bps"] = float(c.loc["dram_copy_bandwidth", "value"]) * 1e9
+            if "dram_read_bandwidth" in c.index:
+                found["dram_read_Bps"] = float(c.loc["dram_read_bandwidth", "value"]) * 1e9
         if (folder / "add_min_ceiling.csv").is_file():
             a = pd.read_csv(folder / "add_min_ceiling.csv")
             a = a[a["status"].eq("ok")] if "status" in a else a
