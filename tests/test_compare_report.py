@@ -14,7 +14,9 @@ from cudalab.chapter import recorded
 from cudalab.core.paths import RESULTS_DIR, ROOT
 from cudalab.report import compare_points
 from cudalab.report.compare_sources import resolve
+from cudalab.report.stitch import find_browser
 
+PDF_TOOLS = find_browser() is not None and shutil.which("pdftotext") is not None
 H100_GPU = recorded.find("h100")[0].path.parent  # results/<the GPU that recorded the h100 profile>
 H100 = H100_GPU / "h100"
 GTX680 = recorded.find("gtx680", gpu=H100_GPU.name)[0].path
@@ -34,11 +36,22 @@ def build(*args, timeout=300):
 def compared(tmp_path_factory):
     """Two profiles of different grids recorded on one GPU, and the gtx680 profile's published numbers."""
     out = tmp_path_factory.mktemp("compare") / "out"
+    formats = "html,pdf" if PDF_TOOLS else "html"
     proc = build(
-        "--compare", str(GTX680), str(H100.relative_to(RESULTS_DIR)), "lab", "--format", "html", "--out", str(out)
+        "--compare", str(GTX680), str(H100.relative_to(RESULTS_DIR)), "lab", "--format", formats, "--out", str(out)
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out, proc
+
+
+@pytest.mark.skipif(not PDF_TOOLS, reason="Chromium or pdftotext missing")
+def test_the_pdf_holds_every_chapter_and_no_empty_cell(compared):
+    out, _ = compared
+    text = subprocess.run(["pdftotext", str(out / "report.pdf"), "-"], capture_output=True, text=True).stdout
+    for chapter in json.loads((out / "build.json").read_text())["chapters"]:
+        assert chapter.replace("_", " ")[:2] in text
+    assert "What changed in the lesson" in text and "Point by point" in text
+    assert not re.search(r"\b(None|nan|NaN)\b", text)
 
 
 def test_the_comparison_has_every_shared_chapter_headlines_figures_and_labels(compared):

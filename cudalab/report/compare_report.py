@@ -107,6 +107,21 @@ def lesson(sources: list[Source], rows: list[HeadlineRow], chapter: str) -> list
             )
         else:
             kept.append(f"the {_words(row.key)} is {configs[0][1]} on every recording")
+    if len(recs) == 1 or any(s.is_lab for s in sources):  # the winner of each recording, beside the lab's
+        for s in recs:
+            e = next(
+                (
+                    row.cells[s.label]
+                    for row in rows
+                    if row.cells.get(s.label) and set(row.cells[s.label].get("rows") or {}) & set(CHOICE_AXES)
+                ),
+                None,
+            )
+            if e is not None:
+                size = size_of(e["rows"])
+                out.append(
+                    f"On {s.label}, the {_words(e['key'])} is {config_of(e['rows'])}{f' ({size})' if size else ''}."
+                )
     if changed:
         out.append("What changed: " + "; ".join(changed[:3]) + ".")
     if kept:
@@ -140,7 +155,7 @@ def _published_best(pub: pd.DataFrame) -> str:
             f = pub.dropna(subset=[value])
             r = f.loc[f[value].idxmin() if lower else f[value].idxmax()]
             where = ", ".join(f"{c} {fmt_int(r[c])}" for c in coords if pd.notna(r[c]))
-            return f"its best published {value.replace('_', ' ')} is at {where}"
+            return f"its best published {value.replace('_', ' ')} is at {where}, for comparison"
     return ""
 
 
