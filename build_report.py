@@ -33,6 +33,11 @@ examples:
   python build_report.py --only 01 --out /tmp/r  one chapter into a chosen folder
   python build_report.py --gpu h100 --record     measure, then keep the results for replay
   python build_report.py --gpu h100 --from h200  replay the h100 profile as recorded on an H200
+  python build_report.py --compare results/nvidia-h100-80gb-hbm3/gtx680 results/nvidia-h100-80gb-hbm3/h100
+                                                 one report comparing two recordings (no GPU needed)
+  python build_report.py --gpu h100 --compare h100 h200 lab
+                                                 the h100 profile as recorded on an H100 and an H200,
+                                                 and its lab's published numbers
 
 profiles: {profiles}
 output folder: a build writes only inside --out, and deletes only what an earlier cudalab build listed
@@ -96,6 +101,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="GPU",
         help="replay the recording made on this GPU (a folder name under results/ or part of "
         "the GPU's name, e.g. h100); default: the newest recording of the profile",
+    )
+    parser.add_argument(
+        "--compare",
+        nargs="+",
+        metavar="SOURCE",
+        help="instead of a lab report, one report comparing recordings (two or more): each SOURCE is a "
+        "folder under results/ (results/<gpu>/<profile>), part of a GPU's name as --from takes it (the "
+        "recording of --gpu's profile on that GPU), or 'lab' (the profile's published numbers); per chapter "
+        "in common: the headlines side by side with ratios labelled same/faster/slower by the recorded "
+        "spread, the main figures with one colour per source, what changed in the lesson, and every timed "
+        "table joined on the points the sources share (the others listed). Nothing is measured",
     )
     parser.add_argument(
         "--results",
@@ -174,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
     from cudalab.report.build import run  # after --help: papermill and nbconvert load slowly
 
     command = "python build_report.py " + shlex.join(argv if argv is not None else sys.argv[1:])
+    if args.compare:
+        return _compare(args, command)
     try:
         summary = run(
             args.gpu,
@@ -212,6 +230,33 @@ def main(argv: list[str] | None = None) -> int:
         _log(f"kept unchanged from the last build: {', '.join(summary.reused)} (--force runs them again)")
     if summary.failed:
         _log(f"FAILED chapters: {', '.join(summary.failed)} (shown in the report); exit status 1")
+        return 1
+    _log(f"done in {summary.wall_s:.0f} s")
+    return 0
+
+
+def _compare(args: argparse.Namespace, command: str) -> int:
+    """``--compare``: the comparison report; a bad source (missing, single, nothing in common) is
+    one line and exit status 2, with nothing written."""
+    from cudalab.report.compare_report import run as compare
+
+    try:
+        summary = compare(
+            args.compare,
+            profile=None if args.gpu == "auto" else args.gpu,
+            out=args.out,
+            results=args.results,
+            pdf="pdf" in args.formats and not args.no_pdf,
+            command=command,
+            log=_log,
+        )
+    except CudalabError as exc:
+        _log(f"error: {exc}")
+        return 2
+    except Exception as exc:
+        if args.debug:
+            raise
+        _log(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)")
         return 1
     _log(f"done in {summary.wall_s:.0f} s")
     return 0

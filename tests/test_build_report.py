@@ -131,8 +131,30 @@ def test_the_summary_page_has_a_row_per_chapter_from_its_scorecard(replay_report
         if card["fraction_of_ceiling"] is not None:
             assert f"{card['fraction_of_ceiling']:.0%}" in summary, chapter.id
     assert summary.count("<tr>") == len(catalog.discover()) + 1
+    for row in re.findall(r"<tr><td><a href.*?</tr>", summary):
+        fraction_cell = re.findall(r"<td>(.*?)</td>", row)[3]
+        assert re.match(r"<b>\d+%</b> of \w|no fraction: the \w|no ceiling measured", fraction_cell), fraction_cell
     # whole words: a stale recording's files (provenance.py) may hold the letters
     assert not re.search(r"\b(None|nan|NaN)\b", summary), re.search(r".{60}\b(None|nan|NaN)\b.{20}", summary)
+
+
+def test_summary_rows_agree_with_their_chapters_headlines(replay_report):
+    """Issue 26 (4): no fraction of a ceiling above 100%, every row names its ceiling, and chapter
+    04's row quotes the fastest kernel at the largest N measured, as its headline does."""
+    out, _ = replay_report
+    for chapter in catalog.discover():
+        card = json.loads((out / "data" / chapter.id / "scorecard.json").read_text())
+        assert card["fraction_of_ceiling"] is None or card["fraction_of_ceiling"] <= 1.0, (chapter.id, card)
+        assert card["fraction_of_ceiling"] is None or card["ceiling"], chapter.id
+    heads = json.loads((out / "data" / "04_blocking_factor" / "summary.json").read_text())
+    by_n = {int(h["key"].rsplit("_n", 1)[1]): h for h in heads if h["key"].startswith("best_fraction_of_ceiling_n")}
+    card = json.loads((out / "data" / "04_blocking_factor" / "scorecard.json").read_text())
+    assert by_n, "chapter 04 records its fastest kernel at each N of the sweep"
+    largest = by_n[max(by_n)]
+    assert f"N = {max(by_n):,}" in card["best"] and largest["rows"]["variant"] in card["best"], card["best"]
+    assert card["fraction_of_ceiling"] == pytest.approx(largest["value"])
+    card02 = json.loads((out / "data" / "02_coalescing" / "scorecard.json").read_text())
+    assert "read-only" in card02["ceiling"] and "copy bandwidth (vecMax)" not in card02["ceiling"]
 
 
 def _flat(text: str) -> str:

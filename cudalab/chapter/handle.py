@@ -262,7 +262,8 @@ class Chapter:
     def ceilings(self) -> dict[str, float]:
         """The ceilings chapter 00 measured for the chapters that follow, in this build (measure:
         this run's data folder) or in the recording replayed: ``dram_Bps`` (device-to-device copy,
-        bytes read + written per second) and ``add_min_per_s`` (int32 add+min relaxations per
+        bytes read + written per second), ``dram_read_Bps`` (the read-only streaming kernel, bytes
+        read per second; absent from recordings made before chapter 00 measured it) and ``add_min_per_s`` (int32 add+min relaxations per
         second, the faster form). Empty where chapter 00 was not part of the run."""
         folder = (self.data_dir if self.mode == "measure" else self.recorded_dir) / CEILINGS_CHAPTER
         found: dict[str, float] = {}
@@ -270,6 +271,8 @@ class Chapter:
             c = pd.read_csv(folder / "ceilings.csv").set_index("ceiling")
             if "dram_copy_bandwidth" in c.index:
                 found["dram_Bps"] = float(c.loc["dram_copy_bandwidth", "value"]) * 1e9
+            if "dram_read_bandwidth" in c.index:
+                found["dram_read_Bps"] = float(c.loc["dram_read_bandwidth", "value"]) * 1e9
         if (folder / "add_min_ceiling.csv").is_file():
             a = pd.read_csv(folder / "add_min_ceiling.csv")
             a = a[a["status"].eq("ok")] if "status" in a else a

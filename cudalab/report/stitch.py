@@ -91,11 +91,14 @@ def _summary(outcomes: list[ChapterOutcome], scorecards: dict[str, dict[str, Any
             if card.get("speedup_x") is not None
             else "no baseline kernel in this chapter"
         )
-        fraction = (
-            f"<b>{card['fraction_of_ceiling']:.0%}</b> of {html.escape(card['ceiling'])}"
-            if card.get("fraction_of_ceiling") is not None
-            else "no ceiling measured in this chapter"
-        )
+        # every row names its ceiling: the fraction of it, or why there is none (a ceiling a
+        # recording lacks is named, never replaced by one that does not bound the kernel)
+        if card.get("fraction_of_ceiling") is not None:
+            fraction = f"<b>{card['fraction_of_ceiling']:.0%}</b> of {html.escape(card['ceiling'])}"
+        elif card.get("ceiling"):
+            fraction = f"no fraction: {html.escape(card['ceiling'])}"
+        else:
+            fraction = "no ceiling measured in this chapter"
         lab = html.escape(card["lab"]) if card.get("lab") else "not published"
         # a replay of a recording older than today's sources says so in its row, naming the files
         # paths may break after a slash (<wbr>), never inside a file's name, in the narrow column

@@ -1,0 +1,185 @@
+"""build_report.py --compare: one report setting recordings side by side, from the committed
+recordings, without a GPU (issue 26, requirement 3)."""
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from cudalab.chapter import recorded
+from cudalab.core.paths import RESULTS_DIR, ROOT
+from cudalab.report import compare_points
+from cudalab.report.compare_sources import resolve
+from cudalab.report.stitch import find_browser
+
+PDF_TOOLS = find_browser() is not None and shutil.which("pdftotext") is not None
+H100_GPU = recorded.find("h100")[0].path.parent  # results/<the GPU that recorded the h100 profile>
+H100 = H100_GPU / "h100"
+GTX680 = recorded.find("gtx680", gpu=H100_GPU.name)[0].path
+
+
+def build(*args, timeout=300):
+    return subprocess.run(
+        [sys.executable, str(ROOT / "build_report.py"), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory):
+    """Two profiles of different grids recorded on one GPU, and the gtx680 profile's published numbers."""
+    out = tmp_path_factory.mktemp("compare") / "out"
+    formats = "html,pdf" if PDF_TOOLS else "html"
+    proc = build(
+        "--compare", str(GTX680), str(H100.relative_to(RESULTS_DIR)), "lab", "--format", formats, "--out", str(out)
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out, proc
+
+
+@pytest.mark.skipif(not PDF_TOOLS, reason="Chromium or pdftotext missing")
+def test_the_pdf_holds_every_chapter_and_no_empty_cell(compared):
+    out, _ = compared
+    text = subprocess.run(["pdftotext", str(out / "report.pdf"), "-"], capture_output=True, text=True).stdout
+    for chapter in json.loads((out / "build.json").read_text())["chapters"]:
+        assert chapter.replace("_", " ")[:2] in text
+    assert "What changed in the lesson" in text and "Point by point" in text
+    assert not re.search(r"\b(None|nan|NaN)\b", text)
+
+
+def test_the_comparison_has_every_shared_chapter_headlines_figures_and_labels(compared):
+    out, _ = compared
+    html = (out / "report.html").read_text()
+    summary = json.loads((out / "build.json").read_text())
+    assert summary["made_by"] == "cudalab build" and summary["kind"] == "comparison"
+    assert len(summary["chapters"]) == 7 and [s["kind"] for s in summary["sources"]] == [
+        "recording",
+        "recording",
+        "lab",
+    ]
+    for chapter in summary["chapters"]:
+        assert f'id="chapter-{chapter}"' in html, chapter
+    assert html.count("What changed in the lesson") == 7 and html.count("Headline numbers") == 7
+    assert len(re.findall(r'src="data:image/png;base64,', html)) >= 7, "each chapter's main figure, overlaid"
+    assert re.search(r"\d\.\d{3}x,? (same|faster|slower)", html), "ratios labelled by the recorded spread"
+    assert "<script" not in html and "Traceback" not in html
+    text = re.sub(r"<[^>]+>", " ", html[html.index("<body") :])
+    assert not re.search(r"\b(None|nan|NaN)\b", text), re.search(r".{60}\b(None|nan|NaN)\b.{20}", text)
+    for f in summary["files"]:
+        assert (out / f).is_file(), f
+
+
+def test_one_colour_per_source_throughout(compared):
+    out, _ = compared
+    html = (out / "report.html").read_text()
+    chips = set(re.findall(r'<span style="color:(#[0-9a-f]{6})">\u25a0</span>\xa0([^<]+)<', html))
+    by_label: dict[str, set] = {}
+    for colour, label in chips:
+        by_label.setdefault(label, set()).add(colour)
+    assert len(by_label) == 3 and all(len(c) == 1 for c in by_label.values()), by_label
+    assert len({next(iter(c)) for c in by_label.values()}) == 3, "three sources, three colours"
+
+
+def test_the_lesson_is_computed_from_each_recordings_headlines(compared):
+    """Chapter 01: the fastest block shape of each recording, read from its summary.json."""
+    out, _ = compared
+    html = (out / "report.html").read_text()
+    chapter = html[html.index('id="chapter-01_block_size"') : html.index('id="chapter-02_coalescing"')]
+    lesson = chapter[chapter.index("What changed in the lesson") : chapter.index("Headline numbers")]
+    for rec in (GTX680, H100):
+        best = next(
+            h
+            for h in json.loads((rec / "01_block_size" / "summary.json").read_text())
+            if h["key"] == "best_block_time_ms"
+        )
+        assert f"{best['rows']['variant']} (N = {best['rows']['n']:,})" in lesson, (rec, lesson)
+
+
+def test_different_grids_list_the_points_only_one_side_has(compared):
+    """gtx680 and h100 sweep different N: every recorded correct point is either joined or listed."""
+    out, _ = compared
+    html = (out / "report.html").read_text()
+    chapter = html[html.index('id="chapter-01_block_size"') : html.index('id="chapter-02_coalescing"')]
+    assert "Points not in every source" in chapter and "n = 5000" in chapter and "n = 3072" in chapter
+    sources = resolve([str(GTX680), str(H100)], RESULTS_DIR, None)
+    joined = {j.table: j for j in compare_points.joined_tables(sources, "01_block_size")}["block_sweep"]
+    for s in sources:
+        ok = s.table("01_block_size", "block_sweep")
+        ok = ok[ok["status"].eq("ok")]
+        listed = sum(len(v) for k, v in joined.only.items() if s.label in k.split(", ") or k == s.label)
+        assert len(joined.points) + listed == len(ok), s.label
+
+
+def test_a_recording_against_its_copy_is_the_same_everywhere_and_a_missing_point_is_listed(tmp_path):
+    """The join and the labels, on a committed recording copied under another GPU's folder."""
+    copy = tmp_path / "results" / "another-gpu" / "h100"
+    shutil.copytree(H100, copy)
+    sources = resolve([str(H100), str(copy)], RESULTS_DIR, None)
+    for j in compare_points.joined_tables(sources, "01_block_size"):
+        assert set(j.points[j.points.columns[-1]]) == {"same"} and not j.only, j.table
+    frame = sources[0].table("01_block_size", "block_sweep")
+    one_less = frame.drop(index=frame.index[frame["status"].eq("ok")][0])
+    j = compare_points.join_table({"A": frame, "B": one_less}, ["n", "variant"], "block_sweep")
+    assert list(j.only) == ["A"] and len(j.only["A"]) == 1
+    rows = compare_points.headlines(sources, "01_block_size")
+    assert rows and all(v.endswith("1.000x, same") for r in rows for v in r.verdicts.values()), rows
+
+
+def test_faster_and_slower_follow_the_unit():
+    assert compare_points.label(0.5, 0.0, "ms") == "faster" and compare_points.label(0.5, 0.0, "GB/s") == "slower"
+    assert compare_points.label(1.005, 0.0, "ms") == "same", "within 1% is the same"
+    assert compare_points.label(1.2, 0.3, "ms") == "same", "within the recorded spread is the same"
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["results/no-such-gpu/h100", "lab"], "no recording at results/no-such-gpu/h100"),
+        (["results/nvidia-h100-80gb-hbm3/h100"], "at least two"),
+        (["--gpu", "h100", "no-such-gpu", "lab"], "no recorded results for profile 'h100'"),
+    ],
+)
+def test_bad_sources_are_one_line_exit_2_and_nothing_written(tmp_path, args, says):
+    out = tmp_path / "out"
+    gpu = args[:2] if args[0] == "--gpu" else []
+    proc = build(*gpu, "--compare", *args[len(gpu) :], "--out", str(out), "--format", "html")
+    assert proc.returncode == 2, proc.stderr
+    assert says in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not out.exists()
+
+
+def test_recordings_with_no_chapter_in_common_are_refused(tmp_path):
+    results = tmp_path / "results"
+    for gpu, chapter in (("gpu-a", "01_block_size"), ("gpu-b", "05_matmul_footprint")):
+        dest = results / gpu / "h100"
+        shutil.copytree(H100 / chapter, dest / chapter)
+        shutil.copy(H100 / recorded.RECORDINGS, dest / recorded.RECORDINGS)
+    out = tmp_path / "out"
+    proc = build("--compare", "gpu-a/h100", "gpu-b/h100", "--results", str(results), "--out", str(out))
+    assert proc.returncode == 2 and "no chapter in common" in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and not out.exists()
+
+
+def test_a_comparison_never_writes_into_a_folder_it_did_not_make(tmp_path):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("keep me")
+    proc = build("--compare", str(GTX680), str(H100), "--out", str(out), "--format", "html")
+    assert proc.returncode == 2 and (out / "notes.txt").read_text() == "keep me"
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+
+
+def test_the_published_numbers_join_on_their_coordinates():
+    """vecMax's lab 002 times at 80 x 128 join the recorded sweep point by point."""
+    sources = resolve([str(GTX680), "lab"], RESULTS_DIR, None)
+    pub = [j for j in compare_points.joined_tables(sources, "02_coalescing") if j.against]
+    vec = next(j for j in pub if j.table == "vecmax_sweep")
+    assert len(vec.points) == 2 and set(vec.points["kernel"]) == {"vecmax00", "vecmax01"}
+    assert isinstance(vec.points, pd.DataFrame) and (vec.points.filter(like="ratio").to_numpy() < 1).all()
