@@ -40,7 +40,9 @@ SHOWN = 6  # changed files a sentence names; the rest are counted
 # Modules that present, record or explore the data but do not decide a number in it: their imports
 # are still followed (the chapter handle reaches the timing code), they themselves never stale a
 # recording. Without this, a figure's colour or a banner's wording would call every recording stale.
-PRESENTING = ("chapter/", "report/", "explore/", "core/plots.py")
+# core/provenance.py records who measured (the GPU's name and UUID, versions, the commit): a new
+# field there does not change a measured number.
+PRESENTING = ("chapter/", "report/", "explore/", "core/plots.py", "core/provenance.py")
 NO_FINGERPRINTS = "recorded before source fingerprints were kept; cannot tell what changed"
 
 
