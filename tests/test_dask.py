@@ -77,22 +77,26 @@ def _attempts(out: Path, chapter: str) -> list[str]:
     return lines
 
 
-def test_a_plain_build_never_imports_dask(tmp_path):
+def _serial_build_without_dask(out: Path) -> None:
+    """The serial build in a process of its own, which must end without Dask in ``sys.modules``."""
     code = (
-        "import sys, build_report; rc = build_report.main(['--only', '00', '--format', 'html', '--out', sys.argv[1]]);"
+        "import sys, build_report; rc = build_report.main(sys.argv[2:] + ['--format', 'html', '--out', sys.argv[1]]);"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed', 'dask_cuda'))); sys.exit(rc)"
     )
     proc = subprocess.run(
-        [sys.executable, "-c", code, str(tmp_path / "r")], cwd=ROOT, capture_output=True, text=True, env=_env()
+        [sys.executable, "-c", code, str(out), "--only", *CHAPTERS],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=_env(),
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout
+    assert proc.stdout.strip().splitlines()[-1] == "[]", f"a plain build imported {proc.stdout}"
 
 
-def test_replay_on_two_local_workers_gives_the_serial_summaries(tmp_path):
+def test_replay_on_two_local_workers_gives_the_serial_summaries_and_a_plain_build_never_imports_dask(tmp_path):
     serial, dasked = tmp_path / "serial", tmp_path / "dask"
-    first = build("--only", *CHAPTERS, "--out", str(serial))
-    assert first.returncode == 0, first.stderr[-2000:]
+    _serial_build_without_dask(serial)
     second = build("--only", *CHAPTERS, "--out", str(dasked), "--workers", "2")
     assert second.returncode == 0, second.stderr[-3000:]
     assert "LocalCluster, 2 process worker(s)" in second.stderr

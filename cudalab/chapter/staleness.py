@@ -178,6 +178,14 @@ def _presenting(path: Path) -> bool:
     return any(inside == p or inside.startswith(p) for p in PRESENTING)
 
 
+def _presenting_rel(rel: str) -> bool:
+    """``_presenting`` for a path as recordings name it (relative to the checkout)."""
+    package = f"{PACKAGE}/"
+    return rel.startswith(package) and any(
+        rel[len(package) :] == p or rel[len(package) :].startswith(p) for p in PRESENTING
+    )
+
+
 def file_digest(path: Path) -> str:
     """A deciding file's sha256: a notebook's deciding cells, any other file's bytes."""
     return notebook_digest(path.read_text()) if path.suffix == ".ipynb" else _sha256(path.read_bytes())
@@ -258,7 +266,8 @@ def staleness(
         return Staleness((_rel(notebook),), how="notebook gone")
     now = deciding_files(notebook)
     if recorded.get("source_files"):
-        then: dict[str, str] = recorded["source_files"]
+        # a module that today's rules call presenting (PRESENTING) stales no recording that listed it
+        then: dict[str, str] = {k: v for k, v in recorded["source_files"].items() if not _presenting_rel(k)}
         current = {_rel(p): file_digest(p) for p in now}
         changed = sorted(k for k in current.keys() | then.keys() if current.get(k) != then.get(k))
         return Staleness(tuple(changed), how="source fingerprints")

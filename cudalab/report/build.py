@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import signal
 import time
 from collections.abc import Callable
@@ -31,14 +30,13 @@ from cudalab.chapter.recorded import PROVENANCE, SCORECARD, SUMMARY
 from cudalab.core import gpu
 from cudalab.core.errors import CudalabError
 from cudalab.core.files import atomic_write_text
-from cudalab.core.paths import BUILD_DIR, NOTEBOOKS_DIR, RESULTS_DIR, require_checkout
+from cudalab.core.paths import BUILD_DIR, RESULTS_DIR, require_checkout
 from cudalab.report import handout as handouts
 from cudalab.report import outdir, recordings
+from cudalab.report.execute import run_notebook as _run_chapter
 from cudalab.report.stitch import ChapterOutcome, cover_cell, references_cell, render_html, render_pdf, stitch
 
 Log = Callable[[str], None]
-# A kernel may start slowly on a loaded node (several chapters starting at once on Dask workers).
-KERNEL_START_TIMEOUT_S = 120
 
 
 @dataclass
@@ -70,43 +68,6 @@ class BuildSummary:
     @property
     def reused(self) -> list[str]:
         return [cid for cid, c in self.chapters.items() if c.get("reused")]
-
-
-def _run_chapter(
-    chapter: catalog.ChapterInfo, out_nb: Path, params: dict, cell_timeout: int, progress_bar: bool
-) -> tuple[bool, str]:
-    """One notebook through papermill, synchronously (nbclient refuses to run inside a running
-    event loop, so a Dask task calls this from its worker thread too); (ok, the error if not)."""
-    import papermill
-    from papermill.exceptions import PapermillExecutionError
-
-    # The kernel inherits this process's environment: a batch run, where explorers show nothing.
-    previous = os.environ.get(catalog.BATCH_ENV)
-    os.environ[catalog.BATCH_ENV] = "1"
-    try:
-        # The kernel's own log stays quiet below errors: its "running over TCP" warning (a local kernel
-        # on loopback, started and stopped by this build) would otherwise print once per chapter.
-        papermill.execute_notebook(
-            str(chapter.path),
-            str(out_nb),
-            parameters=params,
-            kernel_name="python3",
-            cwd=str(NOTEBOOKS_DIR),
-            progress_bar=progress_bar,
-            execution_timeout=cell_timeout,
-            start_timeout=KERNEL_START_TIMEOUT_S,
-            extra_arguments=["--IPKernelApp.log_level=ERROR"],
-        )
-        return True, ""
-    except PapermillExecutionError as exc:
-        return False, f"{exc.ename}: {exc.evalue}"
-    except Exception as exc:  # the kernel died, timed out, or could not start: the chapter failed
-        return False, f"{type(exc).__name__}: {exc}"
-    finally:
-        if previous is None:
-            os.environ.pop(catalog.BATCH_ENV, None)
-        else:
-            os.environ[catalog.BATCH_ENV] = previous
 
 
 def _inputs(chapter: catalog.ChapterInfo, prof, mode: str, quick: bool, recording_dir: Path) -> str:

@@ -242,9 +242,9 @@ def _run_on(pool: Pool, jobs: list, out: Path, ran: Any, *, cell_timeout: int, f
                     continue
                 if not finish(job, result) and fail_fast:
                     ran.stopped = True
-                    raise _Stop
-    except _Stop:
-        pass
+                    break
+            if ran.stopped:
+                break
     except KeyboardInterrupt:
         (staging / ACTIVE).unlink(missing_ok=True)
         pool.client.cancel(list(futures), force=True)
@@ -254,10 +254,6 @@ def _run_on(pool: Pool, jobs: list, out: Path, ran: Any, *, cell_timeout: int, f
             (staging / ACTIVE).unlink(missing_ok=True)
             pool.client.cancel(list(futures), force=True)
         shutil.rmtree(staging, ignore_errors=True)
-
-
-class _Stop(Exception):
-    """--fail-fast: stop at the first failed chapter."""
 
 
 def _attempts(staging: Path, chapter_id: str) -> list[str]:
@@ -347,7 +343,7 @@ def _papermill(
 ) -> tuple[bool, str]:
     """papermill, retried with fresh ports where the kernel could not start (ports race when
     kernels start at once on one node); the kernel gets ``kernel_threads`` CPU threads."""
-    from cudalab.report.build import _run_chapter
+    from cudalab.report.execute import run_notebook
 
     saved = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
     if kernel_threads:
@@ -355,7 +351,7 @@ def _papermill(
             os.environ[k] = str(kernel_threads)
     try:
         for tries in range(3):
-            ok, error = _run_chapter(chapter, out_nb, params, cell_timeout, False)
+            ok, error = run_notebook(chapter, out_nb, params, cell_timeout, False)
             if ok or not any(e in error for e in _KERNEL_START_ERRORS) or _executed_any(out_nb):
                 return ok, error
             time.sleep(1 + random.random() * 2 * (tries + 1))
