@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
-# build_report.py --workers 1 on the GPU host: chapter 00 of the h100 profile measured through
-# dask_cuda.LocalCUDACluster (one worker, pinned by CUDA_VISIBLE_DEVICES) and recorded into a
-# temporary results folder (never the repository's results/), beside the same chapter built
-# serially before and after it (the first serial build also warms the kernel caches, so the second
-# is the fair comparison). Checks: the Dask build exits 0 and its log names LocalCUDACluster; the
+# build_report.py --workers 1 on the GPU host: the h100 profile's chapters (CHAPTERS, default 00)
+# measured through dask_cuda.LocalCUDACluster (one worker, pinned by CUDA_VISIBLE_DEVICES) and
+# recorded into a temporary results folder (never the repository's results/), then the same
+# chapters built serially (both --force; the Dask build goes first, so it, not the serial one, meets
+# cold kernel caches). Checks: the Dask build exits 0 and its log names LocalCUDACluster; each
 # chapter's provenance (in the build and in the recording) names the GPU by name and by a UUID that
-# nvidia-smi lists, and the worker's CUDA_VISIBLE_DEVICES; build.json names the worker; the Dask
-# build takes at most 1.1x the second serial build's wall time. Writes logs, provenance.json,
-# build.json and timings.txt to "$OUT/dask/"; exit 1 if a check fails.
-# Expected: about 3 minutes on an H100 (three builds of chapter 00, ~40-60 s each, plus the
-# cluster's start, a few seconds).
+# nvidia-smi lists, and the worker's CUDA_VISIBLE_DEVICES; build.json names the worker; and, where
+# the serial build takes a minute or more, the Dask build takes at most 1.1x its wall time (for
+# chapter 00 alone, ~10 s, the cluster's start of a few seconds is more than 10%: printed only).
+# Writes logs, provenance.json, build.json and timings.txt to "$OUT/dask/"; exit 1 if a check fails.
+# Expected: about 1 minute for chapter 00; CHAPTERS="00 01 02 03 04 05 06" (the whole h100 build,
+# ~250 s serially) about 9 minutes.
 #
-#   OUT=/tmp/out bash tools/dev_gpu/dask.sh            (PROFILE=h100 CHAPTERS="00" by default)
+#   OUT=/tmp/out bash tools/dev_gpu/dask.sh
+#   OUT=/tmp/out CHAPTERS="00 01 02 03 04 05 06" bash tools/dev_gpu/dask.sh     (the 1.1x check)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${OUT:-/tmp/cudalab-out}"
@@ -45,9 +47,8 @@ build() {  # name, extra args...
 }
 status=0
 : >"$OUT/dask/timings.txt"
-build serial1 || status=1
 build dask --workers 1 --record --results "$res" || status=1
-build serial2 || status=1
+build serial || status=1
 cp "$tmp/dask/build.json" "$OUT/dask/build.json" 2>/dev/null
 prov=$(ls "$tmp"/dask/data/*/provenance.json 2>/dev/null | head -1)
 [ -n "$prov" ] && cp "$prov" "$OUT/dask/provenance.json"
@@ -78,11 +79,13 @@ chapters = json.loads((out / "build.json").read_text())["chapters"]
 for cid, c in chapters.items():
     if not c.get("ok") or not c.get("worker"):
         problems.append(f"build.json: {cid} ok={c.get('ok')} worker={c.get('worker')!r} {c.get('error', '')[:300]}")
-dask_s, serial_s = float((tmp / "dask.s").read_text()), float((tmp / "serial2.s").read_text())
+dask_s, serial_s = float((tmp / "dask.s").read_text()), float((tmp / "serial.s").read_text())
 ratio = dask_s / serial_s
-print(f"--workers 1 / serial (second, warm caches): {dask_s:.1f} s / {serial_s:.1f} s = {ratio:.2f}x (limit 1.10x)")
-(out / "timings.txt").open("a").write(f"ratio dask/serial2: {ratio:.3f}\n")
-if ratio > 1.10:
+enforced = serial_s >= 60
+print(f"--workers 1 (first, cold caches) / serial: {dask_s:.1f} s / {serial_s:.1f} s = {ratio:.2f}x "
+      f"(limit 1.10x{'' if enforced else ', not enforced for a build under 60 s'})")
+(out / "timings.txt").open("a").write(f"ratio dask/serial: {ratio:.3f}\n")
+if enforced and ratio > 1.10:
     problems.append(f"the Dask build took {ratio:.2f}x the serial build")
 for p in problems:
     print("FAIL:", p)
