@@ -53,3 +53,13 @@ def test_uuid_bytes_are_formatted_as_nvidia_smi_prints_them():
     raw = bytes.fromhex("0123456789abcdef0123456789abcdef")
     assert _uuid_text(raw) == "GPU-01234567-89ab-cdef-0123-456789abcdef"
     assert _uuid_text(b"short") is None and _uuid_text(None) is None
+
+
+def test_chapters_on_another_model_than_chapter_00_are_told_whose_ceilings_they_use(tmp_path):
+    from cudalab.report.build import _ceilings_elsewhere
+
+    outcomes = _outcomes(tmp_path, H100, H200, H100_B)
+    outcomes[0].id = "00_gpu_capabilities"
+    notes = _ceilings_elsewhere(outcomes)
+    assert len(notes) == 1 and notes[0].startswith("01_c ran on another GPU model") and "02_c" not in notes[0]
+    assert _ceilings_elsewhere(_outcomes(tmp_path, H100, H100_B)) == []

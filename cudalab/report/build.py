@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from cudalab.chapter import catalog, recorded
-from cudalab.chapter.handle import resolve_profile_name
+from cudalab.chapter.handle import CEILINGS_CHAPTER, resolve_profile_name
 from cudalab.chapter.profiles import RESOLVED, Profile, load_profile, write_resolved
 from cudalab.chapter.recorded import PROVENANCE, SCORECARD, SUMMARY
 from cudalab.core import gpu
@@ -350,6 +350,7 @@ def _run_chapters(
                     log(f"note: {job.chapter.id}: {line}; the replay shows the recording")
         if pool is not None:
             pool.run_chapters(jobs, out, ran, cell_timeout=cell_timeout, fail_fast=fail_fast, log=log)
+            request.notes += _ceilings_elsewhere(ran.outcomes) if mode == "measure" else []
         else:
             _run_serially(
                 jobs, out, ran, cell_timeout=cell_timeout, progress_bar=progress_bar, fail_fast=fail_fast, log=log
@@ -359,6 +360,20 @@ def _run_chapters(
     order = [c.id for c in chapters]
     ran.outcomes.sort(key=lambda o: order.index(o.id))
     return ran
+
+
+def _ceilings_elsewhere(outcomes: list[ChapterOutcome]) -> list[str]:
+    """On Dask, chapters measured on a GPU model other than chapter 00's: their fractions of the
+    ceiling divide by ceilings chapter 00 measured on that other model, and the report says so."""
+    by_id = {o.id: o.provenance.get("gpu_name") for o in outcomes if o.provenance}
+    ceilings_gpu = by_id.get(CEILINGS_CHAPTER)
+    other = [cid for cid, name in by_id.items() if ceilings_gpu and name and name != ceilings_gpu]
+    if not other:
+        return []
+    return [
+        f"{', '.join(other)} ran on another GPU model than {CEILINGS_CHAPTER} ({ceilings_gpu}), whose ceilings "
+        f"their rooflines and fractions of the ceiling use"
+    ]
 
 
 def _run_serially(
