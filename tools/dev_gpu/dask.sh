@@ -21,10 +21,13 @@ mkdir -p "$OUT/dask"
 PY="${PYTHON:-.venv/bin/python}"
 [ -x "$PY" ] || PY=python3
 export PYTHONUNBUFFERED=1 PATH=$PATH:/usr/local/cuda/bin
-# on a node set up from the wheelhouse (tools/gpu_check.sh), Dask comes from wheelhouse/dask
-if ! "$PY" -c "import dask_cuda" 2>/dev/null && [ -d wheelhouse/dask ]; then
-  ls wheelhouse/dask/*.whl | grep -v -E '/(numpy|pandas|pillow|contourpy|python_dateutil|tzdata)-' | xargs "$PY" -m pip install -q --upgrade --no-index \
-    --no-deps --no-compile --target /tmp/site
+# on a node without the Python packages (as tools/gpu_check.sh does): install them from wheelhouse/
+if ! PYTHONPATH=/tmp/site:$PWD "$PY" -c "import papermill, dask_cuda" 2>/dev/null && [ -d wheelhouse/dask ]; then
+  "$PY" -m pip install -q --upgrade --no-index --no-compile --find-links wheelhouse --target /tmp/site \
+    -r requirements-gpu-node.txt
+  "$PY" -m pip install -q --upgrade --no-index --no-deps --no-compile --target /tmp/site wheelhouse/dask/*.whl
+fi
+if [ -d /tmp/site ]; then
   export PYTHONPATH=/tmp/site:$PWD JUPYTER_PATH=/tmp/site/share/jupyter
 else
   export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$PWD"
