@@ -4,7 +4,8 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PROFILE ?= gtx680
 # CuPy comes along where a GPU is present; replay and tests need none.
-EXTRAS := test$(shell command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && echo ,gpu)
+# (and dask-cuda, for build_report.py --workers on GPUs).
+EXTRAS := test$(shell command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && echo ,gpu,dask-gpu)
 
 .PHONY: help venv report check-recordings lint test test-gpu lab wheelhouse stamp gpu-check benchmarks bench clean
 

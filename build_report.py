@@ -42,8 +42,10 @@ examples:
 profiles: {profiles}
 output folder: a build writes only inside --out, and deletes only what an earlier cudalab build listed
   in its build.json there; it refuses the checkout's own folders and a non-empty folder it did not make.
-exit status: 0 all chapters ran; 1 a chapter failed (the report is still written); 2 bad arguments or
-  an unsafe output folder; 130 interrupted (Ctrl-C or SIGTERM: finished chapters are kept and the
+on Dask (--workers, --scheduler): chapters run as tasks, one GPU each; a chapter whose worker dies runs once
+  more on another worker, then fails with the reason (exit 1) while the others complete.
+exit status: 0 all chapters ran; 1 a chapter failed (the report is still written); 2 bad arguments, an
+  unsafe output folder or an unreachable Dask scheduler; 130 interrupted (Ctrl-C or SIGTERM: finished chapters are kept and the
   report is marked incomplete)."""
 
 
@@ -56,6 +58,13 @@ def _seconds(text: str) -> float:
     if not value >= 0:
         raise argparse.ArgumentTypeError(f"{text} is negative; give seconds >= 0 (0: no limit)")
     return value
+
+
+def _positive(text: str) -> int:
+    """``--workers``: a whole number of workers, at least 1."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of workers (1 or more)")
+    return int(text)
 
 
 def _formats(text: str) -> tuple[str, ...]:
@@ -165,6 +174,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="run every chapter; by default a chapter that the last build into --out finished "
         "with the same inputs (GPU or recording, parameters, source) is kept",
     )
+    dask = parser.add_mutually_exclusive_group()
+    dask.add_argument(
+        "--workers",
+        type=_positive,
+        metavar="N",
+        help="run the chapters as tasks on a local Dask cluster: one worker per GPU (dask-cuda, at most N) "
+        "where chapters measure, else N process workers (replay)",
+    )
+    dask.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run the chapters as tasks on a running Dask cluster (e.g. tcp://node:8786, from `dask scheduler` "
+        "with `dask cuda worker` or `dask worker --nthreads 1`); its workers must see this checkout and --out",
+    )
     parser.add_argument("--fail-fast", action="store_true", help="stop at the first chapter that fails")
     parser.add_argument("--debug", action="store_true", help="show the traceback of an unexpected error")
     return parser.parse_args(argv)
@@ -212,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
             point_time_limit=args.point_time_limit,
             handout=args.handout,
             answers=args.answers,
+            workers=args.workers,
+            scheduler=args.scheduler,
         )
     except CudalabError as exc:
         _log(f"error: {exc}")

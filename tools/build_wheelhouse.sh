@@ -9,6 +9,7 @@
 #
 #   python3 -m pip install --no-index --find-links DIR --target /tmp/site -r requirements-gpu-node.txt
 #   export PYTHONPATH=/tmp/site:$PWD
+#   python3 -m pip install --no-index --no-deps --upgrade --target /tmp/site DIR/dask/*.whl
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-wheelhouse}
@@ -21,4 +22,10 @@ for tag in manylinux_2_39_x86_64 manylinux_2_35_x86_64 manylinux_2_34_x86_64 man
 done
 python3 -m pip download --quiet --only-binary=:all: --implementation cp --python-version "$py" \
   "${platforms[@]}" -d "$dir" -r requirements-gpu-node.txt
-echo "wheelhouse: $(ls "$dir" | wc -l) wheels, $(du -sh "$dir" | cut -f1) in $dir"
+# Dask for build_report.py --workers (requirements-dask-node.txt), in a folder of its own, installed with
+# --no-deps: its closure includes numpy, pandas and matplotlib's dependencies, which the node has already
+# (a second copy on PYTHONPATH would shadow the node's); they are dropped here (34 MB the node never uses).
+python3 -m pip download --quiet --only-binary=:all: --implementation cp --python-version "$py" \
+  "${platforms[@]}" -d "$dir/dask" -r requirements-dask-node.txt
+rm -f "$dir"/dask/{numpy,pandas,pillow,contourpy,python_dateutil,tzdata}-*.whl
+echo "wheelhouse: $(ls "$dir"/*.whl "$dir"/dask/*.whl | wc -l) wheels, $(du -sh "$dir" | cut -f1) in $dir"

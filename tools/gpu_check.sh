@@ -31,6 +31,12 @@ done
 [ -d .git ] || [ -f wheelhouse/source-stamp.json ] || echo "warning: no .git and no wheelhouse/source-stamp.json: recordings will name no commit (run make stamp before sending the tree)"
 python3 -m pip install -q --upgrade --no-index --no-compile --find-links wheelhouse --target /tmp/site \
   -r requirements-gpu-node.txt || { echo "wheelhouse install failed (run tools/build_wheelhouse.sh)"; exit 2; }
+# Dask (build_report.py --workers, tools/dev_gpu/dask.sh), without dependencies: build_wheelhouse.sh left out
+# numpy, pandas and matplotlib's dependencies, which the node has already.
+if [ -d wheelhouse/dask ]; then
+  python3 -m pip install -q --upgrade --no-index \
+    --no-deps --no-compile --target /tmp/site wheelhouse/dask/*.whl || echo "warning: the Dask wheels did not install; --workers will not run"
+fi
 # JUPYTER_PATH: nbconvert's templates sit under the --target folder's share/jupyter.
 export PYTHONPATH=/tmp/site:$PWD JUPYTER_PATH=/tmp/site/share/jupyter PYTHONUNBUFFERED=1
 # nvcc, cuobjdump (SASS tables) and ncu (chapter 04 counters) live here on most GPU hosts

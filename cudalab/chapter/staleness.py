@@ -40,7 +40,9 @@ SHOWN = 6  # changed files a sentence names; the rest are counted
 # Modules that present, record or explore the data but do not decide a number in it: their imports
 # are still followed (the chapter handle reaches the timing code), they themselves never stale a
 # recording. Without this, a figure's colour or a banner's wording would call every recording stale.
-PRESENTING = ("chapter/", "report/", "explore/", "core/plots.py")
+# core/provenance.py records who measured (the GPU's name and UUID, versions, the commit): a new
+# field there does not change a measured number.
+PRESENTING = ("chapter/", "report/", "explore/", "core/plots.py", "core/provenance.py")
 NO_FINGERPRINTS = "recorded before source fingerprints were kept; cannot tell what changed"
 
 
@@ -176,6 +178,14 @@ def _presenting(path: Path) -> bool:
     return any(inside == p or inside.startswith(p) for p in PRESENTING)
 
 
+def _presenting_rel(rel: str) -> bool:
+    """``_presenting`` for a path as recordings name it (relative to the checkout)."""
+    package = f"{PACKAGE}/"
+    return rel.startswith(package) and any(
+        rel[len(package) :] == p or rel[len(package) :].startswith(p) for p in PRESENTING
+    )
+
+
 def file_digest(path: Path) -> str:
     """A deciding file's sha256: a notebook's deciding cells, any other file's bytes."""
     return notebook_digest(path.read_text()) if path.suffix == ".ipynb" else _sha256(path.read_bytes())
@@ -256,7 +266,8 @@ def staleness(
         return Staleness((_rel(notebook),), how="notebook gone")
     now = deciding_files(notebook)
     if recorded.get("source_files"):
-        then: dict[str, str] = recorded["source_files"]
+        # a module that today's rules call presenting (PRESENTING) stales no recording that listed it
+        then: dict[str, str] = {k: v for k, v in recorded["source_files"].items() if not _presenting_rel(k)}
         current = {_rel(p): file_digest(p) for p in now}
         changed = sorted(k for k in current.keys() | then.keys() if current.get(k) != then.get(k))
         return Staleness(tuple(changed), how="source fingerprints")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
+import os
 import platform
 import socket
 import subprocess
@@ -132,10 +133,11 @@ def _now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
-def _nvidia_smi(query: str) -> str | None:
+def _nvidia_smi(query: str, device: str | None = None) -> str | None:
+    """One field of nvidia-smi's report: of ``device`` (an index, UUID or PCI bus id) or the first GPU."""
     try:
         out = subprocess.run(
-            ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader"],
+            ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader", *([f"--id={device}"] if device else [])],
             capture_output=True,
             text=True,
             timeout=20,
@@ -146,12 +148,38 @@ def _nvidia_smi(query: str) -> str | None:
         return None
 
 
+def _uuid_text(raw: Any) -> str | None:
+    """A CUDA device UUID as nvidia-smi prints it (``GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx``),
+    from the 16 bytes CUDA reports; None where they are absent."""
+    if isinstance(raw, str):
+        raw = raw.encode("latin-1")
+    if not isinstance(raw, bytes | bytearray) or len(raw) < 16:
+        return None
+    h = bytes(raw[:16]).hex()
+    return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def gpu_uuid(props: dict[str, Any]) -> str | None:
+    """The UUID of the device whose properties ``props`` are: from CUDA's own report where CuPy
+    passes it on, else nvidia-smi asked by the device's PCI bus id (nvidia-smi ignores
+    ``CUDA_VISIBLE_DEVICES``, so its "first GPU" could be another worker's)."""
+    found = _uuid_text(props.get("uuid"))
+    if found:
+        return found
+    if all(k in props for k in ("pciDomainID", "pciBusID", "pciDeviceID")):
+        bus = f"{props['pciDomainID']:08x}:{props['pciBusID']:02x}:{props['pciDeviceID']:02x}.0"
+        return _nvidia_smi("uuid", bus)
+    return None
+
+
 def _version(v: int) -> str:
     return f"{v // 1000}.{(v % 1000) // 10}"
 
 
 def measurement() -> dict[str, Any]:
-    """Who measured: GPU, driver, CUDA and CuPy versions, host, date and commit."""
+    """Who measured: GPU (name and UUID: which card, where chapters run on several), driver, CUDA
+    and CuPy versions, host, date and commit. ``cuda_visible_devices`` is the process's device
+    mask as a Dask worker (``dask_cuda``) or a scheduler set it, None where unset."""
     import numpy
 
     info: dict[str, Any] = {
@@ -169,6 +197,8 @@ def measurement() -> dict[str, Any]:
     info.update(
         {
             "gpu_name": gpu_name(),
+            "gpu_uuid": gpu_uuid(props),
+            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
             "compute_capability": f"{props['major']}.{props['minor']}",
             "gpu_memory_MiB": round(props["totalGlobalMem"] / 2**20),
             "driver_version": _nvidia_smi("driver_version"),

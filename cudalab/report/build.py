@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import signal
 import time
 from collections.abc import Callable
@@ -25,15 +24,16 @@ from pathlib import Path
 from typing import Any
 
 from cudalab.chapter import catalog, recorded
-from cudalab.chapter.handle import resolve_profile_name
+from cudalab.chapter.handle import CEILINGS_CHAPTER, resolve_profile_name
 from cudalab.chapter.profiles import RESOLVED, Profile, load_profile, write_resolved
 from cudalab.chapter.recorded import PROVENANCE, SCORECARD, SUMMARY
 from cudalab.core import gpu
 from cudalab.core.errors import CudalabError
 from cudalab.core.files import atomic_write_text
-from cudalab.core.paths import BUILD_DIR, NOTEBOOKS_DIR, RESULTS_DIR, require_checkout
+from cudalab.core.paths import BUILD_DIR, RESULTS_DIR, require_checkout
 from cudalab.report import handout as handouts
 from cudalab.report import outdir, recordings
+from cudalab.report.execute import run_notebook as _run_chapter
 from cudalab.report.stitch import ChapterOutcome, cover_cell, references_cell, render_html, render_pdf, stitch
 
 Log = Callable[[str], None]
@@ -68,40 +68,6 @@ class BuildSummary:
     @property
     def reused(self) -> list[str]:
         return [cid for cid, c in self.chapters.items() if c.get("reused")]
-
-
-def _run_chapter(
-    chapter: catalog.ChapterInfo, out_nb: Path, params: dict, cell_timeout: int, progress_bar: bool
-) -> tuple[bool, str]:
-    import papermill
-    from papermill.exceptions import PapermillExecutionError
-
-    # The kernel inherits this process's environment: a batch run, where explorers show nothing.
-    previous = os.environ.get(catalog.BATCH_ENV)
-    os.environ[catalog.BATCH_ENV] = "1"
-    try:
-        # The kernel's own log stays quiet below errors: its "running over TCP" warning (a local kernel
-        # on loopback, started and stopped by this build) would otherwise print once per chapter.
-        papermill.execute_notebook(
-            str(chapter.path),
-            str(out_nb),
-            parameters=params,
-            kernel_name="python3",
-            cwd=str(NOTEBOOKS_DIR),
-            progress_bar=progress_bar,
-            execution_timeout=cell_timeout,
-            extra_arguments=["--IPKernelApp.log_level=ERROR"],
-        )
-        return True, ""
-    except PapermillExecutionError as exc:
-        return False, f"{exc.ename}: {exc.evalue}"
-    except Exception as exc:  # the kernel died, timed out, or could not start: the chapter failed
-        return False, f"{type(exc).__name__}: {exc}"
-    finally:
-        if previous is None:
-            os.environ.pop(catalog.BATCH_ENV, None)
-        else:
-            os.environ[catalog.BATCH_ENV] = previous
 
 
 def _inputs(chapter: catalog.ChapterInfo, prof, mode: str, quick: bool, recording_dir: Path) -> str:
@@ -305,6 +271,38 @@ def _prepare_out(request: _Request, plan: _Plan, log: Log) -> Path:
     )
 
 
+@dataclass
+class ChapterJob:
+    """One chapter to run: where its notebook goes and the parameters papermill passes it."""
+
+    index: int  # 1-based, of ``total``
+    total: int
+    chapter: catalog.ChapterInfo
+    notebook: Path
+    params: dict[str, Any]
+
+
+def _jobs(request: _Request, plan: _Plan, profile_file: Path, point_time_limit: float) -> list[ChapterJob]:
+    """The chapters to run (those not kept from the last build), with their parameters."""
+    jobs = []
+    for i, chapter in enumerate(request.chapters, 1):
+        if chapter.id in plan.reuse:
+            continue
+        params = {
+            "profile": str(profile_file),
+            "mode": request.mode,
+            "data_dir": str(request.out / "data"),
+            "recorded_dir": str(request.recording_dir) if request.mode == "replay" else "",
+            "progress": False,
+            "point_time_limit_s": float(point_time_limit),
+            **request.prof.chapter_params(chapter.id, request.quick),
+        }
+        jobs.append(
+            ChapterJob(i, len(request.chapters), chapter, request.out / "notebooks" / chapter.path.name, params)
+        )
+    return jobs
+
+
 def _run_chapters(
     request: _Request,
     plan: _Plan,
@@ -315,21 +313,25 @@ def _run_chapters(
     progress_bar: bool,
     fail_fast: bool,
     log: Log,
+    pool: Any = None,
 ) -> _Ran:
     """Step 5: the build announced, then each chapter kept from the last build, or run by papermill
-    with the resolved profile and its parameters. Ctrl-C or SIGTERM from the announcement on keeps
-    the finished chapters (and the report, marked incomplete, is still written)."""
+    with the resolved profile and its parameters: one after another here, or as tasks on the Dask
+    ``pool`` (``report.cluster``). Ctrl-C or SIGTERM from the announcement on keeps the finished
+    chapters (and the report, marked incomplete, is still written)."""
     out, chapters, mode = request.out, request.chapters, request.mode
     ran = _Ran([])
     try:
         where = f"measuring on {gpu.gpu_name()}" if mode == "measure" else f"replaying {request.why}"
+        if pool is not None:
+            where += f"; on Dask: {pool.description}"
         log(f"cudalab: profile {request.prof.name}, {where}; {len(chapters)} chapter(s) -> {out}")
         for note in request.notes:
             log(f"note: {note}")
         for i, chapter in enumerate(chapters, 1):
-            notebook = out / "notebooks" / chapter.path.name
             if chapter.id in plan.reuse:
                 old = plan.reuse[chapter.id]
+                notebook = out / "notebooks" / chapter.path.name
                 ran.outcomes.append(
                     ChapterOutcome(
                         chapter.id, chapter.title, notebook, True, "", old["seconds"], old["provenance"], reused=True
@@ -339,39 +341,59 @@ def _run_chapters(
                     f"[{i}/{len(chapters)}] {chapter.id}: unchanged since the last build here, kept "
                     f"(--force runs it again)"
                 )
-                continue
-            params = {
-                "profile": str(profile_file),
-                "mode": mode,
-                "data_dir": str(out / "data"),
-                "recorded_dir": str(request.recording_dir) if mode == "replay" else "",
-                "progress": False,
-                "point_time_limit_s": float(point_time_limit),
-                **request.prof.chapter_params(chapter.id, request.quick),
-            }
-            log(f"[{i}/{len(chapters)}] {chapter.id} ...")
-            if mode == "replay":
+        jobs = _jobs(request, plan, profile_file, point_time_limit)
+        if mode == "replay":
+            for job in jobs:
                 for line in recorded.not_shown(
-                    request.recording_dir / chapter.id, request.prof.chapter_params(chapter.id)
+                    request.recording_dir / job.chapter.id, request.prof.chapter_params(job.chapter.id)
                 ):
-                    log(f"note: {chapter.id}: {line}; the replay shows the recording")
-            t0 = time.time()
-            ok, error = _run_chapter(chapter, notebook, params, cell_timeout, progress_bar)
-            prov_path = out / "data" / chapter.id / PROVENANCE
-            provenance = json.loads(prov_path.read_text()) if prov_path.is_file() else {}
-            ran.outcomes.append(
-                ChapterOutcome(chapter.id, chapter.title, notebook, ok, error, time.time() - t0, provenance)
+                    log(f"note: {job.chapter.id}: {line}; the replay shows the recording")
+        if pool is not None:
+            pool.run_chapters(jobs, out, ran, cell_timeout=cell_timeout, fail_fast=fail_fast, log=log)
+            request.notes += _ceilings_elsewhere(ran.outcomes) if mode == "measure" else []
+        else:
+            _run_serially(
+                jobs, out, ran, cell_timeout=cell_timeout, progress_bar=progress_bar, fail_fast=fail_fast, log=log
             )
-            log(
-                f"[{i}/{len(chapters)}] {chapter.id}: {'ok' if ok else 'FAILED: ' + error.splitlines()[0][:300]}"
-                f" ({time.time() - t0:.0f} s)"
-            )
-            if not ok and fail_fast:
-                ran.stopped = True
-                break
     except KeyboardInterrupt:
         ran.interrupted = True
+    order = [c.id for c in chapters]
+    ran.outcomes.sort(key=lambda o: order.index(o.id))
     return ran
+
+
+def _ceilings_elsewhere(outcomes: list[ChapterOutcome]) -> list[str]:
+    """On Dask, chapters measured on a GPU model other than chapter 00's: their fractions of the
+    ceiling divide by ceilings chapter 00 measured on that other model, and the report says so."""
+    by_id = {o.id: o.provenance.get("gpu_name") for o in outcomes if o.provenance}
+    ceilings_gpu = by_id.get(CEILINGS_CHAPTER)
+    other = [cid for cid, name in by_id.items() if ceilings_gpu and name and name != ceilings_gpu]
+    if not other:
+        return []
+    return [
+        f"{', '.join(other)} ran on another GPU model than {CEILINGS_CHAPTER} ({ceilings_gpu}), whose ceilings "
+        f"their rooflines and fractions of the ceiling use"
+    ]
+
+
+def _run_serially(
+    jobs: list[ChapterJob], out: Path, ran: _Ran, *, cell_timeout: int, progress_bar: bool, fail_fast: bool, log: Log
+) -> None:
+    """The chapters one after another in this process, each appended to ``ran`` as it ends."""
+    for job in jobs:
+        chapter, tag = job.chapter, f"[{job.index}/{job.total}] {job.chapter.id}"
+        log(f"{tag} ...")
+        t0 = time.time()
+        ok, error = _run_chapter(chapter, job.notebook, job.params, cell_timeout, progress_bar)
+        prov_path = out / "data" / chapter.id / PROVENANCE
+        provenance = json.loads(prov_path.read_text()) if prov_path.is_file() else {}
+        ran.outcomes.append(
+            ChapterOutcome(chapter.id, chapter.title, job.notebook, ok, error, time.time() - t0, provenance)
+        )
+        log(f"{tag}: {'ok' if ok else 'FAILED: ' + error.splitlines()[0][:300]} ({time.time() - t0:.0f} s)")
+        if not ok and fail_fast:
+            ran.stopped = True
+            break
 
 
 def _incomplete(request: _Request, ran: _Ran, log: Log) -> str:
@@ -481,6 +503,7 @@ def _summarise(
                 "provenance": o.provenance,
                 "inputs": plan.inputs[o.id],
                 "reused": o.id in plan.reuse,
+                **({"worker": o.worker} if o.worker else {}),
             }
             for o in ran.outcomes
         },
@@ -517,6 +540,8 @@ def run(
     point_time_limit: float = 120.0,
     handout: bool = False,
     answers: bool = False,
+    workers: int | None = None,
+    scheduler: str | None = None,
 ) -> BuildSummary:
     """Build the report for ``profile`` (a name in params/, a YAML path, or ``auto``); see the
     module docstring. ``log`` receives a line per step; ``from_gpu`` picks the recording to
@@ -527,29 +552,47 @@ def run(
     is kept, not run again; ``force`` runs every chapter. ``fail_fast`` stops at the first failed
     chapter. ``point_time_limit`` (seconds) skips a sweep point whose one call runs longer.
     ``handout`` and ``answers`` also write the student handout and the instructor's answer key
-    (``handout/`` and ``answers/`` in ``out``), from the same run."""
+    (``handout/`` and ``answers/`` in ``out``), from the same run.
+
+    On Dask: ``workers`` starts a local cluster of that many workers (one per GPU where chapters
+    measure, ``dask_cuda``), ``scheduler`` joins a running one; the chapters run as tasks there
+    (``report.cluster``, imported only then). An unreachable scheduler raises ``CudalabError``
+    before anything is written."""
     require_checkout()
     started = time.time()
     request = _resolve_request(profile, only, out, quick, record, replay)
     _pick_recording(request, only, results, from_gpu)
     plan = _plan_reuse(request, force)
-    with outdir.Lock(request.out), _stop_on_sigterm():
-        profile_file = _prepare_out(request, plan, log)
-        ran = _run_chapters(
-            request,
-            plan,
-            profile_file,
-            cell_timeout=cell_timeout,
-            point_time_limit=point_time_limit,
-            progress_bar=progress_bar,
-            fail_fast=fail_fast,
-            log=log,
-        )
-        incomplete = _incomplete(request, ran, log)
-        report = _render_report(request, ran, incomplete, command, pdf, log)
-        kinds = [kind for wanted, kind in ((handout, handouts.HANDOUT), (answers, handouts.ANSWER_KEY)) if wanted]
-        _write_handouts(request, ran, report, kinds, pdf, log)
-        summary = _summarise(request, plan, ran, report, command, started)
+    pool = None
+    if workers or scheduler:
+        from cudalab.report import cluster  # Dask only where asked for: a plain build never imports it
+
+        pool = cluster.open_pool(workers=workers, scheduler=scheduler, mode=request.mode, log=log)
+    try:
+        with outdir.Lock(request.out), _stop_on_sigterm():
+            profile_file = _prepare_out(request, plan, log)
+            ran = _run_chapters(
+                request,
+                plan,
+                profile_file,
+                cell_timeout=cell_timeout,
+                point_time_limit=point_time_limit,
+                progress_bar=progress_bar,
+                fail_fast=fail_fast,
+                log=log,
+                pool=pool,
+            )
+            if pool is not None:  # the workers are done with this folder before the report reads it
+                pool.close()
+                pool = None
+            incomplete = _incomplete(request, ran, log)
+            report = _render_report(request, ran, incomplete, command, pdf, log)
+            kinds = [kind for wanted, kind in ((handout, handouts.HANDOUT), (answers, handouts.ANSWER_KEY)) if wanted]
+            _write_handouts(request, ran, report, kinds, pdf, log)
+            summary = _summarise(request, plan, ran, report, command, started)
+    finally:
+        if pool is not None:
+            pool.close()
     if record and not ran.interrupted:
         _record(summary, request, results, log)
     return summary

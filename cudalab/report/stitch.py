@@ -33,6 +33,23 @@ class ChapterOutcome:
     seconds: float = 0.0
     provenance: dict[str, Any] = field(default_factory=dict)
     reused: bool = False  # kept from the last build into the same folder: same inputs, not run again
+    worker: str = ""  # on Dask: the worker that ran it (address, and a retry after a worker died)
+
+
+def gpu_label(provenance: dict[str, Any]) -> str:
+    """The GPU one chapter measured on, as the report names it: its name and UUID."""
+    name = provenance.get("gpu_name") or "?"
+    return f"{name} ({provenance['gpu_uuid']})" if provenance.get("gpu_uuid") else name
+
+
+def gpu_models(outcomes: list[ChapterOutcome]) -> list[str]:
+    """The GPU models the chapters' numbers come from, each once."""
+    return sorted({o.provenance.get("gpu_name") or "?" for o in outcomes if o.provenance})
+
+
+def _several_gpus(outcomes: list[ChapterOutcome]) -> bool:
+    """Whether the chapters ran on more than one GPU (another card, or another model)."""
+    return len({gpu_label(o.provenance) for o in outcomes if o.provenance}) > 1
 
 
 def _anchor(chapter_id: str) -> str:
@@ -41,9 +58,17 @@ def _anchor(chapter_id: str) -> str:
 
 def _data_source(mode: str, outcomes: list[ChapterOutcome], recording: str = "") -> str:
     recorded = [o.provenance for o in outcomes if o.provenance]
-    gpus = sorted({p.get("gpu_name") or "?" for p in recorded})
+    gpus = gpu_models(outcomes)
     dates = sorted({str(p.get("date_utc", "?"))[:10] for p in recorded})
     commits = sorted({str(p.get("git_commit", "?"))[:10] for p in recorded})
+    if len(gpus) > 1:  # never presented as one GPU's report
+        return (
+            f"<div class='cudalab-chapter-failed'><b>{'Measured now' if mode == 'measure' else 'Replayed'} on "
+            f"{len(gpus)} different GPU models: {html.escape(', '.join(gpus))}.</b> The chapters of this "
+            f"report ran on different GPUs, so numbers from two chapters are not one GPU's; the contents "
+            f"below and each chapter's first lines name its GPU ({', '.join(dates)}, commit "
+            f"{', '.join(commits)}).</div>"
+        )
     if mode == "measure":
         return (
             f"<b>Measured now</b> on {', '.join(gpus) or 'this GPU'}, {', '.join(dates)}, "
@@ -117,6 +142,17 @@ def _summary(outcomes: list[ChapterOutcome], scorecards: dict[str, dict[str, Any
     )
 
 
+def _measured_on(outcomes: list[ChapterOutcome], first: dict[str, Any]) -> str:
+    """The cover's "Measured on": one GPU by name and UUID, or, where chapters ran on several
+    cards, how many of which models (the contents name each chapter's)."""
+    if not _several_gpus(outcomes):
+        return html.escape(gpu_label(first)) if first else "?"
+    cards = {gpu_label(o.provenance) for o in outcomes if o.provenance}
+    models = gpu_models(outcomes)
+    kind = "one model" if len(models) == 1 else f"{len(models)} different models"
+    return f"<b>{len(cards)} GPUs, {kind}</b> ({html.escape(', '.join(models))}); each chapter's in the contents"
+
+
 def cover_cell(
     *,
     title: str,
@@ -137,7 +173,9 @@ def cover_cell(
     ``notes`` (a request that could not take effect, chapters a recording lacks) under the contents,
     then ``findings``: each chapter's first headlines (its ``summary.json``), the run in brief."""
     rows = []
+    several = _several_gpus(outcomes)
     for o in outcomes:
+        gpu_cell = f"<td>{html.escape(gpu_label(o.provenance)) if o.provenance else '-'}</td>" if several else ""
         status = (
             ("ok, from cache (unchanged since the last build)" if o.reused else "ok")
             if o.ok
@@ -145,7 +183,7 @@ def cover_cell(
         )
         rows.append(
             f"<tr><td><a href='#{_anchor(o.id)}'>{html.escape(o.title)}</a></td><td>{status}</td>"
-            f"<td>{o.seconds:.0f} s</td></tr>"
+            f"<td>{o.seconds:.0f} s</td>{gpu_cell}</tr>"
         )
     first = next((o.provenance for o in outcomes if o.provenance), {})
     env = ", ".join(
@@ -160,14 +198,14 @@ def cover_cell(
 <table>
 <tr><th style="text-align:left">GPU profile</th><td><code>{html.escape(profile)}</code></td></tr>
 <tr><th style="text-align:left">Lab GPU (published numbers)</th><td>{html.escape(lab_gpu)}</td></tr>
-<tr><th style="text-align:left">Measured on</th><td>{html.escape(str(first.get("gpu_name") or "?"))}
+<tr><th style="text-align:left">Measured on</th><td>{_measured_on(outcomes, first)}
  ({html.escape(env or "versions not recorded")})</td></tr>
 <tr><th style="text-align:left">Report built</th><td>{html.escape(built_utc)}</td></tr>
 <tr><th style="text-align:left">Command</th><td><code>{html.escape(command)}</code></td></tr>
 </table>
 {_summary(outcomes, scorecards or {})}
 <h2>Contents</h2>
-<table><tr><th>chapter</th><th>status</th><th>run time</th></tr>
+<table><tr><th>chapter</th><th>status</th><th>run time</th>{"<th>GPU</th>" if several else ""}</tr>
 {"".join(rows)}
 </table>
 {"".join(f"<p><b>Note.</b> {html.escape(n)}.</p>" for n in notes)}
@@ -182,8 +220,15 @@ def stitch(outcomes: list[ChapterOutcome], cover: nbformat.NotebookNode) -> nbfo
     """One notebook: the cover, then every chapter's executed cells behind an anchor."""
     book = nbformat.v4.new_notebook()
     book.cells.append(cover)
+    mixed = len(gpu_models(outcomes)) > 1
     for o in outcomes:
         start = f"<div class='cudalab-chapter-start' id='{_anchor(o.id)}'></div>"
+        if mixed and o.provenance:  # a report of several GPU models names each chapter's
+            start += (
+                f"\n<div class='cudalab-replayed'><b>This chapter's numbers come from "
+                f"{html.escape(gpu_label(o.provenance))}</b>; other chapters of this report ran on other "
+                f"GPU models.</div>"
+            )
         if not o.ok:
             start += (
                 f"\n<div class='cudalab-chapter-failed'><b>This chapter failed</b> and its results "
