@@ -30,7 +30,6 @@ from cudalab.labs.fw.blocked.plans import PHASE_GRIDS, BlockedPlan, LookaheadPla
 
 GLOBAL_FILE, SHARED_FILE, REGISTERS_FILE = "fw_blocked_global.cu", "fw_blocked.cu", "fw_blocked_registers.cu"
 MINPLUS_FILE = "fw_blocked_minplus.cu"
-ASYNC_FILE = "fw_blocked_minplus_async.cu"
 INT32 = 4
 ROUND_ARGUMENTS = ("matrix", "n (padded)", "round")
 
@@ -201,58 +200,6 @@ def minplus_plan(bf: int = 64, dpx: bool = True, lookahead: bool = True, file: s
     return (LookaheadPlan if lookahead else BlockedPlan)(bf, phases)
 
 
-def async_options(bf: int = 64, stages: int = 3, dpx: bool = True) -> tuple[str, ...]:
-    return (f"-DBF={bf}", f"-DSTAGES={stages}") + (() if dpx else ("-DNO_DPX",))
-
-
-def async_shared_bytes(bf: int, stages: int) -> int:
-    """Dynamic shared memory of ``fw_blocked_minplus_async.cu``'s tile product: ``stages`` buffers
-    of a KC = BF/4 chunk of A (row-major, swizzled) and of B."""
-    return stages * INT32 * 2 * bf * (bf // 4)
-
-
-def async_phase_launches(
-    bf: int = 64, stages: int = 3, dpx: bool = True, file: str | Path | None = None
-) -> list[Launch]:
-    """``phase_launches`` of the async min-plus kernel: phase 1 of ``fw_blocked_minplus.cu``, phases
-    2 and 3 of ``fw_blocked_minplus_async.cu`` (both operands staged by cp.async in ``stages``
-    buffers). ``file`` replaces the async file only."""
-    if bf not in (64, 128) or stages not in (2, 3, 4):
-        raise LaunchRefused(f"fw_blocked_minplus_async.cu builds for BF 64 or 128 and 2-4 stages, not {bf}, {stages}")
-    phase1 = minplus_phase_launches(bf, dpx)[0]
-    opts, tunables = async_options(bf, stages, dpx), {"block_factor": bf, "dpx": dpx, "tile": 8, "stages": stages}
-    return [phase1] + [
-        Launch(
-            ASYNC_FILE,
-            f"fw_async_phase{p}",
-            Dim3.square(bf // 8),
-            options=opts,
-            dynamic_shared_bytes=async_shared_bytes(bf, stages),
-            arguments=ROUND_ARGUMENTS + (("part",) if p == 3 else ()),
-            tunables=tunables,
-            labels={"phase": f"phase {p}"},
-        ).from_copy(file)
-        for p in (2, 3)
-    ]
-
-
-def async_plan(bf: int = 64, stages: int = 3, dpx: bool = True, file: str | Path | None = None) -> BlockedPlan:
-    """The async min-plus kernel, the step past ``minplus_plan``: the same rounds and look-ahead,
-    phases 2 and 3 from ``fw_blocked_minplus_async.cu``."""
-    p1, p2, p3 = async_phase_launches(bf, stages, dpx, file)
-    phases = (
-        _phase(p1),
-        _phase(p2),
-        _phase(p3, args=lambda work, n, r: (work, np.int32(n), np.int32(r), np.int32(0))),
-    )
-    return LookaheadPlan(bf, phases)
-
-
-def async_label(bf: int, stages: int, dpx: bool = True) -> str:
-    """The async min-plus kernel's name in the chapter's tables (``min-plus async BF 64, 8x8, 3 stages + DPX``)."""
-    return f"min-plus async BF {bf}, 8x8, {stages} stages" + (" + DPX" if dpx else "")
-
-
 def variant(label: str, make: Callable[[], BlockedPlan], **fields: Any) -> fw.Variant:
     """A blocked kernel as a sweep variant: compiled on first use, the same plan for every n
     (padding happens in ``prepare``)."""
@@ -280,7 +227,6 @@ class KernelSpec:
     bf: int
     dpx: bool = True
     tile: int = 4
-    stages: int = 3  # the async kind's cp.async buffers
 
     def plan(self) -> BlockedPlan:
         if self.kind == "shared":
@@ -289,17 +235,13 @@ class KernelSpec:
             return registers_plan(self.bf, self.dpx, self.tile)
         if self.kind == "minplus":
             return minplus_plan(self.bf, self.dpx)
-        if self.kind == "async":
-            return async_plan(self.bf, self.stages, self.dpx)
-        raise LaunchRefused(f"unknown blocked kernel kind {self.kind!r} (shared, registers, minplus or async)")
+        raise LaunchRefused(f"unknown blocked kernel kind {self.kind!r} (shared, registers or minplus)")
 
     def label(self) -> str:
         if self.kind == "shared":
             return f"shared BF {self.bf}"
         if self.kind == "minplus":
             return minplus_label(self.bf, self.dpx)
-        if self.kind == "async":
-            return async_label(self.bf, self.stages, self.dpx)
         return registers_label(self.bf, self.dpx, self.tile)
 
     @classmethod
@@ -308,11 +250,6 @@ class KernelSpec:
         'registers:128:t8:nodpx' or 'shared:32'."""
         kind, _, rest = text.partition(":")
         bf, *flags = rest.split(":")
-        if kind == "async":  # 'async:64', 'async:128:s2', 'async:64:s3:nodpx'
-            stages = [f[1:] for f in flags if f in ("s2", "s3", "s4")]
-            if bf not in ("64", "128") or not all(f in ("s2", "s3", "s4", "dpx", "nodpx") for f in flags):
-                raise LaunchRefused(f"kernel {text!r}: expected async:64|128[:s2|:s3|:s4][:nodpx]")
-            return cls(kind, int(bf), "nodpx" not in flags, 8, int(stages[-1]) if stages else 3)
         tiles = [f[1:] for f in flags if f.startswith("t") and f[1:] in ("4", "8")]
         known = all(
             f in ("dpx", "nodpx") or (kind == "registers" and f.startswith("t") and f[1:] in ("4", "8")) for f in flags
@@ -337,8 +274,6 @@ class KernelSpec:
         tile was a column means 4 x 4)."""
         kernel = str(getattr(row, "kernel", ""))
         dpx = str(getattr(row, "dpx", True)) != "False"
-        if kernel == "min-plus async":
-            return cls("async", int(row.block_factor), dpx=dpx, tile=8, stages=int(getattr(row, "stages", 3)))
         if kernel.startswith("min-plus"):
             return cls("minplus", int(row.block_factor), dpx=dpx, tile=8)
         tile = getattr(row, "tile", 4)
@@ -354,6 +289,4 @@ class KernelSpec:
             return f"shared:{self.bf}"
         if self.kind == "minplus":
             return f"minplus:{self.bf}" + ("" if self.dpx else ":nodpx")
-        if self.kind == "async":
-            return f"async:{self.bf}:s{self.stages}" + ("" if self.dpx else ":nodpx")
         return f"registers:{self.bf}" + ("" if self.tile == 4 else f":t{self.tile}") + ("" if self.dpx else ":nodpx")

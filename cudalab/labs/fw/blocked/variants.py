@@ -23,8 +23,6 @@ from cudalab.labs.fw.blocked.kernels import (
     MINPLUS_FILE,
     REGISTERS_FILE,
     SHARED_FILE,
-    async_label,
-    async_plan,
     minplus_label,
     minplus_options,
     minplus_phase_launches,
@@ -96,26 +94,6 @@ def minplus_variants(
         )
         for bf in block_factors
         for d in dpx
-    ]
-
-
-def async_variants(
-    block_factors: Sequence[int] = (64,), stages: Sequence[int] = (3,), file: str | Path | None = None
-) -> list[fw.Variant]:
-    """The async min-plus kernel (``fw_blocked_minplus_async.cu``, the min-plus kernel's next step)
-    at each blocking factor and number of cp.async stages, with DPX."""
-    return [
-        variant(
-            async_label(bf, s),
-            lambda bf=bf, s=s: async_plan(bf, s, file=file),
-            block_factor=bf,
-            dpx=True,
-            tile=8,
-            stages=s,
-            kernel="min-plus async",
-        )
-        for bf in block_factors
-        for s in stages
     ]
 
 
