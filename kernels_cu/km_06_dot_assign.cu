@@ -32,9 +32,13 @@
 //      kept with selects, not branches. Each score is still summed from its norm in coordinate
 //      order and the pair compared in index order (c, then c + 1, strict <), so the choice is
 //      the same bits as CPAIR = 1 and as kmeans_fixed.
+//   5. (Tunable, PREFETCH = 1; off by default) software pipelining: a thread loads its next
+//      step's objects into a second set of registers before scoring this step's, so the global
+//      loads overlap the multiply-adds (2 x D x PPT coordinates in registers; only where that
+//      fits: dot_shape refuses it past DOT_MAX_D). The arithmetic is untouched: same bits.
 // Compile-time constants: D, PPT (objects per thread: 1, 2, 4 or 8; 8 is two float4 loads per
-// coordinate), THREADS (a multiple of 32), CPAIR (centres per loop step: 1 or 2); K is the
-// argument k. Inputs: objects transposed, objects[d * n + i]; table = [k x D] -2 x centre,
+// coordinate), THREADS (a multiple of 32), CPAIR (centres per loop step: 1 or 2), PREFETCH (0 or
+// 1); K is the argument k. Inputs: objects transposed, objects[d * n + i]; table = [k x D] -2 x centre,
 // then [k] |centre|^2. Dynamic shared memory, in floats, each region rounded up to a multiple of
 // 4: the centres k x DP (DP = D rounded up to 4), their norms k, the block's sums' low words
 // k x D and high words k x D, the block's cluster sizes k, then each warp's staging rows 32 x SP. Launch:
@@ -51,6 +55,9 @@
 #ifndef CPAIR
 #define CPAIR 2
 #endif
+#ifndef PREFETCH
+#define PREFETCH 0
+#endif
 
 #define ROUND4(floats) (((floats) + 3) / 4 * 4)  // each region of shared memory starts 16-byte aligned
 #define DP ROUND4(D)                              // a centre's row: float4 pieces
@@ -61,6 +68,7 @@
 static_assert(THREADS % 32 == 0, "whole warps");
 static_assert(PPT == 1 || PPT == 2 || PPT == 4 || PPT == 8, "PPT is 1, 2, 4 or 8");
 static_assert(CPAIR == 1 || CPAIR == 2, "CPAIR is 1 or 2");
+static_assert(PREFETCH == 0 || PREFETCH == 1, "PREFETCH is 0 or 1");
 
 template <int N> struct Vec;
 template <> struct Vec<1> { typedef float type; };
@@ -85,6 +93,28 @@ __device__ __forceinline__ float8 load(const float8* p)
     v.a = __ldcs(q);
     v.b = __ldcs(q + 1);
     return v;
+}
+
+// This thread's PPT objects first, first + 1, ... into registers (zeros past n): one float2,
+// float4 or two float4 loads per coordinate where every group starts PPT-aligned, else scalars.
+__device__ __forceinline__ void load_points(const float* __restrict__ objects, int n, int first, bool vector,
+                                            float (&x)[PPT][D])
+{
+    if (vector && first < n) {
+        const float* from = objects + first;
+#pragma unroll
+        for (int j = 0; j < D; j++) {
+            float v[PPT];
+            unpack(load(reinterpret_cast<const typename Vec<PPT>::type*>(from + (size_t)j * n)), v);
+#pragma unroll
+            for (int p = 0; p < PPT; p++) x[p][j] = v[p];
+        }
+    } else {
+#pragma unroll
+        for (int j = 0; j < D; j++)
+#pragma unroll
+            for (int p = 0; p < PPT; p++) x[p][j] = first + p < n ? __ldcs(objects + (size_t)j * n + first + p) : 0.0f;
+    }
 }
 
 // Score PPT points against one centre: its norm, then + x_j (-2 c_j) in coordinate order (the
@@ -163,25 +193,22 @@ extern "C" __global__ void __launch_bounds__(THREADS) kmeans_dot(
     const bool vector = n % PPT == 0;  // every point group starts PPT-aligned in each row
 
     const int span = 32 * PPT;  // objects per warp and step
-    for (int base = (blockIdx.x * WARPS + warp) * span; base < n; base += gridDim.x * WARPS * span) {
+    const int stride = gridDim.x * WARPS * span;
+    int base = (blockIdx.x * WARPS + warp) * span;
+    float x[PPT][D];
+#if PREFETCH
+    load_points(objects, n, base + lane * PPT, vector, x);
+#endif
+    for (; base < n; base += stride) {
         // This thread's objects: base + lane x PPT + p (coalesced: the warp reads span floats per row).
         int first = base + lane * PPT;
-        float x[PPT][D];
-        if (vector && first < n) {
-            const float* from = objects + first;
-#pragma unroll
-            for (int j = 0; j < D; j++) {
-                float v[PPT];
-                unpack(load(reinterpret_cast<const typename Vec<PPT>::type*>(from + (size_t)j * n)), v);
-#pragma unroll
-                for (int p = 0; p < PPT; p++) x[p][j] = v[p];
-            }
-        } else {
-#pragma unroll
-            for (int j = 0; j < D; j++)
-#pragma unroll
-                for (int p = 0; p < PPT; p++) x[p][j] = first + p < n ? __ldcs(objects + (size_t)j * n + first + p) : 0.0f;
-        }
+#if PREFETCH
+        // The next step's objects, loaded now so that their loads overlap this step's scores.
+        float next[PPT][D];
+        if (base + stride < n) load_points(objects, n, first + stride, vector, next);
+#else
+        load_points(objects, n, first, vector, x);
+#endif
         int old[PPT];
 #pragma unroll
         for (int p = 0; p < PPT; p++) old[p] = first + p < n ? membership[first + p] : -1;
@@ -249,6 +276,12 @@ extern "C" __global__ void __launch_bounds__(THREADS) kmeans_dot(
             }
             __syncwarp();  // the rows are read before the next object overwrites them
         }
+#if PREFETCH
+#pragma unroll
+        for (int p = 0; p < PPT; p++)
+#pragma unroll
+            for (int j = 0; j < D; j++) x[p][j] = next[p][j];
+#endif
     }
     for (int offset = 16; offset > 0; offset /= 2) moved += __shfl_down_sync(0xffffffffu, moved, offset);
     if (lane == 0 && moved) atomicAdd(&s_changed, moved);

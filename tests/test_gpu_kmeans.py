@@ -183,7 +183,15 @@ def test_the_register_kernel_gives_the_same_bits_every_run_and_as_the_fixed_poin
         assert np.array_equal(c1.view(np.int32), c3.view(np.int32))
 
 
-TUNES = [{"cpair": 1}, {"ppt": 4}, {"ppt": 4, "threads": 256, "cpair": 1}, {"ppt": 1, "threads": 256}, {"ppt": 8}]
+TUNES = [
+    {"cpair": 1},
+    {"ppt": 4},
+    {"ppt": 4, "threads": 256, "cpair": 1},
+    {"ppt": 1, "threads": 256},
+    {"ppt": 8},
+    {"prefetch": 1},
+    {"ppt": 1, "prefetch": 1, "cpair": 1},
+]
 
 
 @pytest.mark.parametrize("tune", TUNES, ids=lambda t: "-".join(f"{a}{b}" for a, b in t.items()))

@@ -130,22 +130,29 @@ def fixed_shape(d: int, k: int) -> dict[str, int]:
 
 
 def dot_shape(
-    d: int, k: int, ppt: int | None = None, threads: int | None = None, cpair: int | None = None
+    d: int,
+    k: int,
+    ppt: int | None = None,
+    threads: int | None = None,
+    cpair: int | None = None,
+    prefetch: int | None = None,
 ) -> dict[str, int]:
     """The register kernel's plan (km_06_dot_assign.cu): PPT objects per thread, 2 while D <= 64
     (2 x D floats in registers; at D = 32 ptxas reports 128 registers, no spills, on sm_90), else
-    1; THREADS per block (DOT_THREADS); CPAIR centres per loop step (2); ``dynamic_bytes``: the
+    1; THREADS per block (DOT_THREADS); CPAIR centres per loop step (2); PREFETCH (0: off; 1
+    loads the next step's objects while scoring this step's); ``dynamic_bytes``: the
     centres padded to whole float4s, their norms, the block's sums (low and high words), the
-    cluster sizes and each warp's staging rows of 32 objects. ``ppt``, ``threads``, ``cpair``
-    override the default choice (a tuning run; ``refusal`` says whether the override can run)."""
+    cluster sizes and each warp's staging rows of 32 objects. ``ppt``, ``threads``, ``cpair``,
+    ``prefetch`` override the default choice (a tuning run; ``refusal`` says whether the override can run)."""
     round4 = lambda floats: -(-floats // 4) * 4  # noqa: E731
     ppt = ppt if ppt is not None else 2 if d <= 64 else 1
     threads = threads if threads is not None else DOT_THREADS
     cpair = cpair if cpair is not None else DOT_CPAIR
+    prefetch = prefetch if prefetch is not None else 0
     dp = round4(d)
     pitch = dp + 4 if dp % 8 == 0 else dp
     floats = k * dp + round4(k) + 2 * round4(k * d) + round4(k) + threads // 32 * 32 * pitch
-    return {"PPT": ppt, "THREADS": threads, "CPAIR": cpair, "dynamic_bytes": 4 * floats}
+    return {"PPT": ppt, "THREADS": threads, "CPAIR": cpair, "PREFETCH": prefetch, "dynamic_bytes": 4 * floats}
 
 
 def fixed_point_bits(n: int, max_abs: float) -> int:
@@ -183,15 +190,19 @@ def refusal(variant: str, d: int, k: int, optin: int | None = None, tune: dict[s
         return f"D = {d} coordinates per point in registers exceeds the {FUSED_MAX_D} this kernel allows"
     if variant == "dot":
         plan = dot_shape(d, k, **(tune or {}))
-        if plan["PPT"] not in DOT_PPT or plan["CPAIR"] not in (1, 2):
-            return f"PPT = {plan['PPT']}, CPAIR = {plan['CPAIR']}: km_06 takes PPT in {DOT_PPT} and CPAIR 1 or 2"
+        if plan["PPT"] not in DOT_PPT or plan["CPAIR"] not in (1, 2) or plan["PREFETCH"] not in (0, 1):
+            return (
+                f"PPT = {plan['PPT']}, CPAIR = {plan['CPAIR']}, PREFETCH = {plan['PREFETCH']}: km_06 takes PPT in "
+                f"{DOT_PPT}, CPAIR 1 or 2 and PREFETCH 0 or 1"
+            )
         if plan["THREADS"] % 32 or not 32 <= plan["THREADS"] <= 1024:
             return f"THREADS = {plan['THREADS']}: a block of whole warps, 32 to 1024 threads"
         most = DOT_MAX_D_PPT8 if plan["PPT"] == 8 else DOT_MAX_D
-        if d * plan["PPT"] > most:
+        held = d * plan["PPT"] * (1 + plan["PREFETCH"])  # the next step's objects too, where prefetched
+        if held > most:
             return (
-                f"D x PPT = {d * plan['PPT']} coordinates per thread in registers exceeds the {most} "
-                f"this kernel allows at PPT = {plan['PPT']}"
+                f"D x PPT{' x 2 (prefetch)' if plan['PREFETCH'] else ''} = {held} coordinates per thread in "
+                f"registers exceeds the {most} this kernel allows at PPT = {plan['PPT']}"
             )
         room = (shared_optin() if optin is None else optin) - 4
         if plan["dynamic_bytes"] > room:
