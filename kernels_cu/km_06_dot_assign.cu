@@ -26,8 +26,19 @@
 //      the block's sums added once to the global int64 sums, and kmeans_fixed_finalize of
 //      km_05_fixed_point.cu makes the centres and the next table from them. The sums are integers:
 //      any order, same bits, and the same bits as kmeans_fixed's.
-// Compile-time constants: D, PPT (objects per thread: 1, 2 or 4), THREADS (a multiple of 32); K
-// is the argument k. Inputs: objects transposed, objects[d * n + i]; table = [k x D] -2 x centre,
+//   4. (Tunable, CPAIR = 2, the default) the centres are scored two at a time: each point value
+//      loaded from registers feeds two independent multiply-add chains (one per centre), so the
+//      loop step has twice the independent FMAs per broadcast load pair; the running best is
+//      kept with selects, not branches. Each score is still summed from its norm in coordinate
+//      order and the pair compared in index order (c, then c + 1, strict <), so the choice is
+//      the same bits as CPAIR = 1 and as kmeans_fixed.
+//   5. (Tunable, PREFETCH = 1; off by default) software pipelining: a thread loads its next
+//      step's objects into a second set of registers before scoring this step's, so the global
+//      loads overlap the multiply-adds (2 x D x PPT coordinates in registers; only where that
+//      fits: dot_shape refuses it past DOT_MAX_D). The arithmetic is untouched: same bits.
+// Compile-time constants: D, PPT (objects per thread: 1, 2, 4 or 8; 8 is two float4 loads per
+// coordinate), THREADS (a multiple of 32), CPAIR (centres per loop step: 1 or 2), PREFETCH (0 or
+// 1); K is the argument k. Inputs: objects transposed, objects[d * n + i]; table = [k x D] -2 x centre,
 // then [k] |centre|^2. Dynamic shared memory, in floats, each region rounded up to a multiple of
 // 4: the centres k x DP (DP = D rounded up to 4), their norms k, the block's sums' low words
 // k x D and high words k x D, the block's cluster sizes k, then each warp's staging rows 32 x SP. Launch:
@@ -41,6 +52,12 @@
 #ifndef THREADS
 #define THREADS 128
 #endif
+#ifndef CPAIR
+#define CPAIR 2
+#endif
+#ifndef PREFETCH
+#define PREFETCH 0
+#endif
 
 #define ROUND4(floats) (((floats) + 3) / 4 * 4)  // each region of shared memory starts 16-byte aligned
 #define DP ROUND4(D)                              // a centre's row: float4 pieces
@@ -49,16 +66,89 @@
 #define WARPS (THREADS / 32)
 
 static_assert(THREADS % 32 == 0, "whole warps");
-static_assert(PPT == 1 || PPT == 2 || PPT == 4, "PPT is 1, 2 or 4");
+static_assert(PPT == 1 || PPT == 2 || PPT == 4 || PPT == 8, "PPT is 1, 2, 4 or 8");
+static_assert(CPAIR == 1 || CPAIR == 2, "CPAIR is 1 or 2");
+static_assert(PREFETCH == 0 || PREFETCH == 1, "PREFETCH is 0 or 1");
 
 template <int N> struct Vec;
 template <> struct Vec<1> { typedef float type; };
 template <> struct Vec<2> { typedef float2 type; };
 template <> struct Vec<4> { typedef float4 type; };
+struct __align__(16) float8 { float4 a, b; };
+template <> struct Vec<8> { typedef float8 type; };
 
 __device__ __forceinline__ void unpack(float v, float* out) { out[0] = v; }
 __device__ __forceinline__ void unpack(float2 v, float* out) { out[0] = v.x; out[1] = v.y; }
 __device__ __forceinline__ void unpack(float4 v, float* out) { out[0] = v.x; out[1] = v.y; out[2] = v.z; out[3] = v.w; }
+__device__ __forceinline__ void unpack(float8 v, float* out) { unpack(v.a, out); unpack(v.b, out + 4); }
+
+// Streaming loads of a point group's coordinate (PPT = 8: two float4 loads, 32 bytes).
+__device__ __forceinline__ float load(const float* p) { return __ldcs(p); }
+__device__ __forceinline__ float2 load(const float2* p) { return __ldcs(p); }
+__device__ __forceinline__ float4 load(const float4* p) { return __ldcs(p); }
+__device__ __forceinline__ float8 load(const float8* p)
+{
+    const float4* q = reinterpret_cast<const float4*>(p);
+    float8 v;
+    v.a = __ldcs(q);
+    v.b = __ldcs(q + 1);
+    return v;
+}
+
+// This thread's PPT objects first, first + 1, ... into registers (zeros past n): one float2,
+// float4 or two float4 loads per coordinate where every group starts PPT-aligned, else scalars.
+__device__ __forceinline__ void load_points(const float* __restrict__ objects, int n, int first, bool vector,
+                                            float (&x)[PPT][D])
+{
+    if (vector && first < n) {
+        const float* from = objects + first;
+#pragma unroll
+        for (int j = 0; j < D; j++) {
+            float v[PPT];
+            unpack(load(reinterpret_cast<const typename Vec<PPT>::type*>(from + (size_t)j * n)), v);
+#pragma unroll
+            for (int p = 0; p < PPT; p++) x[p][j] = v[p];
+        }
+    } else {
+#pragma unroll
+        for (int j = 0; j < D; j++)
+#pragma unroll
+            for (int p = 0; p < PPT; p++) x[p][j] = first + p < n ? __ldcs(objects + (size_t)j * n + first + p) : 0.0f;
+    }
+}
+
+// Score PPT points against one centre: its norm, then + x_j (-2 c_j) in coordinate order (the
+// order kmeans_fixed sums in), with broadcast float4 loads of the centre's row.
+template <int C>
+__device__ __forceinline__ void score_centres(const float (&x)[PPT][D], const float* s_c, const float* s_norm, int c,
+                                              float (&score)[C][PPT])
+{
+#pragma unroll
+    for (int q = 0; q < C; q++) {
+        float norm = s_norm[c + q];
+#pragma unroll
+        for (int p = 0; p < PPT; p++) score[q][p] = norm;
+    }
+#pragma unroll
+    for (int j4 = 0; j4 < DP / 4; j4++) {
+        float cw[C][4];
+#pragma unroll
+        for (int q = 0; q < C; q++) {
+            float4 w = reinterpret_cast<const float4*>(s_c + (c + q) * DP)[j4];
+            cw[q][0] = w.x;
+            cw[q][1] = w.y;
+            cw[q][2] = w.z;
+            cw[q][3] = w.w;
+        }
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+            if (4 * j4 + u < D)
+#pragma unroll
+                for (int p = 0; p < PPT; p++)
+#pragma unroll
+                    for (int q = 0; q < C; q++) score[q][p] = fmaf(x[p][4 * j4 + u], cw[q][u], score[q][p]);
+    }
+}
 
 // A point's coordinate as kmeans_fixed converts it: x * SCALE, rounded to the nearest int64.
 __device__ __forceinline__ long long to_fixed(float x, float scale) { return __float2ll_rn(x * scale); }
@@ -103,30 +193,28 @@ extern "C" __global__ void __launch_bounds__(THREADS) kmeans_dot(
     const bool vector = n % PPT == 0;  // every point group starts PPT-aligned in each row
 
     const int span = 32 * PPT;  // objects per warp and step
-    for (int base = (blockIdx.x * WARPS + warp) * span; base < n; base += gridDim.x * WARPS * span) {
+    const int stride = gridDim.x * WARPS * span;
+    int base = (blockIdx.x * WARPS + warp) * span;
+    float x[PPT][D];
+#if PREFETCH
+    load_points(objects, n, base + lane * PPT, vector, x);
+#endif
+    for (; base < n; base += stride) {
         // This thread's objects: base + lane x PPT + p (coalesced: the warp reads span floats per row).
         int first = base + lane * PPT;
-        float x[PPT][D];
-        if (vector && first < n) {
-            const float* from = objects + first;
-#pragma unroll
-            for (int j = 0; j < D; j++) {
-                float v[PPT];
-                unpack(__ldcs(reinterpret_cast<const typename Vec<PPT>::type*>(from + (size_t)j * n)), v);
-#pragma unroll
-                for (int p = 0; p < PPT; p++) x[p][j] = v[p];
-            }
-        } else {
-#pragma unroll
-            for (int j = 0; j < D; j++)
-#pragma unroll
-                for (int p = 0; p < PPT; p++) x[p][j] = first + p < n ? __ldcs(objects + (size_t)j * n + first + p) : 0.0f;
-        }
+#if PREFETCH
+        // The next step's objects, loaded now so that their loads overlap this step's scores.
+        float next[PPT][D];
+        if (base + stride < n) load_points(objects, n, first + stride, vector, next);
+#else
+        load_points(objects, n, first, vector, x);
+#endif
         int old[PPT];
 #pragma unroll
         for (int p = 0; p < PPT; p++) old[p] = first + p < n ? membership[first + p] : -1;
 
-        // Scores, one centre at a time: its coordinates by broadcast float4 loads.
+        // Scores, CPAIR centres per step: their coordinates by broadcast float4 loads. The best so
+        // far by selects, the centres compared in index order (strict <: ties keep the lower).
         float best[PPT];
         int index[PPT];
 #pragma unroll
@@ -134,29 +222,29 @@ extern "C" __global__ void __launch_bounds__(THREADS) kmeans_dot(
             best[p] = __int_as_float(0x7f800000);
             index[p] = 0;
         }
+        int c = 0;
 #pragma unroll 2
-        for (int c = 0; c < k; c++) {
-            float score[PPT];
-            float norm = s_norm[c];
+        for (; c + CPAIR <= k; c += CPAIR) {
+            float score[CPAIR][PPT];
+            score_centres<CPAIR>(x, s_c, s_norm, c, score);
 #pragma unroll
-            for (int p = 0; p < PPT; p++) score[p] = norm;
-            const float4* row = reinterpret_cast<const float4*>(s_c + c * DP);
+            for (int q = 0; q < CPAIR; q++)
 #pragma unroll
-            for (int j4 = 0; j4 < DP / 4; j4++) {
-                float4 w = row[j4];
-                float cw[4] = {w.x, w.y, w.z, w.w};
-#pragma unroll
-                for (int u = 0; u < 4; u++)
-                    if (4 * j4 + u < D)
-#pragma unroll
-                        for (int p = 0; p < PPT; p++) score[p] = fmaf(x[p][4 * j4 + u], cw[u], score[p]);
-            }
-#pragma unroll
-            for (int p = 0; p < PPT; p++)
-                if (score[p] < best[p]) {
-                    best[p] = score[p];
-                    index[p] = c;
+                for (int p = 0; p < PPT; p++) {
+                    bool lower = score[q][p] < best[p];
+                    best[p] = lower ? score[q][p] : best[p];
+                    index[p] = lower ? c + q : index[p];
                 }
+        }
+        if (CPAIR > 1 && c < k) {  // K odd: the last centre alone
+            float score[1][PPT];
+            score_centres<1>(x, s_c, s_norm, c, score);
+#pragma unroll
+            for (int p = 0; p < PPT; p++) {
+                bool lower = score[0][p] < best[p];
+                best[p] = lower ? score[0][p] : best[p];
+                index[p] = lower ? c : index[p];
+            }
         }
 #pragma unroll
         for (int p = 0; p < PPT; p++)
@@ -188,6 +276,12 @@ extern "C" __global__ void __launch_bounds__(THREADS) kmeans_dot(
             }
             __syncwarp();  // the rows are read before the next object overwrites them
         }
+#if PREFETCH
+#pragma unroll
+        for (int p = 0; p < PPT; p++)
+#pragma unroll
+            for (int j = 0; j < D; j++) x[p][j] = next[p][j];
+#endif
     }
     for (int offset = 16; offset > 0; offset /= 2) moved += __shfl_down_sync(0xffffffffu, moved, offset);
     if (lane == 0 && moved) atomicAdd(&s_changed, moved);

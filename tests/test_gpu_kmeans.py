@@ -183,6 +183,33 @@ def test_the_register_kernel_gives_the_same_bits_every_run_and_as_the_fixed_poin
         assert np.array_equal(c1.view(np.int32), c3.view(np.int32))
 
 
+TUNES = [
+    {"cpair": 1},
+    {"ppt": 4},
+    {"ppt": 4, "threads": 256, "cpair": 1},
+    {"ppt": 1, "threads": 256},
+    {"ppt": 8},
+    {"prefetch": 1},
+    {"ppt": 1, "prefetch": 1, "cpair": 1},
+]
+
+
+@pytest.mark.parametrize("tune", TUNES, ids=lambda t: "-".join(f"{a}{b}" for a, b in t.items()))
+@pytest.mark.parametrize("n,d,k", [(20011, 7, 13), (30001, 12, 33)])
+def test_the_register_kernels_tunables_keep_the_fixed_point_kernels_bits(gpu, tune, n, d, k):
+    """Every PPT, block size and centres-per-step (odd K: the pair loop's last centre alone) gives
+    kmeans_fixed's memberships and centres bit for bit: the per-score summation order is the same."""
+    why = gpu.refusal("dot", d, k, tune=tune)
+    if why:
+        pytest.skip(why)
+    problem = gpu.Problem(reference.blobs(n, d, k, seed=5), k)
+    tuned, fixed = gpu.Runner(problem, "dot", tune=tune), gpu.Runner(problem, "fixed")
+    for _ in range(4):
+        assert tuned.step() == fixed.step()
+        (c1, m1), (c2, m2) = tuned.result(), fixed.result()
+        assert np.array_equal(m1, m2) and np.array_equal(c1.view(np.int32), c2.view(np.int32))
+
+
 def test_the_register_kernel_agrees_with_the_sequential_code_over_a_whole_run(gpu):
     from cudalab.labs.kmeans import chapter
 

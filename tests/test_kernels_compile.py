@@ -30,13 +30,36 @@ def test_kernel_file_compiles_and_reports_resources(path, arch, kernel_resources
 
 @needs_nvcc
 @pytest.mark.parametrize("arch", ["sm_75", "sm_90"])
-@pytest.mark.parametrize("d,ppt", [(32, 2), (32, 1), (32, 4), (7, 2), (33, 2), (64, 2), (3, 1), (128, 1)])
-def test_the_register_kmeans_kernel_compiles_without_spills_at_its_shapes(arch, d, ppt):
+@pytest.mark.parametrize(
+    "d,ppt,threads,cpair,prefetch",
+    [
+        (32, 2, 128, 2, 0),
+        (32, 1, 128, 2, 0),
+        (32, 4, 128, 2, 0),
+        (32, 4, 256, 2, 0),
+        (32, 2, 256, 1, 0),
+        (32, 4, 128, 1, 0),
+        (32, 2, 128, 2, 1),
+        (32, 1, 256, 1, 1),
+        (64, 1, 128, 2, 1),
+        (12, 8, 128, 2, 0),
+        (6, 8, 128, 2, 1),
+        (8, 8, 256, 1, 0),
+        (7, 2, 128, 2, 0),
+        (33, 2, 128, 2, 0),
+        (64, 2, 128, 2, 0),
+        (3, 1, 128, 2, 0),
+        (128, 1, 128, 2, 0),
+    ],
+)
+def test_the_register_kmeans_kernel_compiles_without_spills_at_its_shapes(arch, d, ppt, threads, cpair, prefetch):
     """km_06 keeps D x PPT coordinates in registers: every plan dot_shape makes (PPT = 2 to D = 64,
-    1 to 128) and PPT = 4 at D = 32 compile, with no spills."""
-    (usage,) = nvcc_check("km_06_dot_assign.cu", arch=arch, options=(f"-DD={d}", f"-DPPT={ppt}"))
+    1 to 128), the tuning run's PPT = 4 at D = 32 (128 or 256 threads, one or two centres a step)
+    PPT = 8 to D = 12 and the prefetching builds (2 x D x PPT to 128) compile, with no spills."""
+    options = (f"-DD={d}", f"-DPPT={ppt}", f"-DTHREADS={threads}", f"-DCPAIR={cpair}", f"-DPREFETCH={prefetch}")
+    (usage,) = nvcc_check("km_06_dot_assign.cu", arch=arch, options=options)
     assert usage.kernel == "kmeans_dot" and usage.spill_store_bytes == 0 and usage.spill_load_bytes == 0
-    if arch == "sm_90" and (d, ppt) == (32, 2):
+    if arch == "sm_90" and (d, ppt, threads, prefetch) == (32, 2, 128, 0):
         assert usage.registers <= 128  # at least four 128-thread blocks' registers per SM
 
 

@@ -252,3 +252,33 @@ def test_the_register_kernels_plan_and_refusals_need_no_gpu():
     assert launch["pass"].kernel == "kmeans_dot" and "-DPPT=2" in launch["pass"].options
     assert launch["finalize"].kernel == "kmeans_fixed_finalize"
     assert "dot" in gpu.LADDER and gpu.VARIANTS["dot"]
+
+
+def test_the_register_kernels_tunables_override_its_plan_and_are_refused_where_they_cannot_run():
+    from cudalab.labs.kmeans import gpu
+
+    assert gpu.dot_shape(32, 32) == {**gpu.dot_shape(32, 32, ppt=None, threads=None, cpair=None)}
+    plan = gpu.dot_shape(32, 32, ppt=4, threads=256, cpair=1)
+    assert (plan["PPT"], plan["THREADS"], plan["CPAIR"], plan["PREFETCH"]) == (4, 256, 1, 0)
+    # 8 warps' staging rows instead of 4: 4 x 32 x 36 floats more
+    assert plan["dynamic_bytes"] - gpu.dot_shape(32, 32)["dynamic_bytes"] == 4 * 4 * 32 * 36
+    assert gpu.refusal("dot", 32, 32, optin=227 * 1024, tune={"ppt": 4, "threads": 256}) == ""
+    assert gpu.refusal("dot", 12, 32, optin=227 * 1024, tune={"ppt": 8}) == ""
+    assert "exceeds the 96" in gpu.refusal("dot", 16, 32, optin=227 * 1024, tune={"ppt": 8})
+    assert "exceeds the 96" in gpu.refusal("dot", 32, 32, optin=227 * 1024, tune={"ppt": 8})  # it spills
+    assert "exceeds the 128" in gpu.refusal("dot", 64, 32, optin=227 * 1024, tune={"ppt": 4})
+    assert "PPT in" in gpu.refusal("dot", 32, 32, optin=227 * 1024, tune={"ppt": 3})
+    assert "CPAIR" in gpu.refusal("dot", 32, 32, optin=227 * 1024, tune={"cpair": 3})
+    assert gpu.refusal("dot", 32, 32, optin=227 * 1024, tune={"ppt": 2, "prefetch": 1}) == ""
+    assert "x 2 (prefetch) = 256" in gpu.refusal("dot", 32, 32, optin=227 * 1024, tune={"ppt": 4, "prefetch": 1})
+    assert "PREFETCH 0 or 1" in gpu.refusal("dot", 32, 32, optin=227 * 1024, tune={"prefetch": 2})
+    assert "whole warps" in gpu.refusal("dot", 32, 32, optin=227 * 1024, tune={"threads": 100})
+    assert "a block may have" in gpu.refusal("dot", 32, 128, optin=48 * 1024, tune={"threads": 1024})
+    launch = gpu.stage_launches("dot", 4194304, 32, 32, optin=227 * 1024, tune={"ppt": 4, "threads": 256})
+    assert {"-DPPT=4", "-DTHREADS=256", "-DCPAIR=2", "-DPREFETCH=0"} <= set(launch["pass"].options)
+    assert (
+        launch["pass"].threads == 256
+        and launch["pass"].dynamic_shared_bytes == gpu.dot_shape(32, 32, 4, 256)["dynamic_bytes"]
+    )
+    with pytest.raises(ValueError, match="dot variant's"):
+        gpu.Runner(None, "fixed", tune={"ppt": 4})

@@ -68,7 +68,10 @@ TILED_TQ = 8  # centres per thread while fewer than 32 lanes share an object gro
 TILED_MAX_TQ = 16  # centres per thread, at most (TP x TQ scores live in registers)
 TILED_THREADS = 128  # at most; each warp keeps its own K x D sums, so fewer warps leave more blocks per SM
 DOT_THREADS = 128  # the register kernel's block: its sums are per block, so a few small blocks share an SM
-DOT_MAX_D = 128  # D x PPT coordinates of a thread's points live in registers
+DOT_MAX_D = 128  # D x PPT coordinates of a thread's points live in registers (PPT = 8 at D = 32 spills)
+DOT_PPT = (1, 2, 4, 8)  # the objects per thread km_06 compiles for
+DOT_MAX_D_PPT8 = 96  # with 8 objects per thread, D x 8 = 128 spills (sm_75, sm_90); D <= 12 does not
+DOT_CPAIR = 2  # centres scored per loop step (1 or 2)
 ONE_PASS = "assign+delta+update (one pass)"
 SCALE_HEADROOM_BITS = 62  # the fixed-point sums keep N x max|x| x 2^s below 2^62 (int64, with a bit to spare)
 SCALE_MAX_BITS = (
@@ -126,16 +129,30 @@ def fixed_shape(d: int, k: int) -> dict[str, int]:
     return {**plan, "dynamic_bytes": plan["dynamic_bytes"] + 4 * plan["THREADS"] // 32 * k * d}
 
 
-def dot_shape(d: int, k: int) -> dict[str, int]:
+def dot_shape(
+    d: int,
+    k: int,
+    ppt: int | None = None,
+    threads: int | None = None,
+    cpair: int | None = None,
+    prefetch: int | None = None,
+) -> dict[str, int]:
     """The register kernel's plan (km_06_dot_assign.cu): PPT objects per thread, 2 while D <= 64
-    (2 x D floats in registers; at D = 32 ptxas reports 102 registers, no spills, on sm_90), else
-    1; ``dynamic_bytes``: the centres padded to whole float4s, their norms, the block's sums (low
-    and high words), the cluster sizes and each warp's staging rows of 32 objects."""
-    round4 = lambda floats: -(-floats // 4) * 4
+    (2 x D floats in registers; at D = 32 ptxas reports 128 registers, no spills, on sm_90), else
+    1; THREADS per block (DOT_THREADS); CPAIR centres per loop step (2); PREFETCH (0: off; 1
+    loads the next step's objects while scoring this step's); ``dynamic_bytes``: the
+    centres padded to whole float4s, their norms, the block's sums (low and high words), the
+    cluster sizes and each warp's staging rows of 32 objects. ``ppt``, ``threads``, ``cpair``,
+    ``prefetch`` override the default choice (a tuning run; ``refusal`` says whether the override can run)."""
+    round4 = lambda floats: -(-floats // 4) * 4  # noqa: E731
+    ppt = ppt if ppt is not None else 2 if d <= 64 else 1
+    threads = threads if threads is not None else DOT_THREADS
+    cpair = cpair if cpair is not None else DOT_CPAIR
+    prefetch = prefetch if prefetch is not None else 0
     dp = round4(d)
     pitch = dp + 4 if dp % 8 == 0 else dp
-    floats = k * dp + round4(k) + 2 * round4(k * d) + round4(k) + DOT_THREADS // 32 * 32 * pitch
-    return {"PPT": 2 if d <= 64 else 1, "THREADS": DOT_THREADS, "dynamic_bytes": 4 * floats}
+    floats = k * dp + round4(k) + 2 * round4(k * d) + round4(k) + threads // 32 * 32 * pitch
+    return {"PPT": ppt, "THREADS": threads, "CPAIR": cpair, "PREFETCH": prefetch, "dynamic_bytes": 4 * floats}
 
 
 def fixed_point_bits(n: int, max_abs: float) -> int:
@@ -149,9 +166,10 @@ def fixed_point_bits(n: int, max_abs: float) -> int:
     return min(SCALE_MAX_BITS, SCALE_HEADROOM_BITS - math.ceil(math.log2(max(n, 1) * max_abs)) - 1)
 
 
-def refusal(variant: str, d: int, k: int, optin: int | None = None) -> str:
+def refusal(variant: str, d: int, k: int, optin: int | None = None, tune: dict[str, int] | None = None) -> str:
     """Why ``variant`` cannot run with D coordinates and K clusters here (on a GPU whose blocks may
-    opt in to ``optin`` bytes of shared memory: by default the present one's), or ""."""
+    opt in to ``optin`` bytes of shared memory: by default the present one's), or "". ``tune``:
+    the dot variant's overrides (``dot_shape``'s ppt, threads, cpair)."""
     assign = 4 * (k * d + THREADS)
     if variant in CLASSIC and assign > SHARED_LIMIT:
         return (
@@ -171,13 +189,26 @@ def refusal(variant: str, d: int, k: int, optin: int | None = None) -> str:
     if variant == "fused" and d > FUSED_MAX_D:
         return f"D = {d} coordinates per point in registers exceeds the {FUSED_MAX_D} this kernel allows"
     if variant == "dot":
-        if d > DOT_MAX_D:
-            return f"D = {d} coordinates per point in registers exceeds the {DOT_MAX_D} this kernel allows"
+        plan = dot_shape(d, k, **(tune or {}))
+        if plan["PPT"] not in DOT_PPT or plan["CPAIR"] not in (1, 2) or plan["PREFETCH"] not in (0, 1):
+            return (
+                f"PPT = {plan['PPT']}, CPAIR = {plan['CPAIR']}, PREFETCH = {plan['PREFETCH']}: km_06 takes PPT in "
+                f"{DOT_PPT}, CPAIR 1 or 2 and PREFETCH 0 or 1"
+            )
+        if plan["THREADS"] % 32 or not 32 <= plan["THREADS"] <= 1024:
+            return f"THREADS = {plan['THREADS']}: a block of whole warps, 32 to 1024 threads"
+        most = DOT_MAX_D_PPT8 if plan["PPT"] == 8 else DOT_MAX_D
+        held = d * plan["PPT"] * (1 + plan["PREFETCH"])  # the next step's objects too, where prefetched
+        if held > most:
+            return (
+                f"D x PPT{' x 2 (prefetch)' if plan['PREFETCH'] else ''} = {held} coordinates per thread in "
+                f"registers exceeds the {most} this kernel allows at PPT = {plan['PPT']}"
+            )
         room = (shared_optin() if optin is None else optin) - 4
-        if dot_shape(d, k)["dynamic_bytes"] > room:
+        if plan["dynamic_bytes"] > room:
             return (
                 f"the centres, the block's int64 sums and the warps' staging rows take "
-                f"{dot_shape(d, k)['dynamic_bytes']:,} bytes of shared memory; a block may have {room:,}"
+                f"{plan['dynamic_bytes']:,} bytes of shared memory; a block may have {room:,}"
             )
     if variant in ("tiled", "fixed"):
         plan = tiled_shape(d, k) if variant == "tiled" else fixed_shape(d, k)
@@ -201,7 +232,13 @@ def _stage(stage: str, file: str, kernel: str, threads: int, shared: int = 0, op
 
 
 def stage_launches(
-    variant: str, n: int, d: int, k: int, optin: int | None = None, file: str | Path | None = None
+    variant: str,
+    n: int,
+    d: int,
+    k: int,
+    optin: int | None = None,
+    file: str | Path | None = None,
+    tune: dict[str, int] | None = None,
 ) -> dict[str, Launch]:
     """The kernels ``variant``'s iteration launches for N points, D coordinates and K clusters, by
     role (assign, delta, sum, average; pass, finalize), without compiling or a grid: each a
@@ -209,11 +246,13 @@ def stage_launches(
     a block may opt in to (default: the present GPU's); ``file``: a copy of one kernel file (a
     scratch copy being edited) that the launches of that file's name build from instead
     (``Launch.from_copy``). The Runner launches exactly these; CuPy's own kernels (the ``cupy``
-    variant) are not listed."""
-    return {role: spec.from_copy(file) for role, spec in _stage_launches(variant, n, d, k, optin).items()}
+    variant) are not listed. ``tune``: the dot variant's overrides (``dot_shape``)."""
+    return {role: spec.from_copy(file) for role, spec in _stage_launches(variant, n, d, k, optin, tune).items()}
 
 
-def _stage_launches(variant: str, n: int, d: int, k: int, optin: int | None) -> dict[str, Launch]:
+def _stage_launches(
+    variant: str, n: int, d: int, k: int, optin: int | None, tune: dict[str, int] | None = None
+) -> dict[str, Launch]:
     if variant in CLASSIC:
         blocks = -(-n // THREADS)
         reduce_threads = min(1024, 1 << max(0, (blocks - 1).bit_length()))
@@ -264,7 +303,7 @@ def _stage_launches(variant: str, n: int, d: int, k: int, optin: int | None) -> 
         }
     if variant == "dot":
         launches_of = lambda other: stage_launches(other, n, d, k, optin)  # noqa: E731
-        plan = dot_shape(d, k)
+        plan = dot_shape(d, k, **(tune or {}))
         shared = plan.pop("dynamic_bytes")
         options = (f"-DD={d}", *(f"-D{name}={value}" for name, value in plan.items()))
         return {
@@ -350,14 +389,18 @@ class Runner:
     """One variant's state for one problem; ``step()`` runs an iteration and returns the number
     of objects that changed cluster, ``last_times`` how long each stage took (ms)."""
 
-    def __init__(self, problem: Problem, variant: str, file: str | Path | None = None):
+    def __init__(
+        self, problem: Problem, variant: str, file: str | Path | None = None, tune: dict[str, int] | None = None
+    ):
         if variant not in VARIANTS:
             raise ValueError(f"unknown variant {variant!r}; variants: {', '.join(VARIANTS)}")
-        why = refusal(variant, problem.d, problem.k)
+        if tune and variant != "dot":
+            raise ValueError(f"tune ({tune}) is the dot variant's; {variant} takes none")
+        why = refusal(variant, problem.d, problem.k, tune=tune)
         if why:
             raise LaunchRefused(why)
         cp = require_cupy()
-        self.p, self.variant, self.file = problem, variant, file
+        self.p, self.variant, self.file, self.tune = problem, variant, file, tune
         self.stream = cp.cuda.Stream(non_blocking=True)
         n, d, k = problem.n, problem.d, problem.k
         self.blocks = -(-n // THREADS)
@@ -492,7 +535,7 @@ class Runner:
         cp = require_cupy()
         p = self.p
         n = np.int32(p.n)
-        specs = stage_launches(self.variant, p.n, p.d, p.k, file=self.file)
+        specs = stage_launches(self.variant, p.n, p.d, p.k, file=self.file, tune=self.tune)
         self.next = cp.zeros(p.k * p.d + p.k, dtype=cp.float32)
         pass_args: tuple = (p.xt, self.membership, self.sums, self.sizes, self.delta, self.next, n)
         if self.variant in ("fixed", "dot"):
@@ -644,12 +687,18 @@ def run_to_convergence(
 
 
 def time_iterations(
-    problem: Problem, variant: str, iterations: int, warmup: int = 2, file: str | Path | None = None
+    problem: Problem,
+    variant: str,
+    iterations: int,
+    warmup: int = 2,
+    file: str | Path | None = None,
+    tune: dict[str, int] | None = None,
 ) -> pd.DataFrame:
     """Per-iteration stage times of ``variant`` from the initial centres: ``warmup`` untimed
     iterations (compilation, caches), then ``iterations`` timed ones. One row per iteration and
-    stage (``time_ms``). ``file``: a copy of a kernel file to build instead (``stage_launches``)."""
-    runner = Runner(problem, variant, file)
+    stage (``time_ms``). ``file``: a copy of a kernel file to build instead (``stage_launches``);
+    ``tune``: the dot variant's overrides (``dot_shape``)."""
+    runner = Runner(problem, variant, file, tune)
     for _ in range(warmup):
         runner.step()
     rows = []
@@ -666,14 +715,16 @@ def check_against_float64(
     tie_rtol: float = reference.TIE_RTOL,
     centre_rtol: float = 1e-4,
     file: str | Path | None = None,
+    tune: dict[str, int] | None = None,
 ) -> pd.DataFrame:
     """Lockstep check of ``variant`` against the float64 reference, iteration by iteration from
     the same initial centres: each iteration's memberships against float64's nearest centres
     for the centres the variant started from (a disagreement counts as wrong unless that point's
     two nearest centres are within ``tie_rtol``: a near tie), and the variant's new centres
     against the float64 means of its own memberships (relative to the data's spread). ``file``: a
-    copy of a kernel file to build instead (``stage_launches``)."""
-    runner = Runner(problem, variant, file)
+    copy of a kernel file to build instead (``stage_launches``); ``tune``: the dot variant's
+    overrides (``dot_shape``)."""
+    runner = Runner(problem, variant, file, tune)
     scale = float(np.abs(problem.points).max()) or 1.0
     start = problem.initial.astype(np.float64)
     rows = []
