@@ -32,13 +32,15 @@ done
 python3 -m pip install -q --upgrade --no-index --no-compile --find-links wheelhouse --target /tmp/site \
   -r requirements-gpu-node.txt || { echo "wheelhouse install failed (run tools/build_wheelhouse.sh)"; exit 2; }
 # Dask (build_report.py --workers, tools/dev_gpu/dask.sh), without dependencies: build_wheelhouse.sh left out
-# numpy, pandas and matplotlib's dependencies, which the node has already.
+# numpy, pandas and matplotlib's dependencies, which the node has already. A folder of its own: pip's
+# --target --upgrade replaces whole top-level folders, so into /tmp/site it would replace share/ and
+# with it nbconvert's templates.
 if [ -d wheelhouse/dask ]; then
   python3 -m pip install -q --upgrade --no-index \
-    --no-deps --no-compile --target /tmp/site wheelhouse/dask/*.whl || echo "warning: the Dask wheels did not install; --workers will not run"
+    --no-deps --no-compile --target /tmp/site-dask wheelhouse/dask/*.whl || echo "warning: the Dask wheels did not install; --workers will not run"
 fi
 # JUPYTER_PATH: nbconvert's templates sit under the --target folder's share/jupyter.
-export PYTHONPATH=/tmp/site:$PWD JUPYTER_PATH=/tmp/site/share/jupyter PYTHONUNBUFFERED=1
+export PYTHONPATH=/tmp/site:/tmp/site-dask:$PWD JUPYTER_PATH=/tmp/site/share/jupyter PYTHONUNBUFFERED=1
 # nvcc, cuobjdump (SASS tables) and ncu (chapter 04 counters) live here on most GPU hosts
 export PATH=$PATH:/usr/local/cuda/bin
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"

@@ -22,13 +22,13 @@ PY="${PYTHON:-.venv/bin/python}"
 [ -x "$PY" ] || PY=python3
 export PYTHONUNBUFFERED=1 PATH=$PATH:/usr/local/cuda/bin
 # on a node without the Python packages (as tools/gpu_check.sh does): install them from wheelhouse/
-if ! PYTHONPATH=/tmp/site:$PWD "$PY" -c "import papermill, dask_cuda" 2>/dev/null && [ -d wheelhouse/dask ]; then
+if ! PYTHONPATH=/tmp/site:/tmp/site-dask:$PWD "$PY" -c "import papermill, dask_cuda" 2>/dev/null && [ -d wheelhouse/dask ]; then
   "$PY" -m pip install -q --upgrade --no-index --no-compile --find-links wheelhouse --target /tmp/site \
     -r requirements-gpu-node.txt
-  "$PY" -m pip install -q --upgrade --no-index --no-deps --no-compile --target /tmp/site wheelhouse/dask/*.whl
+  "$PY" -m pip install -q --upgrade --no-index --no-deps --no-compile --target /tmp/site-dask wheelhouse/dask/*.whl  # not /tmp/site: pip would replace its share/
 fi
 if [ -d /tmp/site ]; then
-  export PYTHONPATH=/tmp/site:$PWD JUPYTER_PATH=/tmp/site/share/jupyter
+  export PYTHONPATH=/tmp/site:/tmp/site-dask:$PWD JUPYTER_PATH=/tmp/site/share/jupyter
 else
   export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$PWD"
 fi
