@@ -222,4 +222,24 @@ def test_a_first_call_slowed_by_one_off_host_work_does_not_stop_holding(fake_gpu
 
     samples = timing.time_gpu(run, min_repeats=5, max_repeats=5, min_total_s=0)
     assert len(samples) == 5 and "hold" in log
-    assert log.count("run") == 2 + 5  # the warm-up, the pace call, the five timed calls
+    group = timing.calls_per_sample(0.05, has_setup=False)
+    assert log.count("run") == 2 + 5 * group  # the warm-up, the pace call, five timed samples
+
+
+def test_a_short_call_without_setup_is_timed_in_groups_per_event_pair(fake_gpu):
+    """An event pair costs the stream about 2 us: a short call with no setup is timed as groups of
+    consecutive calls, each sample their mean (the fake's elapsed time is per pair: 0.05 ms)."""
+    log = fake_gpu(0.05)
+    samples = timing.time_gpu(lambda: log.append("run"), min_repeats=3, max_repeats=3, min_total_s=0)
+    group = timing.calls_per_sample(0.05, has_setup=False)
+    assert group == 20 and len(samples) == 3
+    assert np.allclose(samples, 0.05 / group)
+    timed = log[log.index("hold") :]
+    first = timed.index("record")
+    assert timed[first : first + group + 2] == ["record"] + ["run"] * group + ["record"]
+
+
+def test_a_call_with_setup_or_a_long_call_is_one_call_per_sample():
+    assert timing.calls_per_sample(0.05, has_setup=True) == 1
+    assert timing.calls_per_sample(timing.GROUP_BELOW_MS, has_setup=False) == 1
+    assert timing.calls_per_sample(1e-5, has_setup=False) == timing.GROUP_MAX_CALLS

@@ -79,6 +79,24 @@ HOLD_TIMEOUT_S = 0.25  # the spin's limit: a host that falls behind costs this, 
 HOLD_GIVE_UP = 2  # after this many held batches whose host fell behind, the point stops holding
 
 
+# A call under GROUP_BELOW_MS of GPU time, with no setup between calls, is timed in groups: one
+# event pair around as many consecutive calls as make GROUP_MS (at most GROUP_MAX_CALLS), each
+# sample their mean. Recording an event pair costs the stream about 2 us, which a sample of one
+# cuBLAS call at n = 256 (8.7 us) would count as a quarter of its time.
+GROUP_BELOW_MS = 0.5
+GROUP_MS = 1.0
+GROUP_MAX_CALLS = 200
+
+
+def calls_per_sample(call_ms: float, *, has_setup: bool) -> int:
+    """How many consecutive calls one sample times (``time_gpu``): 1 where a setup must run
+    before each call or the call is long enough for an event pair's cost not to matter; else
+    enough calls for ``GROUP_MS`` of GPU time, at most ``GROUP_MAX_CALLS``."""
+    if has_setup or call_ms >= GROUP_BELOW_MS:
+        return 1
+    return int(min(GROUP_MAX_CALLS, max(1, np.ceil(GROUP_MS / max(call_ms, 1e-6)))))
+
+
 class Samples(np.ndarray):
     """Milliseconds per call (a float array), and ``host_behind``: how many held batches the host
     did not finish enqueueing before the hold timed out (their calls may include host gaps)."""
@@ -182,7 +200,9 @@ def time_gpu(
     stream (``holds``, ``StreamHold``), so the host is ahead of the GPU and its dispatch never
     lands inside a timed region. A batch whose hold timed out before the host finished enqueueing
     is counted in the result's ``host_behind`` (its samples stay: they are real, perhaps slower,
-    calls); after ``HOLD_GIVE_UP`` of them the point stops holding.
+    calls); after ``HOLD_GIVE_UP`` of them the point stops holding. A short call with no setup is
+    timed in groups of consecutive calls per event pair (``calls_per_sample``), so that the cost of
+    recording events is not counted as the call's; each sample is then the group's mean.
 
     Repeats follow the expected time: a warm-up call that takes ``SLOW_CALL_S`` or more is timed
     with events and kept as the first sample (what a warm-up removes, module loads and cold
@@ -225,11 +245,13 @@ def time_gpu(
     hold = None
     behind = 0
     events: list[tuple] = []
+    group = 1
     while not _enough(samples, min_repeats, max_repeats, min_total_s * 1e3) and not _enough_time(samples, t0):
         left = None if _point_limit_s is None else max(0.0, _point_limit_s - (time.perf_counter() - t0))
+        group = calls_per_sample(call_ms or 1.0, has_setup=setup is not None)
         size = batch_size(
-            call_ms or 1.0,
-            host_ms,
+            (call_ms or 1.0) * group,
+            host_ms * group,
             samples,
             min_repeats=min_repeats,
             max_repeats=max_repeats,
@@ -248,16 +270,17 @@ def time_gpu(
             if setup:
                 setup()
             first.record(stream)
-            run()
+            for _ in range(group):
+                run()
             last.record(stream)
         enqueued_ms = (time.perf_counter() - t1) * 1e3
         if held:
             hold.release()
         stream.synchronize()
-        host_ms = enqueued_ms / size  # the host's pace: nothing inside a batch waits on the GPU
+        host_ms = enqueued_ms / (size * group)  # the host's pace: nothing inside a batch waits on the GPU
         if held and hold.timed_out():
             behind += 1
-        batch = [cp.cuda.get_elapsed_time(first, last) for first, last in events[:size]]
+        batch = [cp.cuda.get_elapsed_time(first, last) / group for first, last in events[:size]]
         samples.extend(batch)
         call_ms = float(np.median(batch))
         for ms in batch:
