@@ -24,11 +24,14 @@ for s in "${slices[@]}"; do
   profile=${s%%:*} chapters=${s#*:}
   start=$(date +%s)
   python3 build_report.py --gpu "$profile" --only ${chapters//,/ } --record --force --no-pdf --cell-timeout 550 \
-    --out "build/session-$profile" 2>&1 | grep -v "WARNING | Kernel is running over TCP" | tee -a "$OUT/build.log"
+    --out "build/session-$profile" 2>&1 | grep --line-buffered -v "WARNING | Kernel is running over TCP" | tee -a "$OUT/build.log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   echo "slice $s: $(( $(date +%s) - start )) s" | tee -a "$OUT/build.log"
+  # Packed after every slice, not once at the end: a lease that runs out during a later slice
+  # must not cost the recordings the earlier ones finished.
+  tar czf "$OUT/results.tgz.part" results && mv "$OUT/results.tgz.part" "$OUT/results.tgz"
 done
-tar czf "$OUT/results.tgz" results
+[ -f "$OUT/results.tgz" ] || tar czf "$OUT/results.tgz" results
 tar czf "$OUT/builds.tgz" build/session-*/build.json build/session-*/notebooks 2>/dev/null
 if [ ${#pytest_args[@]} -gt 0 ]; then
   timeout "${PYTEST_SECONDS:-280}" python3 -m pytest -p no:cacheprovider "${pytest_args[@]}" 2>&1 | tee "$OUT/pytest.log" | tail -40
