@@ -79,6 +79,8 @@ def _validate(profiles: list[str], out: Path | None, **build: Any) -> tuple[list
     for given in profiles:
         request = _resolve_request(given, build["only"], None, build["quick"], build["record"], build["replay"])
         _pick_recording(request, build["only"], build["results"], build["from_gpu"])
+        if request.prof.name in ("", ".", "..") or Path(request.prof.name).name != request.prof.name:
+            raise CudalabError(f"profile name {request.prof.name!r} (from {given}) cannot name a folder of --out")
         if request.prof.name in names:
             raise CudalabError(f"profile {request.prof.name!r} is named twice in --gpu")
         names.append(request.prof.name)
@@ -140,7 +142,7 @@ def run(
         pool = cluster.open_pool(workers=workers, scheduler=scheduler, mode=mode, log=log)
     try:
         with outdir.Lock(parent), _stop_on_sigterm():
-            outdir.remove_previous(parent, outdir.check(parent))  # an earlier index; never a profile's folder
+            outdir.remove_previous(parent, outdir.check(parent))  # an earlier index (or single build)
             summary = MultiSummary(str(parent), dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), command, [])
             _write(parent, summary)  # ours from the start, so a build stopped half-way can be resumed here
             log(f"cudalab: {len(names)} profiles ({', '.join(names)}) -> {parent}")
