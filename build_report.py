@@ -33,6 +33,8 @@ examples:
   python build_report.py --only 01 --out /tmp/r  one chapter into a chosen folder
   python build_report.py --gpu h100 --record     measure, then keep the results for replay
   python build_report.py --gpu h100 --from h200  replay the h100 profile as recorded on an H200
+  python build_report.py --gpu gtx680,h100 --out /tmp/r
+                                                 two reports, /tmp/r/gtx680/ and /tmp/r/h100/, and /tmp/r/index.html
   python build_report.py --compare results/nvidia-h100-80gb-hbm3/gtx680 results/nvidia-h100-80gb-hbm3/h100
                                                  one report comparing two recordings (no GPU needed)
   python build_report.py --gpu h100 --compare h100 h200 lab
@@ -43,7 +45,10 @@ profiles: {profiles}
 output folder: a build writes only inside --out, and deletes only what an earlier cudalab build listed
   in its build.json there; it refuses the checkout's own folders and a non-empty folder it did not make.
 on Dask (--workers, --scheduler): chapters run as tasks, one GPU each; a chapter whose worker dies runs once
-  more on another worker, then fails with the reason (exit 1) while the others complete.
+  more on another worker, then fails with the reason (exit 1) while the others complete. With several
+  profiles, all their chapters are tasks on the one cluster, and each report is stitched when its own are done.
+several profiles (--gpu a,b): all are checked before any work; without Dask they build one after another,
+  and a profile that fails never stops the others (exit 1 if any failed).
 exit status: 0 all chapters ran; 1 a chapter failed (the report is still written); 2 bad arguments, an
   unsafe output folder or an unreachable Dask scheduler; 130 interrupted (Ctrl-C or SIGTERM: finished chapters are kept and the
   report is marked incomplete)."""
@@ -85,10 +90,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--gpu",
-        metavar="NAME|PATH",
+        metavar="NAME|PATH[,...]",
         default="auto",
         help="GPU profile: a name from params/ or a path to a YAML file "
-        "(default: the detected GPU's profile; without a GPU, gtx680)",
+        "(default: the detected GPU's profile; without a GPU, gtx680); several, comma-separated: one "
+        "report per profile in --out/<profile>/ and an index.html linking them",
     )
     parser.add_argument(
         "--only", nargs="+", metavar="CHAPTER", help="only these chapters, by number (01) or name (01_block_size)"
@@ -215,6 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     command = "python build_report.py " + shlex.join(argv if argv is not None else sys.argv[1:])
     if args.compare:
         return _compare(args, command)
+    if "," in args.gpu:
+        return _several(args, command)
     try:
         summary = run(
             args.gpu,
@@ -257,6 +265,54 @@ def main(argv: list[str] | None = None) -> int:
         _log(f"FAILED chapters: {', '.join(summary.failed)} (shown in the report); exit status 1")
         return 1
     _log(f"done in {summary.wall_s:.0f} s")
+    return 0
+
+
+def _several(args: argparse.Namespace, command: str) -> int:
+    """``--gpu a,b``: one report per profile and an index; every profile is checked first (a bad
+    one is one line and exit status 2, with nothing written)."""
+    from cudalab.report import multi
+
+    try:
+        summary = multi.run(
+            multi.split_profiles(args.gpu),
+            out=args.out,
+            workers=args.workers,
+            scheduler=args.scheduler,
+            command=command,
+            log=_log,
+            only=args.only,
+            quick=args.quick,
+            record=args.record,
+            replay=args.replay,
+            results=args.results,
+            from_gpu=args.from_gpu,
+            pdf="pdf" in args.formats and not args.no_pdf,
+            cell_timeout=args.cell_timeout,
+            progress_bar=sys.stderr.isatty(),
+            force=args.force,
+            fail_fast=args.fail_fast,
+            point_time_limit=args.point_time_limit,
+            handout=args.handout,
+            answers=args.answers,
+        )
+    except CudalabError as exc:
+        _log(f"error: {exc}")
+        return 2
+    except Exception as exc:
+        if args.debug:
+            raise
+        _log(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)")
+        return 1
+    except KeyboardInterrupt:
+        _log("interrupted; finished chapters are kept in each profile's folder")
+        return 130
+    if summary.interrupted:
+        return 130
+    if summary.failed:
+        _log(f"FAILED profiles: {', '.join(summary.failed)} (see the index); exit status 1")
+        return 1
+    _log("done")
     return 0
 
 

@@ -542,6 +542,7 @@ def run(
     answers: bool = False,
     workers: int | None = None,
     scheduler: str | None = None,
+    pool: Any = None,
 ) -> BuildSummary:
     """Build the report for ``profile`` (a name in params/, a YAML path, or ``auto``); see the
     module docstring. ``log`` receives a line per step; ``from_gpu`` picks the recording to
@@ -557,17 +558,18 @@ def run(
     On Dask: ``workers`` starts a local cluster of that many workers (one per GPU where chapters
     measure, ``dask_cuda``), ``scheduler`` joins a running one; the chapters run as tasks there
     (``report.cluster``, imported only then). An unreachable scheduler raises ``CudalabError``
-    before anything is written."""
+    before anything is written. ``pool``: a ``cluster.Pool`` already open (several profiles' builds
+    share one, ``report.multi``); the build uses it and leaves it open."""
     require_checkout()
     started = time.time()
     request = _resolve_request(profile, only, out, quick, record, replay)
     _pick_recording(request, only, results, from_gpu)
     plan = _plan_reuse(request, force)
-    pool = None
-    if workers or scheduler:
+    own = None
+    if pool is None and (workers or scheduler):
         from cudalab.report import cluster  # Dask only where asked for: a plain build never imports it
 
-        pool = cluster.open_pool(workers=workers, scheduler=scheduler, mode=request.mode, log=log)
+        pool = own = cluster.open_pool(workers=workers, scheduler=scheduler, mode=request.mode, log=log)
     try:
         with outdir.Lock(request.out), _stop_on_sigterm():
             profile_file = _prepare_out(request, plan, log)
@@ -582,17 +584,16 @@ def run(
                 log=log,
                 pool=pool,
             )
-            if pool is not None:  # the workers are done with this folder before the report reads it
-                pool.close()
-                pool = None
+            if own is not None:  # the workers are done with this folder before the report reads it
+                own.close()
             incomplete = _incomplete(request, ran, log)
             report = _render_report(request, ran, incomplete, command, pdf, log)
             kinds = [kind for wanted, kind in ((handout, handouts.HANDOUT), (answers, handouts.ANSWER_KEY)) if wanted]
             _write_handouts(request, ran, report, kinds, pdf, log)
             summary = _summarise(request, plan, ran, report, command, started)
     finally:
-        if pool is not None:
-            pool.close()
+        if own is not None:
+            own.close()
     if record and not ran.interrupted:
         _record(summary, request, results, log)
     return summary

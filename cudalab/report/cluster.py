@@ -72,7 +72,15 @@ class Pool:
     cluster: Any = None
     kernel_threads: int | None = None  # OMP_NUM_THREADS for each chapter's kernel; None: leave the worker's
     resources: dict[str, int] | None = None
+    stopping: bool = False  # set by ``stop``: the builds sharing this pool stop as Ctrl-C stops one
+    submitted: list = field(default_factory=list, repr=False)
     _closed: bool = field(default=False, repr=False)
+
+    def stop(self) -> None:
+        """Ctrl-C for builds running in other threads (``report.multi``): their tasks are cancelled,
+        and each build waiting on them stops as if interrupted (finished chapters kept)."""
+        self.stopping = True
+        self.client.cancel(list(self.submitted), force=True)
 
     def close(self) -> None:
         """Disconnect; stop the cluster this build started (not one it joined)."""
@@ -185,7 +193,7 @@ def _run_on(pool: Pool, jobs: list, out: Path, ran: Any, *, cell_timeout: int, f
 
     def submit(job) -> distributed.Future:
         started.setdefault(job.chapter.id, time.time())
-        return pool.client.submit(
+        future = pool.client.submit(
             run_chapter_task,
             job.chapter,
             str(out),
@@ -198,6 +206,8 @@ def _run_on(pool: Pool, jobs: list, out: Path, ran: Any, *, cell_timeout: int, f
             pure=False,
             resources=pool.resources,
         )
+        pool.submitted.append(future)
+        return future
 
     def finish(job, result: dict[str, Any]) -> bool:
         chapter = job.chapter
@@ -232,6 +242,8 @@ def _run_on(pool: Pool, jobs: list, out: Path, ran: Any, *, cell_timeout: int, f
                 futures[submit(job)] = job
             pending = distributed.as_completed(list(futures))
             for future in pending:
+                if pool.stopping:
+                    raise KeyboardInterrupt
                 job = futures.pop(future)
                 result = _result_of(future, job.chapter.id, staging)
                 if result is None:  # its worker died before it could retry here: once more
@@ -303,6 +315,8 @@ def run_chapter_task(
         worker = "local"
     out_p, staging_p = Path(out), Path(staging)
     mine = staging_p / chapter_id
+    if not (staging_p / ACTIVE).is_file():  # cancelled before it started: make nothing
+        return {"ok": False, "error": "cancelled: the build stopped", "worker": worker}
     mine.mkdir(parents=True, exist_ok=True)
     earlier = _attempts(staging_p, chapter_id)
     if len(earlier) >= ATTEMPTS:  # the scheduler retries more often than we do: stop here
@@ -319,7 +333,7 @@ def run_chapter_task(
         if hold and (attempt == 1 or not hold[1]):
             time.sleep(hold[0])
         if not (staging_p / ACTIVE).is_file():
-            shutil.rmtree(mine, ignore_errors=True)
+            _discard(mine)
             return {"ok": False, "error": "cancelled: the build stopped", "worker": worker}
         work = mine / f"attempt-{attempt}"
         shutil.rmtree(work, ignore_errors=True)
@@ -331,11 +345,21 @@ def run_chapter_task(
         out_nb = work / chapter.path.name
         ok, error = _papermill(chapter, out_nb, {**params, "data_dir": str(data)}, cell_timeout, kernel_threads)
         if not (staging_p / ACTIVE).is_file():  # interrupted meanwhile: leave nothing behind
-            shutil.rmtree(mine, ignore_errors=True)
+            _discard(mine)
             return {"ok": False, "error": "cancelled: the build stopped", "worker": worker}
         _move_in(work, out_p, chapter_id, chapter.path.name)
         shutil.rmtree(mine, ignore_errors=True)
         return {"ok": ok, "error": error, "worker": worker + (f" (attempt {attempt})" if attempt > 1 else "")}
+
+
+def _discard(mine: Path) -> None:
+    """A cancelled chapter's staging folder removed, and the build's staging folder where it is
+    left empty (the build removed it while this task was starting)."""
+    shutil.rmtree(mine, ignore_errors=True)
+    try:
+        mine.parent.rmdir()
+    except OSError:  # others' chapters still there, or already gone
+        pass
 
 
 def _papermill(
