@@ -226,25 +226,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         summary = run(
             args.gpu,
-            only=args.only,
             out=args.out,
-            quick=args.quick,
-            record=args.record,
-            replay=args.replay,
-            results=args.results,
-            from_gpu=args.from_gpu,
-            pdf="pdf" in args.formats and not args.no_pdf,
-            cell_timeout=args.cell_timeout,
             command=command,
             log=_log,
-            progress_bar=sys.stderr.isatty(),
-            force=args.force,
-            fail_fast=args.fail_fast,
-            point_time_limit=args.point_time_limit,
-            handout=args.handout,
-            answers=args.answers,
             workers=args.workers,
             scheduler=args.scheduler,
+            **_build_options(args),
         )
     except CudalabError as exc:
         _log(f"error: {exc}")
@@ -268,6 +255,27 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _build_options(args: argparse.Namespace) -> dict:
+    """What one profile's build takes from the command line, the same for ``--gpu a`` and for each
+    profile of ``--gpu a,b``."""
+    return {
+        "only": args.only,
+        "quick": args.quick,
+        "record": args.record,
+        "replay": args.replay,
+        "results": args.results,
+        "from_gpu": args.from_gpu,
+        "pdf": "pdf" in args.formats and not args.no_pdf,
+        "cell_timeout": args.cell_timeout,
+        "progress_bar": sys.stderr.isatty(),
+        "force": args.force,
+        "fail_fast": args.fail_fast,
+        "point_time_limit": args.point_time_limit,
+        "handout": args.handout,
+        "answers": args.answers,
+    }
+
+
 def _several(args: argparse.Namespace, command: str) -> int:
     """``--gpu a,b``: one report per profile and an index; every profile is checked first (a bad
     one is one line and exit status 2, with nothing written)."""
@@ -281,20 +289,7 @@ def _several(args: argparse.Namespace, command: str) -> int:
             scheduler=args.scheduler,
             command=command,
             log=_log,
-            only=args.only,
-            quick=args.quick,
-            record=args.record,
-            replay=args.replay,
-            results=args.results,
-            from_gpu=args.from_gpu,
-            pdf="pdf" in args.formats and not args.no_pdf,
-            cell_timeout=args.cell_timeout,
-            progress_bar=sys.stderr.isatty(),
-            force=args.force,
-            fail_fast=args.fail_fast,
-            point_time_limit=args.point_time_limit,
-            handout=args.handout,
-            answers=args.answers,
+            **_build_options(args),
         )
     except CudalabError as exc:
         _log(f"error: {exc}")
