@@ -183,3 +183,30 @@ def test_the_published_numbers_join_on_their_coordinates():
     vec = next(j for j in pub if j.table == "vecmax_sweep")
     assert len(vec.points) == 2 and set(vec.points["kernel"]) == {"vecmax00", "vecmax01"}
     assert isinstance(vec.points, pd.DataFrame) and (vec.points.filter(like="ratio").to_numpy() < 1).all()
+
+
+def test_benchmarks_set_each_gpus_own_profile_side_by_side(tmp_path):
+    """BENCHMARKS.md's side-by-side section: the H100 on h100 beside the H200 on h200 (the committed
+    recordings), and a full run measured at another N on each GPU is named as such, never ranked."""
+    from cudalab.report.benchmarks import native_recordings, side_by_side
+
+    native = {(r.gpu_name, r.profile) for r in native_recordings(RESULTS_DIR)}
+    assert {("NVIDIA H100 80GB HBM3", "h100"), ("NVIDIA H200", "h200")} <= native
+    assert not any(p == "gtx680" for _, p in native), "a lab's profile replayed on an H100 is not the H100's own"
+    text = "\n".join(side_by_side(RESULTS_DIR))
+    assert "## The GPUs side by side" in text and "H100 80GB HBM3, h100" in text and "H200, h200" in text
+    runs = [line for line in text.splitlines() if line.startswith("| run_fixed_s")]
+    assert runs and "different sizes: N = 4,194,304" in runs[0] and "N = 8,388,608" in runs[0], runs
+    assert "faster" not in runs[0] and "slower" not in runs[0]
+    # one GPU recorded on its own profile: nothing to set beside it
+    shutil.copytree(H100, tmp_path / H100_GPU.name / "h100")
+    assert side_by_side(tmp_path) == []
+
+
+def test_a_headline_without_a_size_takes_its_tables():
+    h200 = recorded.find("h200")[0].path
+    src = resolve([str(H100), str(h200)], RESULTS_DIR, None)
+    entry = next(e for e in src[1].headlines("06_kmeans_device_update") if e["key"] == "run_fixed_s")
+    assert entry["rows"] == {"variant": "fixed"}
+    rows = compare_points.sized_rows(src[1], "06_kmeans_device_update", entry)
+    assert rows["variant"] == "fixed" and int(rows["n"]) == 8388608 and int(rows["k"]) == 32

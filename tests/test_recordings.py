@@ -11,7 +11,7 @@ from cudalab.chapter import recorded
 from cudalab.core import provenance
 from cudalab.core.errors import NoRecordedResults
 from cudalab.core.paths import RESULTS_DIR, ROOT
-from cudalab.report.benchmarks import render
+from cudalab.report.benchmarks import README_BEGIN, render, with_readme_table
 from cudalab.report.compare import compare_recordings, compare_table, to_markdown
 from cudalab.report.recordings import merge_recordings
 
@@ -155,6 +155,10 @@ def test_benchmarks_md_is_rendered_from_the_recorded_summaries():
     assert "no headline summary recorded" not in text, "every recorded chapter records its headlines"
     assert "add+min ceiling" in text and "cupy.max" in text
     assert (ROOT / "BENCHMARKS.md").read_text() == text, "run `make benchmarks` after recording"
+    readme = (ROOT / "README.md").read_text()
+    assert README_BEGIN in readme and with_readme_table(readme) == readme, "run `make benchmarks` after recording"
+    if "H200" in text:
+        assert "H200, h200: best" in readme and "H100 80GB HBM3, h100: best" in readme
 
 
 def test_compare_labels_by_the_smaller_recorded_spread():

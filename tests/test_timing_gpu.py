@@ -67,9 +67,11 @@ def test_a_host_heavy_calls_median_is_not_its_dispatch(cp):
     tiny = cp.zeros(1, dtype=cp.float32)
     event_pair = summarize(time_gpu(lambda: tiny.fill(1), setup=lambda: tiny.fill(0)))["time_ms"]
     reference = back_to_back(run, calls=200)
-    print(f"n=256 cuBLAS: grouped median {grouped['time_ms']:.4f} ms, "
-          f"with setup {alone['time_ms']:.4f} ms, an event pair around a 1-element fill {event_pair:.4f} ms, "
-          f"200 back to back {reference:.4f} ms per call")
+    print(
+        f"n=256 cuBLAS: grouped median {grouped['time_ms']:.4f} ms, "
+        f"with setup {alone['time_ms']:.4f} ms, an event pair around a 1-element fill {event_pair:.4f} ms, "
+        f"200 back to back {reference:.4f} ms per call"
+    )
     assert calls_per_sample(reference, has_setup=False) > 1  # grouped, as the chapter times it
     assert grouped["time_ms"] <= reference * 1.10
     assert alone["time_ms"] <= reference * 1.10 + event_pair

@@ -12,8 +12,11 @@ import json
 from pathlib import Path
 
 from cudalab.chapter import catalog
-from cudalab.chapter.recorded import PROVENANCE, SUMMARY, all_recordings
+from cudalab.chapter.profiles import profile_for_gpu
+from cudalab.chapter.recorded import PROVENANCE, SUMMARY, Recording, all_recordings
 from cudalab.core.paths import RESULTS_DIR
+from cudalab.report.compare_points import config_of, fmt_value, headlines, size_of
+from cudalab.report.compare_sources import common_chapters, recording_source
 
 
 def _title(chapter_id: str) -> str:
@@ -61,6 +64,7 @@ def render(results: Path = RESULTS_DIR) -> str:
         "sample, which can time a library call's host dispatch.",
         "",
     ]
+    out += side_by_side(results)
     for rec in all_recordings(results):
         log = json.loads((rec.path / "recordings.json").read_text())
         chapters = log.get("chapters", {})
@@ -97,6 +101,102 @@ def render(results: Path = RESULTS_DIR) -> str:
             out.append("")
     out += build_times(results)
     return "\n".join(out).rstrip() + "\n"
+
+
+def native_recordings(results: Path = RESULTS_DIR) -> list[Recording]:
+    """Each GPU's recording of its own profile (the one whose ``match`` names it: h100 on an H100,
+    h200 on an H200), in the order of the results folder: what the GPUs measured on the grids
+    sized for them, as ``build_report.py --gpu auto`` would measure it there."""
+    return [r for r in all_recordings(results) if profile_for_gpu(r.gpu_name) == r.profile]
+
+
+def _cell(entry: dict | None) -> str:
+    if entry is None:
+        return "not recorded"
+    where = ", ".join(x for x in (config_of(entry.get("rows") or {}), size_of(entry.get("rows") or {})) if x)
+    return f"**{fmt_value(entry['value'], entry['unit'])}**" + (f" ({where})" if where else "")
+
+
+def side_by_side(results: Path = RESULTS_DIR) -> list[str]:
+    """The GPUs side by side: each chapter's headlines as recorded by every GPU on its own profile,
+    each later GPU's ratio to the first labelled same / faster / slower by the recorded spread,
+    as ``build_report.py --compare`` labels them. None where fewer than two GPUs are recorded so."""
+    recs = native_recordings(results)
+    if len(recs) < 2:
+        return []
+    sources = [recording_source(r.path) for r in recs]
+    first = sources[0]
+    out = [
+        "## The GPUs side by side",
+        "",
+        "Each GPU on its own profile (the grid sized for it), from the recordings below; "
+        f"`python build_report.py --compare {' '.join(f'{r.gpu}/{r.profile}' for r in recs)}` draws the same as a report "
+        "with figures. A ratio is the later GPU's value over the first's; *same* means within the smaller "
+        "recorded spread of the two (at least 1%). Where the two grids differ, the sizes are named.",
+        "",
+    ]
+    for chapter in common_chapters(sources):
+        rows = headlines(sources, chapter)
+        if not rows:
+            continue
+        out += [
+            f"**{_title(chapter)}**",
+            "",
+            "| headline | "
+            + " | ".join(s.label for s in sources)
+            + " | "
+            + " | ".join(f"{s.label} against {first.label}" for s in sources[1:])
+            + " |",
+            "|---|" + "---|" * (2 * len(sources) - 1),
+        ]
+        for row in rows:
+            verdicts = [row.verdicts.get(s.label) or "not in both" for s in sources[1:]]
+            cells = [_cell(row.cells.get(s.label)) for s in sources]
+            out.append(f"| {row.key} ({row.unit}) | " + " | ".join(cells + verdicts).replace("\n", " ") + " |")
+        out.append("")
+    return out
+
+
+README_BEGIN = "<!-- side by side: written by make benchmarks from results/, never typed -->"
+README_END = "<!-- end of side by side -->"
+
+
+def _pct(value: object) -> str:
+    return f"{value:.0%}" if isinstance(value, (int, float)) else "-"
+
+
+def readme_table(results: Path = RESULTS_DIR) -> list[str]:
+    """The README's short form of ``side_by_side``: per chapter, each GPU's summary row (its best
+    configuration and its fraction of the chapter's ceiling, from ``scorecard.json``)."""
+    recs = native_recordings(results)
+    if len(recs) < 2:
+        return ["Only one GPU is recorded on its own profile; `make benchmarks` lists what is."]
+    sources = [recording_source(r.path) for r in recs]
+    out = [
+        "| chapter | " + " | ".join(f"{s.label}: best | of its ceiling" for s in sources) + " |",
+        "|---|" + "---|---:|" * len(sources),
+    ]
+    for chapter in common_chapters(sources):
+        cells = []
+        for s in sources:
+            card = s.scorecard(chapter)
+            cells += [card.get("best") or "-", _pct(card.get("fraction_of_ceiling"))]
+        out.append(f"| {_title(chapter)} | " + " | ".join(c.replace("|", "/") for c in cells) + " |")
+    return out + [
+        "",
+        "A dash: the chapter names no ceiling, or its ceiling did not bound that run (the summary row of "
+        "the report says which).",
+    ]
+
+
+def with_readme_table(readme: str, results: Path = RESULTS_DIR) -> str:
+    """``readme`` with the text between its side-by-side markers replaced by ``readme_table``;
+    unchanged where the markers are missing (a README without the section is left alone)."""
+    if README_BEGIN not in readme or README_END not in readme:
+        return readme
+    head, rest = readme.split(README_BEGIN, 1)
+    _, tail = rest.split(README_END, 1)
+    return head + README_BEGIN + "\n" + "\n".join(readme_table(results)) + "\n" + README_END + tail
 
 
 def build_times(results: Path = RESULTS_DIR) -> list[str]:

@@ -62,6 +62,20 @@ def spread_at(source: Source, chapter: str, table: str, rows: dict[str, Any]) ->
     return float(value) if _number(value) is not None else 0.0
 
 
+def sized_rows(source: Source, chapter: str, entry: dict[str, Any]) -> dict[str, Any]:
+    """A headline's rows with its size: where the rows name no size (a full run named by its
+    variant alone), the size columns its one matching table row holds (``n``, ``d``, ``k``), so
+    that two GPUs measured at different sizes are never ranked as if at the same one."""
+    rows = dict(entry.get("rows") or {})
+    if any(k in SIZE_AXES for k in rows) or not rows or not entry.get("table"):
+        return rows
+    frame = source.table(chapter, entry["table"])
+    hit = _match(frame, rows) if frame is not None else None
+    if hit is None or len(hit) != 1:
+        return rows
+    return rows | {k: hit.iloc[0][k] for k in SIZE_AXES if k in hit and _number(hit.iloc[0][k]) is not None}
+
+
 def label(ratio: float, noise: float, unit: str) -> str:
     """same / faster / slower for ``ratio`` = later over first, by the unit's better direction."""
     if abs(ratio - 1) <= max(noise, THRESHOLD):
@@ -162,7 +176,7 @@ def _verdict(a: Source, b: Source, ea: dict[str, Any], eb: dict[str, Any], chapt
     if unit not in LOWER_IS_BETTER | HIGHER_IS_BETTER or va is None or vb is None or va == 0:
         return "same" if str(ea["value"]) == str(eb["value"]) else "differs"
     ratio = vb / va
-    size_a, size_b = size_of(ea.get("rows") or {}), size_of(eb.get("rows") or {})
+    size_a, size_b = size_of(sized_rows(a, chapter, ea)), size_of(sized_rows(b, chapter, eb))
     if size_a != size_b:
         return f"{ratio:,.3f}x (different sizes: {size_a or '?'} vs {size_b or '?'})"
     noise = min(

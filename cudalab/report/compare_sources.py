@@ -102,7 +102,9 @@ def _short_gpu(name: str) -> str:
     return name.removeprefix("NVIDIA ").strip() or name
 
 
-def _recording(path: Path) -> Source:
+def recording_source(path: Path) -> Source:
+    """A recording folder (``results/<gpu>/<profile>``) as a side of a comparison, labelled as the
+    comparison report labels it: 'H100 80GB HBM3, h100'."""
     rec = recorded._read(path)  # noqa: SLF001 - the one reader of recordings.json
     return Source(f"{_short_gpu(rec.gpu_name)}, {rec.profile}", "recording", rec.profile, path.resolve(), rec.gpu_name)
 
@@ -138,7 +140,7 @@ def resolve(names: list[str], results: Path, profile: str | None) -> list[Source
             folders[text] = folder
     if profile is None:
         first = next(iter(folders.values()), None)
-        profile = _recording(first).profile if first is not None else "gtx680"
+        profile = recording_source(first).profile if first is not None else "gtx680"
     sources = []
     for text in names:
         if text == LAB:
@@ -146,10 +148,10 @@ def resolve(names: list[str], results: Path, profile: str | None) -> list[Source
             gpu = prof.device.name if prof.device else "the lab GPU"
             sources.append(Source(f"{gpu} (published, {profile})", LAB, profile, published_profile=prof))
         elif text in folders:
-            sources.append(_recording(folders[text]))
+            sources.append(recording_source(folders[text]))
         else:
             rec, _ = recorded.find(profile, results, text)  # raises, naming what is recorded
-            sources.append(_recording(rec.path))
+            sources.append(recording_source(rec.path))
     seen: set[str] = set()
     for s in sources:
         key = str(s.path) if s.path else f"lab:{s.profile}"
