@@ -32,14 +32,15 @@ examples:
   python build_report.py --gpu h100 --quick      a small grid, for a smoke run on a GPU
   python build_report.py --only 01 --out /tmp/r  one chapter into a chosen folder
   python build_report.py --gpu h100 --record     measure, then keep the results for replay
-  python build_report.py --gpu h100 --from h200  replay the h100 profile as recorded on an H200
+  python build_report.py --gpu gtx680 --from h100
+                                                 replay the gtx680 profile as recorded on an H100
   python build_report.py --gpu gtx680,h100 --out /tmp/r
                                                  two reports, /tmp/r/gtx680/ and /tmp/r/h100/, and /tmp/r/index.html
   python build_report.py --compare results/nvidia-h100-80gb-hbm3/gtx680 results/nvidia-h100-80gb-hbm3/h100
                                                  one report comparing two recordings (no GPU needed)
-  python build_report.py --gpu h100 --compare h100 h200 lab
-                                                 the h100 profile as recorded on an H100 and an H200,
-                                                 and its lab's published numbers
+  python build_report.py --compare nvidia-h100-80gb-hbm3/h100 nvidia-h200/h200 lab
+                                                 the H100 and the H200, each on its own profile,
+                                                 and the lab's published numbers
 
 profiles: {profiles}
 output folder: a build writes only inside --out, and deletes only what an earlier cudalab build listed
@@ -325,10 +326,15 @@ def _compare(args: argparse.Namespace, command: str) -> int:
             pdf="pdf" in args.formats and not args.no_pdf,
             command=command,
             log=_log,
+            workers=args.workers,
+            scheduler=args.scheduler,
         )
     except CudalabError as exc:
         _log(f"error: {exc}")
         return 2
+    except KeyboardInterrupt:
+        _log("interrupted; nothing written")
+        return 130
     except Exception as exc:
         if args.debug:
             raise

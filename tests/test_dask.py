@@ -215,3 +215,30 @@ def test_ctrl_c_leaves_no_partial_chapter_and_the_next_build_resumes(tmp_path):
     assert again.returncode == 0, again.stderr[-3000:]
     assert f"{CHAPTERS[0]}: unchanged since the last build here, kept" in again.stderr
     assert (out / "data" / CHAPTERS[1] / "summary.json").is_file()
+
+
+COMPARED = ("nvidia-h100-80gb-hbm3/h100", "nvidia-h100-80gb-hbm3/gtx680")
+
+
+def test_the_comparison_on_two_workers_joins_every_chapter_as_the_serial_one_does(tmp_path):
+    """--compare with --workers 2: one task per chapter; the same joined tables as without Dask."""
+    serial, dask = tmp_path / "serial", tmp_path / "dask"
+    a = build("--compare", *COMPARED, "--out", str(serial))
+    b = build("--compare", *COMPARED, "--workers", "2", "--out", str(dask))
+    assert a.returncode == 0 and b.returncode == 0, b.stderr[-2000:]
+    assert "one task per chapter" in b.stderr and "one task per chapter" not in a.stderr
+    csvs = sorted(p.relative_to(serial) for p in serial.rglob("*.csv"))
+    assert csvs and csvs == sorted(p.relative_to(dask) for p in dask.rglob("*.csv"))
+    for rel in csvs:
+        assert (serial / rel).read_bytes() == (dask / rel).read_bytes(), rel
+    chapters = json.loads((dask / "build.json").read_text())["chapters"]
+    assert chapters == json.loads((serial / "build.json").read_text())["chapters"]
+
+
+def test_a_comparison_with_an_unreachable_scheduler_writes_nothing(tmp_path):
+    out = tmp_path / "c"
+    proc = build(
+        "--compare", *COMPARED, "--out", str(out), "--scheduler", f"tcp://127.0.0.1:{_free_port()}", timeout=60
+    )
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1].startswith("error: cannot reach"), proc.stderr
+    assert not out.exists()

@@ -347,6 +347,44 @@ ul.cudalab-only li { font-size: 0.8em; overflow-wrap: anywhere; }
 # ------------------------------------------------------------------ the build
 
 
+def _failed_html(chapter: str, title: str, reason: str) -> str:
+    return (
+        f"<div class='cudalab-chapter-start' id='chapter-{chapter}'></div><h1>{_esc(title)}</h1>"
+        f"<p><b>This chapter's comparison failed:</b> {_esc(reason)}</p>"
+    )
+
+
+def _sections(sources, chapters, titles, colours, *, workers, scheduler, log):
+    """Each chapter's (HTML, joined CSVs), in order: computed here, or as one Dask task per chapter
+    (retried once where its worker dies) when ``workers`` or ``scheduler`` is given. The pool is
+    opened (an unreachable scheduler: ``CudalabError``) before the output folder is touched."""
+    if not (workers or scheduler):
+        return (_chapter_html(sources, c, titles.get(c, c), colours) for c in chapters)
+    from cudalab.report import cluster
+
+    pool = cluster.open_pool(workers=workers, scheduler=scheduler, mode="replay", log=log)
+    log(f"cudalab: on Dask: {pool.description}; one task per chapter")
+    futures = [
+        pool.client.submit(_chapter_html, sources, c, titles.get(c, c), colours, key=f"compare-{c}-{i}", retries=1)
+        for i, c in enumerate(chapters)
+    ]
+    pool.submitted.extend(futures)
+
+    def gather():
+        try:
+            for chapter, future in zip(chapters, futures, strict=True):
+                try:
+                    yield future.result()
+                except Exception as exc:  # a task that failed twice: its reason in its place
+                    log(f"{chapter}: FAILED on Dask: {type(exc).__name__}: {exc}")
+                    yield _failed_html(chapter, titles.get(chapter, chapter), f"{type(exc).__name__}: {exc}"), {}
+        finally:
+            pool.stop()
+            pool.close()
+
+    return gather()
+
+
 def default_out(sources: list[Source]) -> Path:
     slug = "-vs-".join(gpu_slug(f"{s.path.parent.name}-{s.profile}" if s.path else f"lab-{s.profile}") for s in sources)
     return BUILD_DIR / f"compare-{slug}"[:120]
@@ -361,9 +399,15 @@ def run(
     pdf: bool = True,
     command: str = "python build_report.py --compare",
     log: Log = lambda msg: None,
+    workers: int | None = None,
+    scheduler: str | None = None,
 ) -> CompareSummary:
     """Build the comparison report of ``names``; every argument is checked (``CudalabError``, one
-    sentence) before the output folder is created or anything is written."""
+    sentence) before the output folder is created or anything is written.
+
+    ``workers`` or ``scheduler``: each chapter's comparison (its tables joined, its figures drawn)
+    is a Dask task (``report.cluster``), as the chapters of a build are; without them Dask is not
+    imported. A chapter whose task fails shows its reason in its place, and the report still builds."""
     require_checkout()
     started = time.time()
     sources = resolve(names, results, profile)
@@ -378,6 +422,8 @@ def run(
     built_utc = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     log(f"cudalab: comparing {' / '.join(s.label for s in sources)}; {len(chapters)} chapter(s) -> {out}")
     titles = {c.id: c.title for c in catalog.discover()}
+    # every chapter computed before the output folder is touched: Ctrl-C or a failure leaves it as it was
+    sections = iter(list(_sections(sources, chapters, titles, colours, workers=workers, scheduler=scheduler, log=log)))
     with outdir.Lock(out):
         outdir.remove_previous(out, previous)
         written: list[str] = []
@@ -386,7 +432,7 @@ def run(
             nbformat.v4.new_markdown_cell(CSS + _cover(sources, chapters, colours, command, built_utc, notes))
         )
         for i, chapter in enumerate(chapters, 1):
-            body, csvs = _chapter_html(sources, chapter, titles.get(chapter, chapter), colours)
+            body, csvs = next(sections)
             book.cells.append(nbformat.v4.new_markdown_cell(body))
             for name, frame in csvs.items():
                 rel = f"data/{chapter}/{name}.csv"
