@@ -64,11 +64,11 @@ def run(
 ) -> dict[str, object]:
     env = {**os.environ}
     times: dict[str, dict[str, object]] = {}
-    from cudalab.toolchain.nvcc import cache_dir
-
-    # the replay compiles the occupancy tables' kernels unless an earlier build left their reports
-    cached_reports = len(list(cache_dir().glob("*.json"))) if cache_dir().is_dir() else 0
     work = Path(tempfile.mkdtemp(prefix="cudalab-bench-"))
+    # the replay compiles the occupancy tables' kernels, as on a fresh clone: an empty cache of
+    # compiler reports of its own (an earlier build's reports would make it look faster)
+    replay_cache = work / "replay-cudalab-cache"
+    cached_reports = 0
     try:
         if gpu.gpu_available() and not skip_cold:
             out = work / "measured"
@@ -86,7 +86,8 @@ def run(
         if not skip_replay:
             print(f"replay: building profile {profile} from results/ ...", file=sys.stderr, flush=True)
             seconds, rc, tail = _build(
-                ["--gpu", profile, "--replay", "--format", formats, "--out", str(work / "replayed")], env
+                ["--gpu", profile, "--replay", "--format", formats, "--out", str(work / "replayed")],
+                {**env, "CUDALAB_CACHE_DIR": str(replay_cache)},
             )
             times["replay"] = {"seconds": round(seconds, 1), "exit_status": rc, "log_tail": tail}
     finally:
