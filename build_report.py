@@ -340,6 +340,9 @@ def _compare(args: argparse.Namespace, command: str) -> int:
             raise
         _log(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)")
         return 1
+    if summary.failed:
+        _log(f"FAILED chapters: {', '.join(summary.failed)} (each shows its reason in the report); exit status 1")
+        return 1
     _log(f"done in {summary.wall_s:.0f} s")
     return 0
 

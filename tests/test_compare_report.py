@@ -210,3 +210,21 @@ def test_a_headline_without_a_size_takes_its_tables():
     assert entry["rows"] == {"variant": "fixed"}
     rows = compare_points.sized_rows(src[1], "06_kmeans_device_update", entry)
     assert rows["variant"] == "fixed" and int(rows["n"]) == 8388608 and int(rows["k"]) == 32
+
+
+def test_a_chapter_that_cannot_be_compared_costs_no_other(tmp_path):
+    """A recorded table that cannot be read fails its chapter alone: its reason in its place, exit 1."""
+    results = tmp_path / "results"
+    for src in (H100, GTX680):
+        shutil.copytree(src, results / src.parent.name / src.name)
+    bad = results / H100.parent.name / "h100" / "01_block_size" / "block_sweep.csv"
+    bad.write_bytes(b"n,variant\n\xff\xfe,\x81\n")
+    out = tmp_path / "c"
+    proc = build(
+        "--compare", f"{H100.parent.name}/h100", f"{GTX680.parent.name}/gtx680", "--results", str(results),
+        "--format", "html", "--out", str(out),
+    )  # fmt: skip
+    assert proc.returncode == 1 and "FAILED chapters: 01_block_size" in proc.stderr, proc.stderr[-2000:]
+    assert "comparison failed:</b> UnicodeDecodeError" in (out / "report.html").read_text()
+    assert json.loads((out / "build.json").read_text())["failed"] == ["01_block_size"]
+    assert (out / "data" / "04_blocking_factor").is_dir()

@@ -242,3 +242,24 @@ def test_a_comparison_with_an_unreachable_scheduler_writes_nothing(tmp_path):
     )
     assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1].startswith("error: cannot reach"), proc.stderr
     assert not out.exists()
+
+
+def test_a_chapter_whose_comparison_fails_on_dask_shows_its_reason_and_exits_1(tmp_path):
+    """A table that cannot be read fails its chapter's task (twice: retried once); the other
+    chapters are compared, the failed one shows its reason in its place, and the exit status is 1."""
+    import shutil
+
+    from cudalab.core.paths import RESULTS_DIR
+
+    results = tmp_path / "results"
+    for rel in COMPARED:
+        shutil.copytree(RESULTS_DIR / rel, results / rel)
+    (results / COMPARED[0] / "01_block_size" / "block_sweep.csv").write_bytes(b"n,variant\n\xff\xfe,\x81\n")
+    out = tmp_path / "c"
+    proc = build("--compare", *COMPARED, "--results", str(results), "--workers", "2", "--out", str(out))
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert "01_block_size: FAILED on Dask" in proc.stderr and "FAILED chapters: 01_block_size" in proc.stderr
+    summary = json.loads((out / "build.json").read_text())
+    assert summary["failed"] == ["01_block_size"] and "04_blocking_factor" in summary["chapters"]
+    html = (out / "report.html").read_text()
+    assert "comparison failed:</b> UnicodeDecodeError" in html and (out / "data" / "04_blocking_factor").is_dir()

@@ -62,6 +62,7 @@ class CompareSummary:
     report_html: str = ""
     report_pdf: str = ""
     notes: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)  # chapters whose comparison failed on Dask
     made_by: str = outdir.MARKER
     kind: str = "comparison"
     files: list[str] = field(default_factory=list)
@@ -354,35 +355,37 @@ def _failed_html(chapter: str, title: str, reason: str) -> str:
     )
 
 
-def _sections(sources, chapters, titles, colours, *, workers, scheduler, log):
+def _sections(sources, chapters, titles, colours, *, workers, scheduler, log, failed: list[str]):
     """Each chapter's (HTML, joined CSVs), in order: computed here, or as one Dask task per chapter
-    (retried once where its worker dies) when ``workers`` or ``scheduler`` is given. The pool is
-    opened (an unreachable scheduler: ``CudalabError``) before the output folder is touched."""
-    if not (workers or scheduler):
-        return (_chapter_html(sources, c, titles.get(c, c), colours) for c in chapters)
-    from cudalab.report import cluster
+    (retried once where its worker dies) when ``workers`` or ``scheduler`` is given. A chapter that
+    fails (a recorded table that cannot be read, a task that failed twice) shows its reason in its
+    place and is appended to ``failed``; the others are compared. The pool is opened (an
+    unreachable scheduler: ``CudalabError``) before the output folder is touched."""
+    pool = None
+    if workers or scheduler:
+        from cudalab.report import cluster
 
-    pool = cluster.open_pool(workers=workers, scheduler=scheduler, mode="replay", log=log)
-    log(f"cudalab: on Dask: {pool.description}; one task per chapter")
-    futures = [
-        pool.client.submit(_chapter_html, sources, c, titles.get(c, c), colours, key=f"compare-{c}-{i}", retries=1)
-        for i, c in enumerate(chapters)
-    ]
-    pool.submitted.extend(futures)
-
-    def gather():
-        try:
-            for chapter, future in zip(chapters, futures, strict=True):
-                try:
-                    yield future.result()
-                except Exception as exc:  # a task that failed twice: its reason in its place
-                    log(f"{chapter}: FAILED on Dask: {type(exc).__name__}: {exc}")
-                    yield _failed_html(chapter, titles.get(chapter, chapter), f"{type(exc).__name__}: {exc}"), {}
-        finally:
+        pool = cluster.open_pool(workers=workers, scheduler=scheduler, mode="replay", log=log)
+        log(f"cudalab: on Dask: {pool.description}; one task per chapter")
+        futures = [
+            pool.client.submit(_chapter_html, sources, c, titles.get(c, c), colours, key=f"compare-{c}-{i}", retries=1)
+            for i, c in enumerate(chapters)
+        ]
+        pool.submitted.extend(futures)
+    try:
+        for i, chapter in enumerate(chapters):
+            title = titles.get(chapter, chapter)
+            try:
+                yield futures[i].result() if pool else _chapter_html(sources, chapter, title, colours)
+            except Exception as exc:
+                where = " on Dask" if pool else ""
+                log(f"{chapter}: FAILED{where}: {type(exc).__name__}: {exc}")
+                failed.append(chapter)
+                yield _failed_html(chapter, title, f"{type(exc).__name__}: {exc}"), {}
+    finally:
+        if pool is not None:
             pool.stop()
             pool.close()
-
-    return gather()
 
 
 def default_out(sources: list[Source]) -> Path:
@@ -407,7 +410,8 @@ def run(
 
     ``workers`` or ``scheduler``: each chapter's comparison (its tables joined, its figures drawn)
     is a Dask task (``report.cluster``), as the chapters of a build are; without them Dask is not
-    imported. A chapter whose task fails shows its reason in its place, and the report still builds."""
+    imported. A chapter whose task fails shows its reason in its place, and the report still builds
+    (``failed`` names it; build_report.py exits 1)."""
     require_checkout()
     started = time.time()
     sources = resolve(names, results, profile)
@@ -423,7 +427,12 @@ def run(
     log(f"cudalab: comparing {' / '.join(s.label for s in sources)}; {len(chapters)} chapter(s) -> {out}")
     titles = {c.id: c.title for c in catalog.discover()}
     # every chapter computed before the output folder is touched: Ctrl-C or a failure leaves it as it was
-    sections = iter(list(_sections(sources, chapters, titles, colours, workers=workers, scheduler=scheduler, log=log)))
+    failed: list[str] = []
+    sections = iter(
+        list(
+            _sections(sources, chapters, titles, colours, workers=workers, scheduler=scheduler, log=log, failed=failed)
+        )
+    )
     with outdir.Lock(out):
         outdir.remove_previous(out, previous)
         written: list[str] = []
@@ -453,6 +462,7 @@ def run(
             out=str(out),
             report_html=str(html_path),
             notes=notes,
+            failed=failed,
         )
         if pdf:
             pdf_path, why_not = render_pdf(html_path, out / "report.pdf")
