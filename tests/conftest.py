@@ -78,3 +78,19 @@ def notebook_defaults(chapter_id: str) -> dict:
     )
     exec("".join(cell["source"]), ns)
     return ns
+
+
+def ctrl_c(proc, ready) -> tuple[int, str]:
+    """Send SIGINT to a build started with ``subprocess.Popen`` once ``ready()`` has returned (it
+    waits for the moment to interrupt), and return its exit status and stderr; the process is
+    killed if it outlives the wait."""
+    import signal
+
+    try:
+        ready()
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return proc.returncode, stderr

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import ctrl_c
 
 from cudalab.core.paths import ROOT
 from cudalab.report.cluster import HOLD_ENV, STAGING_PREFIX
@@ -200,15 +201,13 @@ def test_ctrl_c_leaves_no_partial_chapter_and_the_next_build_resumes(tmp_path):
     proc = start_build(
         "--only", *CHAPTERS, "--out", str(out), "--workers", "2", env=_env(**{HOLD_ENV: f"{CHAPTERS[1]}=120"})
     )
-    try:
+
+    def chapter_01_started() -> None:
         _wait_for("chapter 00 done", lambda: (out / "data" / CHAPTERS[0] / "summary.json").is_file(), timeout=180)
         _wait_for("chapter 01 started", lambda: _attempts(out, CHAPTERS[1]))
-        proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 130, stderr[-3000:]
+
+    rc, stderr = ctrl_c(proc, chapter_01_started)
+    assert rc == 130, stderr[-3000:]
     assert not (out / "data" / CHAPTERS[1]).exists() and not (out / "notebooks" / f"{CHAPTERS[1]}.ipynb").exists()
     assert not list(out.glob(f"{STAGING_PREFIX}*"))
     again = build("--only", *CHAPTERS, "--out", str(out), "--workers", "2")

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from conftest import ctrl_c
 
 from cudalab.core.paths import ROOT
 from cudalab.report.cluster import HOLD_ENV, STAGING_PREFIX
@@ -122,18 +122,16 @@ def test_ctrl_c_stops_every_profile_on_dask_and_leaves_no_partial_chapter(tmp_pa
         text=True,
         env=_env(**{HOLD_ENV: f"{CHAPTERS[1]}=120"}),
     )
-    try:
+
+    def first_chapters_done() -> None:
         end = time.time() + 180
         firsts = [out / p / "data" / CHAPTERS[0] / "summary.json" for p in PROFILES]
         while not all(f.is_file() for f in firsts) and time.time() < end:
             time.sleep(0.2)
         time.sleep(1)
-        proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 130, stderr[-3000:]
+
+    rc, stderr = ctrl_c(proc, first_chapters_done)
+    assert rc == 130, stderr[-3000:]
     for profile in PROFILES:
         assert not (out / profile / "data" / CHAPTERS[1]).exists(), profile
         assert json.loads((out / profile / "build.json").read_text())["interrupted"], profile
