@@ -15,7 +15,7 @@ from cudalab.chapter import catalog
 from cudalab.chapter.profiles import profile_for_gpu
 from cudalab.chapter.recorded import PROVENANCE, SUMMARY, Recording, all_recordings
 from cudalab.core.paths import RESULTS_DIR
-from cudalab.report.compare_points import config_of, fmt_value, headlines, size_of
+from cudalab.report.compare_points import fmt_value, headlines, where_of
 from cudalab.report.compare_sources import common_chapters, recording_source
 
 
@@ -113,7 +113,7 @@ def native_recordings(results: Path = RESULTS_DIR) -> list[Recording]:
 def _cell(entry: dict | None) -> str:
     if entry is None:
         return "not recorded"
-    where = ", ".join(x for x in (config_of(entry.get("rows") or {}), size_of(entry.get("rows") or {})) if x)
+    where = where_of(entry.get("rows") or {})
     return f"**{fmt_value(entry['value'], entry['unit'])}**" + (f" ({where})" if where else "")
 
 

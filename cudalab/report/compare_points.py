@@ -93,6 +93,11 @@ def size_of(rows: dict[str, Any]) -> str:
     return ", ".join(f"{k.upper() if k == 'n' else k} = {fmt_int(v)}" for k, v in rows.items() if k in SIZE_AXES)
 
 
+def where_of(rows: dict[str, Any]) -> str:
+    """A headline's configuration and size in words: 'variant 8x8, N = 3,072'."""
+    return ", ".join(x for x in (config_of(rows), size_of(rows)) if x)
+
+
 def fmt_int(v: Any) -> str:
     num = _number(v)
     return f"{int(num):,}" if num is not None and num == int(num) else str(v)

@@ -41,6 +41,7 @@ from cudalab.report.compare_points import (
     headlines,
     joined_tables,
     size_of,
+    where_of,
 )
 from cudalab.report.compare_sources import Source, common_chapters, resolve
 from cudalab.report.stitch import render_html, render_pdf
@@ -175,7 +176,7 @@ def _headline_table(sources: list[Source], rows: list[HeadlineRow], colours: dic
             if e is None:
                 cells.append(f"<td><i>{'not published' if s.is_lab else 'not recorded'}</i></td>")
                 continue
-            where = ", ".join(x for x in (config_of(e.get("rows") or {}), size_of(e.get("rows") or {})) if x)
+            where = where_of(e.get("rows") or {})
             cells.append(
                 f"<td><b>{_esc(fmt_value(e['value'], e['unit']))}</b>{f'<br><small>{_esc(where)}</small>' if where else ''}</td>"
             )
