@@ -60,7 +60,12 @@ def machine() -> dict[str, object]:
 
 
 def run(
-    profile: str, skip_cold: bool, formats: str, skip_replay: bool = False, record_results: bool = False
+    profile: str,
+    skip_cold: bool,
+    formats: str,
+    skip_replay: bool = False,
+    record_results: bool = False,
+    keep: Path | None = None,
 ) -> dict[str, object]:
     env = {**os.environ}
     times: dict[str, dict[str, object]] = {}
@@ -91,6 +96,8 @@ def run(
             )
             times["replay"] = {"seconds": round(seconds, 1), "exit_status": rc, "log_tail": tail}
     finally:
+        if keep is not None and (work / "measured").is_dir():  # the executed notebooks: each cell's duration
+            shutil.copytree(work / "measured", keep / "measured", dirs_exist_ok=True)
         shutil.rmtree(work, ignore_errors=True)
     for label, t in times.items():
         t["goal_s"] = GOALS_S[label]
@@ -131,8 +138,14 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="the cold build also records its measurements in results/ (build_report.py --record)",
     )
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        metavar="DIR",
+        help="copy the measured builds' output (executed notebooks with each cell's duration) into DIR/measured",
+    )
     args = parser.parse_args(argv)
-    result = run(args.profile, args.skip_cold, args.formats, args.skip_replay, args.record_results)
+    result = run(args.profile, args.skip_cold, args.formats, args.skip_replay, args.record_results, args.keep)
     print(
         f"\nbuild times, profile {args.profile}, on {result['machine']['gpu_name']} "
         f"({result['machine']['cpu_count']} CPU cores), {result['date_utc']}"
