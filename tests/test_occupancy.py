@@ -626,3 +626,42 @@ def test_the_chapter_handle_replays_its_recorded_occupancy_table(tmp_path, monke
     occ = lab.occupancy([_basic(16)], ["block"], per_launch=True)
     assert seen["gpus"] == {"GeForce GTX 680 (lab GPU)": "3.0", "H100 (this run)": "9.0"}
     assert occ["compute_capability"].tolist() == ["3.0", "9.0"] and (lab.out_dir / "occupancy.csv").is_file()
+
+
+@needs_nvcc
+def test_compile_ahead_leaves_the_occupancy_table_nothing_to_compile(monkeypatch, tmp_path):
+    # a chapter's precompile (``Chapter.precompile``) makes every compile its occupancy section will
+    # need, beside the NVRTC builds: afterwards the table is computed without running nvcc once
+    from cudalab.chapter import occupancy as chapter_occupancy
+    from cudalab.core import kernels
+    from cudalab.toolchain import nvcc
+
+    monkeypatch.setenv("CUDALAB_CACHE_DIR", str(tmp_path))
+    nvcc._resources.cache_clear()
+    nvrtc_builds = []
+    monkeypatch.setattr(kernels, "precompile", lambda builds: nvrtc_builds.extend(builds) or len(builds))
+    launches = mm.launches(mm.tuning_grid([128], [8], [8])) + [per_k.launch("basic", 16), per_k.launch("basic", 16)]
+    gpus = {"GeForce GTX 680 (lab GPU)": "3.0", "NVIDIA H100 80GB HBM3 (this run)": "9.0"}
+
+    assert chapter_occupancy.compile_ahead(launches, gpus) == len(nvrtc_builds) == 2  # one build per (file, options)
+    assert sorted(nvrtc_builds) == sorted({launch.build for launch in launches})
+    assert len(list(tmp_path.glob("ptxas/*.json"))) == 2 * 2  # each build on sm_75 and sm_90
+
+    def no_nvcc(*args, **kwargs):
+        raise AssertionError("the occupancy table compiled again")
+
+    monkeypatch.setattr(nvcc, "nvcc_check", no_nvcc)
+    nvcc._resources.cache_clear()  # the disk cache alone must answer, as in a later cell
+    occ, _ = occupancy_by_gpu(launches, gpus)
+    assert len(occ) == 2 * 2 and occ["registers_per_thread"].gt(0).all()
+
+
+@needs_nvcc
+def test_compile_ahead_leaves_a_failing_build_to_its_first_use(monkeypatch, tmp_path):
+    from cudalab.chapter import occupancy as chapter_occupancy
+    from cudalab.core import kernels
+
+    monkeypatch.setenv("CUDALAB_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(kernels, "precompile", lambda builds: len(list(builds)))
+    broken = Launch("mm_01_shared_tile.cu", "mm_shared_tile", Dim3.of(16), options=("-DTILE=not_a_number",))
+    assert chapter_occupancy.compile_ahead([broken], {"H100 (this run)": "9.0", "odd": "x.y"}) == 1

@@ -150,11 +150,12 @@ class Chapter:
     def precompile(self, launches: Iterable[Launch]) -> None:
         """Compile every kernel build (``Launch.build``: file and options) among ``launches``, as the
         kernel families' ``launches()`` list them, in parallel before the first is timed, when
-        measuring; a replay compiles nothing."""
+        measuring, with the compiler reports the occupancy section will read (``compile_ahead``);
+        a replay compiles nothing."""
         if self.mode == "measure":
-            from cudalab.core.kernels import precompile
+            from cudalab.chapter.occupancy import chapter_gpus, compile_ahead
 
-            precompile(launch.build for launch in launches)
+            compile_ahead(launches, chapter_gpus(self.profile.device, self.provenance))
 
     def occupancy(
         self, launches: Launches, keys: Sequence[str], *, per_launch: bool = False, after: str = ""
