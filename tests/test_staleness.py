@@ -97,11 +97,12 @@ def test_without_digests_git_names_what_changed_since_the_recorded_commit(tmp_pa
         assert state.stale and not state.known and state.sentence() == staleness.NO_FINGERPRINTS
 
 
-def _recording(results: Path, digests: dict[str, str]) -> Path:
+def _recording(results: Path, digests: dict[str, str], parameters: dict | None = None) -> Path:
     rec = results / "some-gpu" / "gtx680"
     (rec / "01_block_size").mkdir(parents=True)
     (rec / RECORDINGS).write_text(json.dumps({"gpu_name": "Some GPU", "chapters": {}}))
-    (rec / "01_block_size" / PROVENANCE).write_text(json.dumps({"source_files": digests, "git_commit": "unknown"}))
+    provenance = {"source_files": digests, "git_commit": "unknown", "parameters": parameters or {}}
+    (rec / "01_block_size" / PROVENANCE).write_text(json.dumps(provenance))
     return rec
 
 
@@ -121,6 +122,26 @@ def test_check_recordings_lists_stale_chapters_and_exits_1(tmp_path, stale):
         assert "some-gpu/gtx680/01_block_size: kernels_cu/fw_basic_2d.cu" in done.stdout
     else:
         assert "every recording matches" in done.stdout
+
+
+def test_a_recording_made_with_other_parameters_than_its_profile_now_gives_is_stale(tmp_path):
+    # same sources, but the profile's grid changed since: its data is not what a build now asks for
+    from cudalab.chapter.profiles import open_profile
+
+    now = open_profile("gtx680").chapter_params("01_block_size")
+    digests = staleness.source_files(NOTEBOOKS_DIR / "01_block_size.ipynb")
+    _recording(tmp_path, digests, {**now, "sizes": [*now["sizes"], 12345], "not_in_the_profile": 1})
+    done = _check(tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert (
+        f"some-gpu/gtx680/01_block_size: recorded with other parameters (sizes: {[*now['sizes'], 12345]!r} recorded, "
+        in done.stdout
+    )
+    assert "not_in_the_profile" not in done.stdout  # a notebook default the profile does not set is not compared
+
+    same = tmp_path / "same"
+    _recording(same, digests, now)
+    assert _check(same).returncode == 0
 
 
 def test_check_recordings_help():

@@ -8,8 +8,9 @@ Run it after changing kernels, notebooks or the package, before committing. Each
 notebook's code cells (not the explorer, questions or answers), the cudalab modules they import,
 the kernels and headers those name. A recording that keeps per-file digests (source_files in its
 provenance.json) is compared file by file; an older one through git, against the commit it names;
-where neither can tell, it says so. One line per stale chapter: gpu/profile/chapter: the changed
-files. A stale recording must be re-recorded on the GPU its profile names
+where neither can tell, it says so. A recording made with other parameters than its profile now
+gives (params/*.yaml edited since) is stale too. One line per stale chapter: gpu/profile/chapter:
+the changed files and parameters. A stale recording must be re-recorded on the GPU its profile names
 (python build_report.py --gpu PROFILE --record on that GPU). Exit status: 0 when every recording
 is current, 1 when one is stale.
 """

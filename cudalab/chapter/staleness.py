@@ -22,11 +22,12 @@ import hashlib
 import json
 import re
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from cudalab.chapter.catalog import EXPLORE_TAG
+from cudalab.core.errors import CudalabError
 from cudalab.core.kernels import included_headers
 from cudalab.core.paths import KERNELS_DIR, PACKAGE_DIR, ROOT
 
@@ -207,10 +208,11 @@ class Staleness:
     changed: tuple[str, ...] = ()
     known: bool = True
     how: str = ""  # "source fingerprints" or "git diff against <commit>"
+    parameters: tuple[str, ...] = ()  # the profile's parameters the recording was made with other values of
 
     @property
     def stale(self) -> bool:
-        return bool(self.changed) or not self.known
+        return bool(self.changed) or bool(self.parameters) or not self.known
 
     def sentence(self) -> str:
         """'recorded before kernels_cu/x.cu and notebooks/y.ipynb changed', or why it cannot tell;
@@ -298,13 +300,31 @@ class StaleChapter:
     staleness: Staleness
 
     def line(self) -> str:
-        what = ", ".join(self.staleness.changed) if self.staleness.known else NO_FINGERPRINTS
-        return f"{self.where}: {what}"
+        what = [", ".join(self.staleness.changed) if self.staleness.known else NO_FINGERPRINTS]
+        if self.staleness.parameters:
+            what.append(f"recorded with other parameters ({'; '.join(self.staleness.parameters)})")
+        return f"{self.where}: {'; '.join(w for w in what if w)}"
+
+
+def parameters_changed(recorded: dict[str, Any], profile: str, chapter: str) -> tuple[str, ...]:
+    """Each parameter that the profile now gives the chapter and its recording was made with
+    another value of ("dims: [32, 64] recorded, [8, 32] now"): its data is not what the profile
+    asks for, and a replay can only show the recording. A profile that cannot be read names
+    nothing here (the build says what is wrong with it)."""
+    from cudalab.chapter.profiles import open_profile
+
+    try:
+        now = open_profile(profile).chapter_params(chapter)
+    except (CudalabError, OSError, ValueError):
+        return ()
+    then = recorded.get("parameters") or {}
+    return tuple(f"{k}: {then[k]!r} recorded, {v!r} now" for k, v in now.items() if k in then and then[k] != v)
 
 
 def stale_recordings(results: Path | None = None, notebooks: Path | None = None) -> list[StaleChapter]:
     """Every recorded chapter under ``results`` (``<gpu>/<profile>/<chapter>/provenance.json``)
-    that differs from today's sources, in order of GPU, profile and chapter."""
+    that differs from today's sources or was made with other parameters than its profile now gives
+    (``parameters_changed``), in order of GPU, profile and chapter."""
     from cudalab.chapter.recorded import PROVENANCE, all_recordings
     from cudalab.core.paths import NOTEBOOKS_DIR, RESULTS_DIR
 
@@ -312,9 +332,9 @@ def stale_recordings(results: Path | None = None, notebooks: Path | None = None)
     for rec in all_recordings(results or RESULTS_DIR):
         for prov in sorted(rec.path.glob(f"*/{PROVENANCE}")):
             chapter = prov.parent.name
-            state = staleness(
-                json.loads(prov.read_text()), (notebooks or NOTEBOOKS_DIR) / f"{chapter}.ipynb", diffs=diffs
-            )
+            recorded = json.loads(prov.read_text())
+            state = staleness(recorded, (notebooks or NOTEBOOKS_DIR) / f"{chapter}.ipynb", diffs=diffs)
+            state = replace(state, parameters=parameters_changed(recorded, rec.profile, chapter))
             if state.stale:
                 found.append(StaleChapter(f"{rec.gpu}/{rec.profile}/{chapter}", state))
     return found
