@@ -540,6 +540,18 @@ def test_chapter_gpus_and_an_empty_table():
         "H100 (this run)": "9.0",
     }
     assert chapter_gpus(None, {}) == {}
+    # a profile GPU no lab ran on (the h200 profile's H200) is not a lab GPU: listed only where it differs
+    from cudalab.chapter.profiles import open_profile
+
+    h200 = open_profile("h200").device
+    assert chapter_gpus(h200, {"gpu_name": "NVIDIA H200", "compute_capability": "9.0"}) == {
+        "NVIDIA H200 (this run)": "9.0"
+    }
+    assert chapter_gpus(h200, {"gpu_name": "Some GPU", "compute_capability": "8.0"}) == {
+        "NVIDIA H200 (the profile's GPU, no lab ran on it)": "9.0",
+        "Some GPU (this run)": "8.0",
+    }
+    assert "GeForce GTX 680 (lab GPU)" in chapter_gpus(open_profile("gtx680").device, {})
     occ, notes = occupancy_by_gpu([], {})
     assert occ.empty and notes == []
 

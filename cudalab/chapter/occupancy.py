@@ -25,12 +25,22 @@ if TYPE_CHECKING:
 def chapter_gpus(device: Any, provenance: Mapping[str, Any]) -> dict[str, str]:
     """{name: compute capability} of the GPUs a chapter's occupancy table covers: the profile's lab
     GPU (``device``, with ``name`` and ``compute_capability``; None where the profile has none) and
-    the GPU this run measured on, or whose recording it replays (``provenance``)."""
+    the GPU this run measured on, or whose recording it replays (``provenance``).
+
+    A profile whose GPU no lab ran on (``device.lab`` empty: the h200 profile's H200, from its
+    specification) has no lab GPU to set beside this run's: it is listed, as "the profile's GPU",
+    only where its compute capability differs from this run's, since the same compute capability
+    gives the same table twice."""
     gpus: dict[str, str] = {}
+    run_cc = str(provenance.get("compute_capability") or "")
     if device is not None and getattr(device, "compute_capability", None):
-        gpus[f"{device.name} (lab GPU)"] = str(device.compute_capability)
-    if provenance.get("compute_capability"):
-        gpus[f"{provenance.get('gpu_name')} (this run)"] = str(provenance["compute_capability"])
+        cc = str(device.compute_capability)
+        if getattr(device, "lab", "given"):
+            gpus[f"{device.name} (lab GPU)"] = cc
+        elif cc != run_cc:
+            gpus[f"{device.name} (the profile's GPU, no lab ran on it)"] = cc
+    if run_cc:
+        gpus[f"{provenance.get('gpu_name')} (this run)"] = run_cc
     return gpus
 
 
