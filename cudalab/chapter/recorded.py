@@ -92,13 +92,19 @@ def find(profile: str, results: Path = RESULTS_DIR, gpu: str | None = None) -> t
     )
 
 
+def differing_parameters(recorded: dict, requested: dict) -> list[tuple[str, object, object]]:
+    """(name, requested value, recorded value) of each requested parameter that a recorded chapter
+    (its ``provenance.json``, ``recorded``) was made with another value of; one it did not record
+    (a notebook default) is not compared."""
+    then = recorded.get("parameters") or {}
+    return [(k, v, then[k]) for k, v in requested.items() if k in then and then[k] != v]
+
+
 def not_shown(chapter_dir: Path, requested: dict) -> list[str]:
     """Each requested parameter that a recorded chapter was made with another value of: in a
     replay it cannot take effect, and the build and the notebook say so."""
     path = chapter_dir / PROVENANCE
-    recorded_params = json.loads(path.read_text()).get("parameters", {}) if path.is_file() else {}
+    recorded = json.loads(path.read_text()) if path.is_file() else {}
     return [
-        f"{k} = {v!r} requested, recorded with {recorded_params[k]!r}"
-        for k, v in requested.items()
-        if k in recorded_params and recorded_params[k] != v
+        f"{k} = {v!r} requested, recorded with {then!r}" for k, v, then in differing_parameters(recorded, requested)
     ]

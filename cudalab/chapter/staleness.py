@@ -312,13 +312,13 @@ def parameters_changed(recorded: dict[str, Any], profile: str, chapter: str) -> 
     asks for, and a replay can only show the recording. A profile that cannot be read names
     nothing here (the build says what is wrong with it)."""
     from cudalab.chapter.profiles import open_profile
+    from cudalab.chapter.recorded import differing_parameters
 
     try:
         now = open_profile(profile).chapter_params(chapter)
     except (CudalabError, OSError, ValueError):
         return ()
-    then = recorded.get("parameters") or {}
-    return tuple(f"{k}: {then[k]!r} recorded, {v!r} now" for k, v in now.items() if k in then and then[k] != v)
+    return tuple(f"{k}: {then!r} recorded, {v!r} now" for k, v, then in differing_parameters(recorded, now))
 
 
 def stale_recordings(results: Path | None = None, notebooks: Path | None = None) -> list[StaleChapter]:
