@@ -113,6 +113,20 @@ def run(
     }
 
 
+def slowest_cells(folder: Path, count: int = 12) -> list[tuple[float, str, int, str]]:
+    """(seconds, notebook, cell index, first line) of the ``count`` slowest cells of the executed
+    notebooks under ``folder`` (papermill records each cell's duration): where a build's time went."""
+    import nbformat
+
+    cells = []
+    for path in sorted(folder.rglob("*.ipynb")):
+        for i, cell in enumerate(nbformat.read(path, as_version=4).cells):
+            seconds = (cell.get("metadata", {}).get("papermill") or {}).get("duration") or 0.0
+            first = next((line for line in cell.source.splitlines() if line.strip()), "")
+            cells.append((float(seconds), path.stem, i, first[:80]))
+    return sorted(cells, reverse=True)[:count]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--profile", default="h100", help="GPU profile to build (default: h100)")
@@ -158,6 +172,10 @@ def main(argv: list[str] | None = None) -> int:
             else (f"FAILED (exit {t['exit_status']}): {t['log_tail']}" if t["exit_status"] else "misses the goal")
         )
         print(f"{label:<8} {t['seconds']:>8.1f} {t['goal_s']:>6.0f}  {verdict}")
+    if args.keep is not None and (args.keep / "measured").is_dir():
+        print(f"\nslowest cells of the measured builds (kept in {args.keep / 'measured'}):")
+        for seconds, notebook, index, first in slowest_cells(args.keep / "measured"):
+            print(f"{seconds:7.1f} s  {notebook} [{index}]  {first}")
     if args.record:
         dest = RESULTS_DIR / BUILD_TIMES / f"{result['machine']['slug']}-{args.profile}.json"
         dest.parent.mkdir(parents=True, exist_ok=True)
