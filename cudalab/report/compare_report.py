@@ -429,10 +429,8 @@ def run(
     titles = {c.id: c.title for c in catalog.discover()}
     # every chapter computed before the output folder is touched: Ctrl-C or a failure leaves it as it was
     failed: list[str] = []
-    sections = iter(
-        list(
-            _sections(sources, chapters, titles, colours, workers=workers, scheduler=scheduler, log=log, failed=failed)
-        )
+    sections = list(
+        _sections(sources, chapters, titles, colours, workers=workers, scheduler=scheduler, log=log, failed=failed)
     )
     with outdir.Lock(out):
         outdir.remove_previous(out, previous)
@@ -441,8 +439,7 @@ def run(
         book.cells.append(
             nbformat.v4.new_markdown_cell(CSS + _cover(sources, chapters, colours, command, built_utc, notes))
         )
-        for i, chapter in enumerate(chapters, 1):
-            body, csvs = next(sections)
+        for i, (chapter, (body, csvs)) in enumerate(zip(chapters, sections), 1):
             book.cells.append(nbformat.v4.new_markdown_cell(body))
             for name, frame in csvs.items():
                 rel = f"data/{chapter}/{name}.csv"
