@@ -58,7 +58,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--kernel",
         metavar="KIND:BF",
-        help="blocked kernel: minplus:64|128[:nodpx], registers:BF[:t4|:t8][:nodpx] or shared:BF "
+        help="blocked kernel: minplus:64|128|256[:nodpx], registers:BF[:t4|:t8][:nodpx] or shared:BF "
         "(default: chapter 04's recorded best for this GPU's profile)",
     )
     v = sub.add_parser("verify", help="compare an output file with the CPU reference")

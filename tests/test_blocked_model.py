@@ -1,7 +1,6 @@
 """Chapter 04's pure parts: padding, the ladder's order, the traffic model, the ceiling's closed form,
 and every build variant of the blocked kernels compiling with nvcc."""
 
-import dataclasses
 import shutil
 
 import numpy as np
@@ -129,6 +128,7 @@ def test_a_sweep_point_expected_over_budget_is_chosen_by_its_time_at_a_smaller_n
     [
         ("minplus:64", kernels.KernelSpec("minplus", 64, True, 8)),
         ("minplus:128:nodpx", kernels.KernelSpec("minplus", 128, False, 8)),
+        ("minplus:256", kernels.KernelSpec("minplus", 256, True, 8)),
     ],
 )
 def test_minplus_kernel_spec_round_trips(text, spec):
@@ -136,24 +136,29 @@ def test_minplus_kernel_spec_round_trips(text, spec):
     assert spec.label().startswith("min-plus BF")
 
 
-@pytest.mark.parametrize("text", ["minplus:32", "minplus:64:t4", "minplus:256"])
+@pytest.mark.parametrize("text", ["minplus:32", "minplus:64:t4", "minplus:512"])
 def test_minplus_kernel_spec_refuses_what_the_file_does_not_build(text):
     with pytest.raises(LaunchRefused):
         kernels.KernelSpec.parse(text)
 
 
 def test_minplus_launches_match_the_kernel_file():
-    """Phase 1 on 32 x 32 threads without dynamic shared memory; phases 2 and 3 on (BF/8)^2
-    threads with two stages of a BF/4-deep chunk of A (transposed, padded) and B."""
+    """Phase 1 on 32 x 32 threads without dynamic shared memory; phases 2 and 3 on 8 x 8 threads
+    (tiles of 64 at every BF) with two stages of a 16-deep chunk of A (transposed, padded) and of
+    B, and the C tile; at BF 256 phase 1's kernel is the BF 64 build's."""
     p1, p2, p3 = kernels.minplus_phase_launches(128)
     assert all(isinstance(p, Launch) and p.grid is None for p in (p1, p2, p3))
     assert (p1.block, p1.dynamic_shared_bytes) == (Dim3(32, 32), 0)
-    assert p2.block == p3.block == Dim3(16, 16)
-    assert p3.dynamic_shared_bytes == 2 * 4 * (32 * 132 + 32 * 128)
+    assert p2.block == p3.block == Dim3(8, 8)
+    assert p3.dynamic_shared_bytes == 4 * (2 * (16 * 68 + 16 * 64) + 64 * 64)
     assert {p.options for p in (p1, p2, p3)} == {("-DBF=128",)}
     assert [p.labels["phase"] for p in (p1, p2, p3)] == ["phase 1", "phase 2", "phase 3"]
     assert p3.arguments[-1] == "part" and p3.tunables == {"block_factor": 128, "dpx": True, "tile": 8}
     assert kernels.minplus_phase_launches(64, dpx=False)[2].options == ("-DBF=64", "-DNO_DPX")
+    q1, q2, q3 = kernels.minplus_phase_launches(256)
+    assert q1.options == ("-DBF=64",) and q2.options == q3.options == ("-DBF=256",)
+    grids = kernels.minplus_grids(256)
+    assert (grids["phase 2"](32), grids["phase 3"](32)) == ((128, 8), (128, 128))
     with pytest.raises(LaunchRefused):
         kernels.minplus_phase_launches(32)
 
@@ -233,37 +238,49 @@ def test_operand_table_reads_the_sweep_and_names_the_fastest_per_n():
     )
 
 
-def _emulate(schedule, d: np.ndarray, bf: int, lane_first: int) -> None:
-    """Runs a blocked schedule on the host, phase by phase as fw_blocked_minplus.cu computes it;
-    between two meetings of the lanes, all of lane ``lane_first`` runs before the other's."""
+def _emulate(schedule, d: np.ndarray, tile: int, lane_first: int) -> None:
+    """Runs a min-plus schedule on the host, block by block as fw_blocked_minplus.cu's kernels
+    compute it (each launch's grid, its matrix argument, possibly a view at a pivot block's first
+    cell, and its round); between two meetings of the lanes, all of lane ``lane_first`` runs
+    before the other's."""
     from cudalab.labs.fw import harness as fw
-
-    def tile(i, j):
-        return d[i * bf : (i + 1) * bf, j * bf : (j + 1) * bf]
 
     def product(a, b, c):  # c = min(c, a (x) b), every read before the write
         c[...] = np.minimum(c, (a[:, :, None] + b[None, :, :]).min(axis=1))
 
     def run(x):
-        r, rounds = int(x.args[2]), d.shape[0] // bf
-        if x.phase == "phase 1":
-            p = tile(r, r)
+        m, r = x.args[0], int(x.args[2])
+        bf = x.launch.tunables["block_factor"]
+        s, (gx, gy) = bf // tile, x.grid[:2]
+        rows = lambda i: slice(i * tile, (i + 1) * tile)  # noqa: E731
+        strip = slice(r * bf, (r + 1) * bf)
+        if x.launch.kernel.endswith("phase1"):
+            p = m[strip, strip]
             for k in range(bf):
                 np.minimum(p, p[:, k, None] + p[None, k, :], out=p)
-        elif x.phase == "phase 2":
-            for t in range(rounds):
-                if t != r:
-                    product(tile(r, r).copy(), tile(r, t), tile(r, t))
-                    product(tile(t, r), tile(r, r).copy(), tile(t, r))
-        else:
-            part = int(x.args[3]) if len(x.args) > 3 else 0
-            cells = (
-                {(r + 1, t) for t in range(rounds)} | {(t, r + 1) for t in range(rounds)}
-                if part == 1
-                else {(i, j) for i in range(rounds) for j in range(rounds) if not (part == 2 and r + 1 in (i, j))}
-            )
-            for i, j in sorted(c for c in cells if r not in c):
-                product(tile(i, r), tile(r, j), tile(i, j))
+            return
+        for t in range(gx):
+            for y in range(gy):
+                if x.launch.kernel.endswith("phase2"):
+                    if t // s == r:
+                        continue
+                    if y < s:  # piece y of the pivot row's strip at column tile t
+                        own = slice(r * bf + y * tile, r * bf + (y + 1) * tile)
+                        product(m[own, strip], m[strip, rows(t)], m[own, rows(t)])
+                    else:  # piece y - s of the pivot column's strip at row tile t
+                        own = slice(r * bf + (y - s) * tile, r * bf + (y - s + 1) * tile)
+                        product(m[rows(t), strip], m[strip, own], m[rows(t), own])
+                    continue
+                part = int(x.args[3])
+                if part == 1:
+                    if t // s == r or (y >= s and t // s == r + 1):
+                        continue
+                    ti, tj = ((r + 1) * s + y, t) if y < s else (t, (r + 1) * s + y - s)
+                else:
+                    ti, tj = y, t
+                    if r in (ti // s, tj // s) or (part == 2 and r + 1 in (ti // s, tj // s)):
+                        continue
+                product(m[rows(ti), strip], m[strip, rows(tj)], m[rows(ti), rows(tj)])
 
     segment: list = []
     for x in list(schedule) + [fw.LANES_MEET]:
@@ -275,26 +292,47 @@ def _emulate(schedule, d: np.ndarray, bf: int, lane_first: int) -> None:
             segment.append(x)
 
 
+def _emulated_plan(bf: int, tile: int, lookahead: bool) -> plans.LookaheadPlan:
+    """``kernels.minplus_plan``'s structure over host stand-ins for its kernels, tiles of ``tile``."""
+
+    def phases(b: int, label: str | None = None):
+        grids = kernels.minplus_grids(b, tile)
+        out = []
+        for p in (1, 2, 3):
+            launch = Launch(
+                "none.cu",
+                f"fw_minplus_phase{p}",
+                Dim3(1),
+                tunables={"block_factor": b},
+                labels={"phase": label or f"phase {p}"},
+            )
+            args = {"args": lambda w, m, r: (w, m, r, 0)} if p == 3 else {}
+            out.append(plans.Phase(launch, None, grids[f"phase {p}"], **args))
+        return tuple(out)
+
+    inner = phases(tile, "phase 1") if bf > 2 * tile else None
+    return plans.LookaheadPlan(bf, phases(bf), tile=tile, inner=inner, lookahead=lookahead)
+
+
 @pytest.mark.parametrize("lane_first", [0, 1])
-@pytest.mark.parametrize("rounds", [1, 2, 5])
-def test_lookahead_schedule_solves_whichever_lane_runs_first(lane_first, rounds):
-    """The look-ahead's lanes never touch what the other writes between two meetings: run either
-    lane's work first and the answer is Floyd-Warshall's, zero-weight edges and unreachable
-    pairs included."""
+@pytest.mark.parametrize("rounds", [1, 2, 3])
+@pytest.mark.parametrize("bf,lookahead", [(2, True), (4, True), (8, True), (8, False)])
+def test_minplus_schedule_solves_whichever_lane_runs_first(bf, lookahead, rounds, lane_first):
+    """The min-plus plan's launches, run block by block as the kernels index their tiles (here
+    tiles of 2 cells, so BF 2, 4 and 8 stand for BF 64, 128 and 256, whose pivot block is closed
+    by an inner blocked solve of its tiles), give Floyd-Warshall's answer, zero-weight edges and
+    unreachable pairs included, and the look-ahead's lanes never touch what the other writes
+    between two meetings: either lane's work may run first."""
     from cudalab.labs.fw.reference import floyd_warshall_numpy
 
-    bf, rng = 4, np.random.default_rng(rounds)
+    tile, rng = 2, np.random.default_rng([bf, rounds])
     n = bf * rounds
     lab = np.where(rng.random((n, n)) < 0.3, rng.integers(0, 3, (n, n)), -1).astype(np.int32)
     np.fill_diagonal(lab, 0)
     work = np.where(lab < 0, plans.INF, lab).astype(np.int64)
-    phases = tuple(
-        plans.Phase(Launch("none.cu", "none", Dim3(1), labels={"phase": name}), None, grid)
-        for name, grid in plans.PHASE_GRIDS.items()
-    )
-    phases = phases[:2] + (dataclasses.replace(phases[2], args=lambda w, m, r: (w, m, r, 0)),)
-    schedule = list(plans.LookaheadPlan(bf, phases).launches(work))
-    assert sum(1 for x in schedule if getattr(x, "lane", 0) == 1) == 3 * (rounds - 1) + 2
-    _emulate(schedule, work, bf, lane_first)
-    want = floyd_warshall_numpy(lab)
-    np.testing.assert_array_equal(np.where(work >= plans.INF, -1, work), want)
+    schedule = list(_emulated_plan(bf, tile, lookahead).launches(work))
+    closing = 3 * (bf // tile) if bf > 2 * tile else 1  # launches that close one pivot block
+    if lookahead:
+        assert sum(1 for x in schedule if getattr(x, "lane", 0) == 1) == (closing + 2) * (rounds - 1) + closing + 1
+    _emulate(schedule, work, tile, lane_first)
+    np.testing.assert_array_equal(np.where(work >= plans.INF, -1, work), floyd_warshall_numpy(lab))

@@ -15,7 +15,17 @@ from cudalab.labs.fw.graphs import NO_EDGE, gen_matrix
 from cudalab.labs.fw.reference import floyd_warshall_c
 
 pytestmark = pytest.mark.gpu
-SIZES = [1, 2, 33, 100, 130, 300, 520]  # 130, 300: three tiles at BF 64 and 128, padded; 520: five rounds at BF 128
+SIZES = [
+    1,
+    2,
+    33,
+    100,
+    130,
+    300,
+    520,
+    600,
+]  # 130, 300: three tiles at BF 64 and 128, padded; 520: five rounds at BF 128;
+# 600: three rounds at BF 256, each pivot block closed by an inner solve of its 4 x 4 tiles
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +41,8 @@ def every_variant():
         + variants.blocking_factor_variants([8, 16, 32, 64, 128])
         + variants.registers_variants([64, 128], dpx=[True, False])
         + variants.registers_variants([64], dpx=[True], tiles=[8])
-        + variants.minplus_variants([64, 128], dpx=[True, False])
+        + variants.minplus_variants([64, 128, 256], dpx=[True, False])
+        + [kernels.variant("min-plus BF 256, no look-ahead", lambda: kernels.minplus_plan(256, lookahead=False))]
     )
 
 
@@ -217,6 +228,24 @@ def test_precompile_fills_the_module_cache_before_first_use(cp):
     assert loader.precompile(builds + builds) == 1  # three phases, one build
     path = loader.kernel_path(kernels.MINPLUS_FILE)
     assert any(key[0] == str(path) and key[2][-1] == "-DNO_DPX" for key in loader._modules)
+
+
+def test_minplus_closes_a_deep_pivot_block_through_a_view_of_its_first_cell(cp):
+    """At BF 256 the inner solve's kernels get a view of the pivot block (CuPy passes its first
+    cell's address) and index it with the matrix's row length: the block must come out closed."""
+    n, bf = 512, 256
+    rng = np.random.default_rng(3)
+    mat = np.where(rng.random((n, n)) < 0.05, rng.integers(0, 100, (n, n)), NO_EDGE).astype(np.int32)
+    np.fill_diagonal(mat, 0)
+    plan = kernels.minplus_plan(bf, lookahead=False)
+    work = plans.to_blocked(cp.asarray(mat), bf)
+    for step in plan.closing(work, 1):  # round 1's pivot block only
+        step.kernel(step.grid, step.block, step.args, shared_mem=step.shared_mem)
+    block = np.where(mat[bf:, bf:] < 0, plans.INF, mat[bf:, bf:]).astype(np.int64)
+    for k in range(bf):
+        np.minimum(block, block[:, k, None] + block[None, k, :], out=block)
+    np.testing.assert_array_equal(cp.asnumpy(work[bf:, bf:]), block)
+    np.testing.assert_array_equal(cp.asnumpy(work[:bf]), np.where(mat[:bf] < 0, plans.INF, mat[:bf]))
 
 
 def test_lookahead_solves_as_plain_launches_on_large_matrices_and_as_a_graph_below(cp):

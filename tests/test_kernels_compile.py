@@ -122,6 +122,8 @@ VARIANTS = (
 )
 # The registers kernels on add_min.cuh's plain path (-DNO_DPX), as chapter 04 builds them beside DPX.
 VARIANTS += [("fw_blocked_registers.cu", "-DBF=64 -DNO_DPX"), ("fw_blocked_minplus.cu", "-DBF=64 -DNO_DPX")]
+# The min-plus kernel at each depth of a round: tiles of 64 at every BF, so none may spill.
+VARIANTS += [("fw_blocked_minplus.cu", f"-DBF={bf}") for bf in (64, 128, 256)]
 # Chapter 05's ladder and the shapes its profiles tune over that must not spill (16 x 16 results per
 # thread spill by design: the tuning sweep shows that cliff).
 VARIANTS += [("mm_01_shared_tile.cu", o) for o in ("-DTILE=16", "-DTILE=32", "-DTILE=32 -DUNROLL=16")]
@@ -199,7 +201,7 @@ needs_cuobjdump = pytest.mark.skipif(
 @needs_cuobjdump
 def test_add_min_is_one_dpx_instruction_in_the_ceiling_and_the_minplus_product():
     """add_min.cuh's add_min is one VIADDMNMX on sm_90, in the ceiling's DPX kernel and in the
-    min-plus product's inner loop alike: 8 x 8 cells per thread over KC = BF / 4 = 16 unrolled k."""
+    min-plus product's inner loop alike: 8 x 8 cells per thread over KC = 16 unrolled k."""
     from cudalab.toolchain.sass import sass_opcodes
 
     ceiling = sass_opcodes("int_add_min_ceiling.cu", "sm_90", ("-DCHAINS=16",))

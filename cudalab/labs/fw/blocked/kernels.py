@@ -15,6 +15,7 @@ the launches of that file's name are built from instead (``Launch.from_copy``).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -108,25 +109,46 @@ def registers_phase_launches(
     return phase_launches(SHARED_FILE, shared_options(bf), bf, file)[:2] + [phase3]
 
 
-def minplus_shared_bytes(bf: int) -> int:
-    """Dynamic shared memory of the min-plus tile kernel: two stages of a KC = BF/4 chunk of A,
-    transposed with rows padded by 4, and of B (``fw_blocked_minplus.cu``)."""
-    kc = bf // 4
-    return 2 * INT32 * (kc * (bf + 4) + kc * bf)
+MINPLUS_TILE = 64  # fw_blocked_minplus.cu's TILE: the side of the tile a phase-2 or phase-3 block computes
+MINPLUS_BLOCK_FACTORS = (64, 128, 256)
+MINPLUS_CHUNK = 16  # its KC: k per staged chunk
+
+
+def minplus_shared_bytes(bf: int = 64) -> int:
+    """Dynamic shared memory of the min-plus tile kernel, the same at every BF: two stages of a
+    KC-deep chunk of A (transposed, rows padded by 4) and of B, and the block's C tile
+    (``fw_blocked_minplus.cu``)."""
+    t, kc = MINPLUS_TILE, MINPLUS_CHUNK
+    return INT32 * (2 * (kc * (t + 4) + kc * t) + t * t)
+
+
+def minplus_grids(bf: int, tile: int = MINPLUS_TILE) -> dict[str, Callable[[int], tuple[int, ...]]]:
+    """Each phase's grid for R rounds: phases 2 and 3 count tiles of ``MINPLUS_TILE``, S = BF / TILE
+    per side of a pivot block."""
+    s = bf // tile
+    return {
+        "phase 1": PHASE_GRIDS["phase 1"],
+        "phase 2": lambda rounds: (rounds * s, 2 * s),  # blockIdx.y < S: pivot row pieces, else pivot column
+        "phase 3": lambda rounds: (rounds * s, rounds * s),
+    }
 
 
 def minplus_phase_launches(bf: int = 64, dpx: bool = True, file: str | Path | None = None) -> list[Launch]:
     """``phase_launches`` of ``fw_blocked_minplus.cu``: phase 1 on 32 x 32 threads with cells in
-    registers, phases 2 and 3 the same min-plus tile product on (BF/8)^2 threads of 8 x 8 cells
-    (phase 3's last argument: which part of the round it relaxes, see ``LookaheadPlan``)."""
-    if bf not in (64, 128):
-        raise LaunchRefused(f"fw_blocked_minplus.cu builds for BF 64 or 128, not {bf}")
+    registers, phases 2 and 3 the same min-plus tile product on 8 x 8 threads of 8 x 8 cells
+    (phase 3's last argument: which part of the round it relaxes, see ``LookaheadPlan``). At BF
+    256 phase 1's kernel is the BF 64 build's, which ``minplus_plan`` runs as a blocked solve of
+    the pivot block (with that build's phases 2 and 3)."""
+    if bf not in MINPLUS_BLOCK_FACTORS:
+        raise LaunchRefused(
+            f"fw_blocked_minplus.cu builds for BF {', '.join(map(str, MINPLUS_BLOCK_FACTORS))}, not {bf}"
+        )
     opts, tunables = minplus_options(bf, dpx), {"block_factor": bf, "dpx": dpx, "tile": 8}
     phase1 = Launch(
         MINPLUS_FILE,
         "fw_minplus_phase1",
         Dim3(32, 32),
-        options=opts,
+        options=opts if bf <= 2 * MINPLUS_TILE else minplus_options(MINPLUS_TILE, dpx),
         arguments=ROUND_ARGUMENTS,
         tunables=tunables,
         labels={"phase": "phase 1"},
@@ -135,7 +157,7 @@ def minplus_phase_launches(bf: int = 64, dpx: bool = True, file: str | Path | No
         Launch(
             MINPLUS_FILE,
             f"fw_minplus_phase{p}",
-            Dim3.square(bf // 8),
+            Dim3.square(MINPLUS_TILE // 8),
             options=opts,
             dynamic_shared_bytes=minplus_shared_bytes(bf),
             arguments=ROUND_ARGUMENTS + (("part",) if p == 3 else ()),
@@ -146,10 +168,10 @@ def minplus_phase_launches(bf: int = 64, dpx: bool = True, file: str | Path | No
     ]
 
 
-def _phase(launch: Launch, kernel: Any = None, **args: Any) -> Phase:
+def _phase(launch: Launch, kernel: Any = None, grids: dict[str, Callable] = PHASE_GRIDS, **args: Any) -> Phase:
     """A ``Phase`` of its launch, the kernel compiled unless given."""
     name = launch.labels["phase"]
-    return Phase(launch, kernel if kernel is not None else launch.compiled(), PHASE_GRIDS[name], **args)
+    return Phase(launch, kernel if kernel is not None else launch.compiled(), grids[name], **args)
 
 
 def plan_for_build(filename: str, options: tuple[str, ...], bf: int, file: str | Path | None = None) -> BlockedPlan:
@@ -190,14 +212,27 @@ def registers_plan(bf: int = 64, dpx: bool = True, tile: int = 4, file: str | Pa
 def minplus_plan(bf: int = 64, dpx: bool = True, lookahead: bool = True, file: str | Path | None = None) -> BlockedPlan:
     """The min-plus kernel, the project's best: every phase of ``fw_blocked_minplus.cu``, phases
     2 and 3 as min-plus products of 8 x 8 register tiles, with or without the DPX add-min
-    instruction, rounds overlapped by a look-ahead (``LookaheadPlan``) unless ``lookahead`` is False."""
-    p1, p2, p3 = minplus_phase_launches(bf, dpx, file)
-    phases = (
-        _phase(p1),
-        _phase(p2),
-        _phase(p3, args=lambda work, n, r: (work, np.int32(n), np.int32(r), np.int32(0))),
-    )
-    return (LookaheadPlan if lookahead else BlockedPlan)(bf, phases)
+    instruction, rounds overlapped by a look-ahead (``LookaheadPlan``) unless ``lookahead`` is
+    False. At BF 256 the pivot block is closed by the BF 64 build's three phases (its ``inner``
+    solve, labelled phase 1)."""
+
+    def phases(b: int, label: str | None = None) -> tuple[Phase, ...]:
+        out = []
+        for i, x in enumerate(minplus_phase_launches(b, dpx, file)):
+            phase = _phase(x, grids=minplus_grids(b), **({"args": _whole_round} if i == 2 else {}))
+            if label:  # the inner solve's launches count as the phase they serve
+                phase = dataclasses.replace(phase, launch=dataclasses.replace(x, labels={**x.labels, "phase": label}))
+            out.append(phase)
+        return tuple(out)
+
+    main = phases(bf)
+    inner = phases(MINPLUS_TILE, "phase 1") if bf > 2 * MINPLUS_TILE else None
+    return LookaheadPlan(bf, main, tile=MINPLUS_TILE, inner=inner, lookahead=lookahead)
+
+
+def _whole_round(work, n: int, r: int) -> tuple:
+    """Phase 3's arguments for a whole round (``part`` 0)."""
+    return work, np.int32(n), np.int32(r), np.int32(0)
 
 
 def variant(label: str, make: Callable[[], BlockedPlan], **fields: Any) -> fw.Variant:
@@ -246,7 +281,7 @@ class KernelSpec:
 
     @classmethod
     def parse(cls, text: str) -> KernelSpec:
-        """'minplus:64', 'minplus:128:nodpx', 'registers:64', 'registers:64:t8',
+        """'minplus:64', 'minplus:256:nodpx', 'registers:64', 'registers:64:t8',
         'registers:128:t8:nodpx' or 'shared:32'."""
         kind, _, rest = text.partition(":")
         bf, *flags = rest.split(":")
@@ -259,10 +294,10 @@ class KernelSpec:
             or not bf.isdigit()
             or not known
             or (kind == "shared" and flags)
-            or (kind == "minplus" and bf not in ("64", "128"))
+            or (kind == "minplus" and bf not in tuple(map(str, MINPLUS_BLOCK_FACTORS)))
         ):
             raise LaunchRefused(
-                f"kernel {text!r}: expected shared:BF, registers:BF[:t4|:t8][:nodpx] or minplus:64|128[:nodpx]"
+                f"kernel {text!r}: expected shared:BF, registers:BF[:t4|:t8][:nodpx] or minplus:64|128|256[:nodpx]"
             )
         if kind == "minplus":
             return cls(kind, int(bf), "nodpx" not in flags, 8)

@@ -116,15 +116,21 @@ class BlockedPlan:
 
 @dataclass
 class LookaheadPlan(BlockedPlan):
-    """Rounds with a look-ahead (``fw_blocked_minplus.cu``): round r's phase 3 first relaxes the
-    tiles of row and column r + 1 on a second lane, which then runs round r + 1's phases 1 and 2
-    there, beside the rest of round r's phase 3 on the first lane. The serial phases 1 and 2,
-    which fill one SM and 2(R - 1) tiles, no longer leave the GPU waiting between rounds.
+    """The min-plus kernel's rounds (``fw_blocked_minplus.cu``), whose phases 2 and 3 compute output
+    tiles of ``tile`` cells per side (S = bf / tile of them per side of a pivot block: grids count
+    tiles), with a look-ahead: round r's phase 3 first relaxes the tiles of strips r + 1 on a second
+    lane, which then runs round r + 1's phases 1 and 2 there, beside the rest of round r's phase 3
+    on the first lane. The serial phases 1 and 2, which fill one SM and 2(R - 1) S tiles, no longer
+    leave the GPU waiting between rounds. ``lookahead=False`` runs each round's three phases in turn.
 
     Order: phases 1 and 2 of a round read only tiles that the look-ahead part has finished, and
-    the rest of a round's phase 3 reads pivot tiles that phase 2 finished before the lanes met.
-    Phase 3's last argument says which part it relaxes: 0 all, 1 the look-ahead's row and column
-    r + 1 (on a grid of R x 2), 2 the rest.
+    the rest of a round's phase 3 reads pivot strips that phase 2 finished before the lanes met.
+    Phase 3's last argument says which part it relaxes: 0 all, 1 the look-ahead's strips r + 1
+    (on a grid of R S x 2 S), 2 the rest.
+
+    ``inner``: where phase 1's one-block kernel cannot hold the pivot block (BF 256), the phases
+    of a build with BF = ``tile`` that close it instead, as a blocked solve of its S x S tiles:
+    each kernel is handed the pivot block's first cell as its matrix (rows still n apart).
 
     The second lane is a stream of the highest priority, so that its blocks are dispatched as
     SMs free up rather than after the running phase 3. A CUDA graph drops that priority (CuPy
@@ -132,31 +138,55 @@ class LookaheadPlan(BlockedPlan):
     where a round is long enough for Python's launches to keep ahead of the GPU, the solve is
     launched plainly instead of captured."""
 
+    tile: int = 64
+    inner: tuple[Phase, ...] | None = None
+    lookahead: bool = True
+
     PLAIN_LAUNCHES_FROM = 4096
 
     def capture(self, work) -> bool:
         """Whether the solver should capture this solve in a CUDA graph."""
-        return work.shape[0] < self.PLAIN_LAUNCHES_FROM
+        return not self.lookahead or work.shape[0] < self.PLAIN_LAUNCHES_FROM
+
+    def closing(self, work, r: int, lane: int = 0) -> Iterator[fw.Step]:
+        """Phase 1 of round r: the pivot block closed, by its kernel or by ``inner``'s blocked solve."""
+        n = work.shape[0]
+        if self.inner is None:
+            p1 = self.phases[0]
+            yield fw.Step(p1.launch.with_grid(p1.grid(n // self.bf)), p1.kernel, p1.args(work, n, r), lane=lane)
+            return
+        (q1, q2, q3), sub = self.inner, self.bf // self.tile
+        corner = work[r * self.bf :, r * self.bf :]  # a kernel gets a view's first cell; rows are still n apart
+        for q in range(sub):
+            yield fw.Step(q1.launch.with_grid((1, 1)), q1.kernel, q1.args(corner, n, q), lane=lane)
+            yield fw.Step(q2.launch.with_grid((sub, 2)), q2.kernel, q2.args(corner, n, q), lane=lane)
+            yield fw.Step(q3.launch.with_grid((sub, sub)), q3.kernel, q3.args(corner, n, q), lane=lane)
 
     def launches(self, work) -> Iterator[fw.Step | fw.LanesMeet]:
         n = work.shape[0]
-        rounds = n // self.bf
-        (p1, p2, p3), (l1, l2, l3) = self.phases, self.sized(work)
-        ahead = p3.launch.with_grid((rounds, 2))
+        rounds, per_side = n // self.bf, n // self.tile
+        (_, p2, p3), (_, l2, l3) = self.phases, self.sized(work)
+        ahead = p3.launch.with_grid((per_side, 2 * (self.bf // self.tile)))
 
         def part(r: int, which: int) -> tuple:
             return work, np.int32(n), np.int32(r), np.int32(which)
 
+        if not self.lookahead:
+            for r in range(rounds):
+                yield from self.closing(work, r)
+                yield fw.Step(l2, p2.kernel, p2.args(work, n, r))
+                yield fw.Step(l3, p3.kernel, part(r, 0))
+            return
         yield fw.LANES_MEET
-        yield fw.Step(l1, p1.kernel, p1.args(work, n, 0), lane=1)
+        yield from self.closing(work, 0, lane=1)
         yield fw.Step(l2, p2.kernel, p2.args(work, n, 0), lane=1)
         for r in range(rounds):
             yield fw.LANES_MEET
             if r + 1 == rounds:
-                yield fw.Step(l3, p3.kernel, p3.args(work, n, r))
+                yield fw.Step(l3, p3.kernel, part(r, 0))
                 break
             yield fw.Step(l3, p3.kernel, part(r, 2))
             yield fw.Step(ahead, p3.kernel, part(r, 1), lane=1)
-            yield fw.Step(l1, p1.kernel, p1.args(work, n, r + 1), lane=1)
+            yield from self.closing(work, r + 1, lane=1)
             yield fw.Step(l2, p2.kernel, p2.args(work, n, r + 1), lane=1)
         yield fw.LANES_MEET
