@@ -190,3 +190,19 @@ def test_a_reader_that_stops_reading_does_not_cost_the_report(tmp_path):
     proc = subprocess.run(cmd, shell=True, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.stdout.startswith("cudalab: profile")
     assert (out / "report.html").is_file() and "01 Block size" in (out / "report.html").read_text()
+
+
+@pytest.mark.parametrize("only,want", [(["02", "04"], ["00", "02", "04"]), (["00", "05"], ["00", "05"])])
+def test_a_recording_always_measures_chapter_00_beside_the_chapters_it_judges(monkeypatch, only, want):
+    """Chapters 02-05 judge their kernels by the ceilings chapter 00 measures in the same run: a
+    partial --record measures 00 too, and says so, rather than keep fractions of no ceiling."""
+    from cudalab.core import gpu
+    from cudalab.report import build as report_build
+
+    monkeypatch.setattr(gpu, "gpu_available", lambda: True)
+    monkeypatch.setattr(gpu, "attributes", lambda: {"MaxThreadsPerBlock": 1024})
+    request = report_build._resolve_request("h100", only, None, quick=False, record=True, replay=False)
+    assert [c.number for c in request.chapters] == want
+    assert any("00_gpu_capabilities" in note for note in request.notes) == (want != only)
+    plain = report_build._resolve_request("h100", only, None, quick=False, record=False, replay=False)
+    assert [c.number for c in plain.chapters] == sorted(only), "only a recording adds chapter 00"

@@ -220,10 +220,16 @@ def _resolve_request(
     gpu_max_threads = gpu.attributes()["MaxThreadsPerBlock"] if has_gpu else None
     prof = load_profile(name_or_path, gpu_max_threads=gpu_max_threads)
     chapters = catalog.select(only)
+    notes = []
+    if record and chapters and CEILINGS_CHAPTER not in {c.id for c in chapters}:
+        # Later chapters judge their kernels by the ceilings chapter 00 measures in the same run
+        # (lab.ceilings): a recording without it would keep fractions of no ceiling.
+        chapters = catalog.select([CEILINGS_CHAPTER, *(c.id for c in chapters)])
+        notes.append(f"--record measures {CEILINGS_CHAPTER} too: the chapters recorded with it are judged by its ceilings")
     out = (out or BUILD_DIR / f"report-{prof.name}").resolve()
     yaml_file = Path(name_or_path).suffix in (".yaml", ".yml")
     source = str(Path(name_or_path).resolve()) if yaml_file else name_or_path
-    return _Request(prof, source, gpu_max_threads, mode, quick, chapters, out)
+    return _Request(prof, source, gpu_max_threads, mode, quick, chapters, out, notes)
 
 
 def _pick_recording(request: _Request, only: list[str] | None, results: Path, from_gpu: str | None) -> None:
