@@ -225,7 +225,9 @@ def _resolve_request(
         # Later chapters judge their kernels by the ceilings chapter 00 measures in the same run
         # (lab.ceilings): a recording without it would keep fractions of no ceiling.
         chapters = catalog.select([CEILINGS_CHAPTER, *(c.id for c in chapters)])
-        notes.append(f"--record measures {CEILINGS_CHAPTER} too: the chapters recorded with it are judged by its ceilings")
+        notes.append(
+            f"--record measures {CEILINGS_CHAPTER} too: the chapters recorded with it are judged by its ceilings"
+        )
     out = (out or BUILD_DIR / f"report-{prof.name}").resolve()
     yaml_file = Path(name_or_path).suffix in (".yaml", ".yml")
     source = str(Path(name_or_path).resolve()) if yaml_file else name_or_path
