@@ -264,8 +264,10 @@ class Chapter:
         """The ceilings chapter 00 measured for the chapters that follow, in this build (measure:
         this run's data folder) or in the recording replayed: ``dram_Bps`` (device-to-device copy,
         bytes read + written per second), ``dram_read_Bps`` (the read-only streaming kernel, bytes
-        read per second; absent from recordings made before chapter 00 measured it) and ``add_min_per_s`` (int32 add+min relaxations per
-        second, the faster form). Empty where chapter 00 was not part of the run."""
+        read per second; absent from recordings made before chapter 00 measured it), with
+        ``dram_read_fast_Bps`` (the same launch at its faster quartile: the reach of the ceiling's
+        own spread), and ``add_min_per_s`` (int32 add+min relaxations per second, the faster
+        form). Empty where chapter 00 was not part of the run."""
         folder = (self.data_dir if self.mode == "measure" else self.recorded_dir) / CEILINGS_CHAPTER
         found: dict[str, float] = {}
         if (folder / "ceilings.csv").is_file():
@@ -274,6 +276,12 @@ class Chapter:
                 found["dram_Bps"] = float(c.loc["dram_copy_bandwidth", "value"]) * 1e9
             if "dram_read_bandwidth" in c.index:
                 found["dram_read_Bps"] = float(c.loc["dram_read_bandwidth", "value"]) * 1e9
+        if "dram_read_Bps" in found and (folder / "read_stream.csv").is_file():
+            # the same launch at its faster quartile: how far the ceiling's own samples reach
+            r = pd.read_csv(folder / "read_stream.csv")
+            r = r[r["status"].eq("ok")].sort_values("time_ms")
+            if len(r) and {"bytes_read", "time_ms_q1"} <= set(r.columns):
+                found["dram_read_fast_Bps"] = float(r["bytes_read"].iloc[0] / (r["time_ms_q1"].iloc[0] * 1e-3))
         if (folder / "add_min_ceiling.csv").is_file():
             a = pd.read_csv(folder / "add_min_ceiling.csv")
             a = a[a["status"].eq("ok")] if "status" in a else a

@@ -13,7 +13,8 @@ element) for the access-pattern figure; a GPU test runs the kernels compiled wit
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -246,3 +247,50 @@ def plot_pattern(frame: pd.DataFrame, ax=None, title: str = ""):
     ax.set_xticks(np.arange(len(frame)) + 0.5, [str(e) for e in frame["element"]], fontsize=7)
     ax.grid(False)
     return ax
+
+
+@dataclass(frozen=True)
+class ReadVerdict:
+    """The best vecMax configuration against the read-only streaming ceiling of chapter 00."""
+
+    fraction: float | None  # of the ceiling; None where no fraction can be quoted
+    prose: str  # for the chapter's findings
+    ceiling: str  # for the scorecard row: which ceiling, and why there is no fraction where there is none
+
+
+def against_read_ceiling(best: pd.Series, ceilings: Mapping[str, float]) -> ReadVerdict:
+    """Judge ``best`` (a row of the sweep: ``bandwidth_GBps``, ``time_ms``, ``time_ms_q3``,
+    ``fraction_of_copy``) against chapter 00's read-only streaming ceiling (``LabHandle.ceilings``).
+
+    vecMax only reads, so its bound is a read-only stream, not the copy (read + write). A fraction
+    above 1 is never quoted: where the kernel's slower quartile stays within the ceiling's faster
+    quartile (``dram_read_fast_Bps``), the two measured the same bound and the kernel is called at
+    the ceiling, both rates given; beyond that spread, chapter 00's kernel did not find the bound,
+    and the row says so."""
+    read = ceilings.get("dram_read_Bps")
+    gbps = float(best["bandwidth_GBps"])
+    if not read:
+        return ReadVerdict(
+            None,
+            f"{float(best['fraction_of_copy']):.1%} of the copy ceiling (which moves its bytes twice, read and "
+            "write; this run's chapter 00 has no read-only ceiling)",
+            "the read-only streaming ceiling (vecMax): not recorded by this run's chapter 00",
+        )
+    fraction = gbps * 1e9 / read
+    named = f"the read-only streaming ceiling (vecMax; chapter 00, {read / 1e9:.0f} GB/s)"
+    if fraction <= 1:
+        return ReadVerdict(
+            fraction, f"{fraction:.1%} of the read-only streaming ceiling (chapter 00, {read / 1e9:.0f} GB/s)", named
+        )
+    slow_Bps = gbps * 1e9 * float(best["time_ms"]) / float(best["time_ms_q3"])
+    if slow_Bps <= ceilings.get("dram_read_fast_Bps", read):
+        said = (
+            f"at the read-only streaming ceiling: {gbps:.0f} GB/s against chapter 00's {read / 1e9:.0f} GB/s, the "
+            "same bound within the two measurements' interquartile spread"
+        )
+        return ReadVerdict(None, said, f"vecMax {said}")
+    said = (
+        f"above chapter 00's read-only streaming ceiling ({gbps:.0f} against {read / 1e9:.0f} GB/s, beyond both "
+        "measurements' spread), so that kernel did not find the bound"
+    )
+    return ReadVerdict(None, said, f"the read-only streaming ceiling (vecMax): {said}")
