@@ -141,6 +141,26 @@ def test_chapters_read_the_ceilings_chapter_00_measured_in_the_same_run(tmp_path
     assert Chapter.ceilings(measure) == {}, "a measured chapter never borrows a recording's ceilings"
 
 
+def test_the_read_ceiling_carries_its_launch_at_the_faster_quartile(tmp_path):
+    from types import SimpleNamespace
+
+    from cudalab.chapter.handle import CEILINGS_CHAPTER, Chapter
+
+    folder = tmp_path / "rec" / CEILINGS_CHAPTER
+    folder.mkdir(parents=True)
+    (folder / "ceilings.csv").write_text("ceiling,value,unit\ndram_read_bandwidth,3000.0,GB/s\n")
+    (folder / "read_stream.csv").write_text(
+        "bytes_read,time_ms,time_ms_q1,bandwidth_GBps,status\n"
+        "3000000000,1.0,0.96,3000.0,ok\n"  # the launch the ceiling quotes
+        "3000000000,1.1,0.50,2727.3,ok\n"  # slower, with a wild quartile: not the ceiling's
+        "3000000000,0.5,0.40,6000.0,wrong\n"  # wrong results never count
+    )
+    replay = SimpleNamespace(mode="replay", recorded_dir=tmp_path / "rec", data_dir=tmp_path / "none")
+    found = Chapter.ceilings(replay)
+    assert found["dram_read_Bps"] == 3000.0e9
+    assert abs(found["dram_read_fast_Bps"] - 3000e9 / 0.96) < 1.0
+
+
 def test_an_optional_table_an_old_recording_lacks_replays_as_none(tmp_path):
     from cudalab.core.errors import NoRecordedResults
 
