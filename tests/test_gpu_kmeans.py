@@ -37,7 +37,7 @@ def test_an_empty_cluster_keeps_its_centre(gpu, variant):
     assert (centres[1] == [0.0, 0.0]).all()
 
 
-@pytest.mark.parametrize("variant", ["device_update", "shared_buffers", "fused", "tiled"])
+@pytest.mark.parametrize("variant", ["device_update", "shared_buffers", "fused", "tiled", "tensor"])
 def test_a_whole_run_agrees_with_the_classic_code(gpu, variant):
     points = reference.blobs(20000, 8, 12, seed=5)
     classic = reference.classic(points, 12)
@@ -223,6 +223,57 @@ def test_the_register_kernel_at_the_goal_shape(gpu):
     centres and its centres' means (two iterations)."""
     problem = gpu.Problem(gpu.blobs_on_device(4194304, 32, 32, seed=2011), 32)
     check = gpu.check_against_float64(problem, "dot", iterations=2)
+    assert check["status"].eq("ok").all(), check.to_string()
+
+
+# The tensor-core kernel across shapes: N not a multiple of a warp's 32 objects (and odd: no
+# float4 loads), D and K not multiples of 8 (padded fragments), K = 1 and up to its 64.
+TENSOR_CASES = [(1, 3, 1), (2003, 5, 7), (5002, 16, 64), (4099, 32, 32), (777, 1, 4), (3001, 31, 9)]
+
+
+@pytest.mark.parametrize("n,d,k", TENSOR_CASES, ids=[f"n{n}-d{d}-k{k}" for n, d, k in TENSOR_CASES])
+def test_the_tensor_core_kernel_matches_float64_across_shapes(gpu, n, d, k):
+    why = gpu.refusal("tensor", d, k)
+    if why:
+        pytest.skip(why)
+    problem = gpu.Problem(reference.blobs(n, d, max(k, 2), seed=k + d), k)
+    check = gpu.check_against_float64(problem, "tensor", iterations=4)
+    assert check["status"].eq("ok").all(), check.to_string()
+
+
+@pytest.mark.parametrize("n,d,k", [(50003, 32, 32), (20011, 7, 13), (30000, 32, 64)])
+def test_the_tensor_core_kernel_gives_the_same_bits_every_run_and_nearly_the_fixed_point_kernels(gpu, n, d, k):
+    """Two runners give the same bits at every iteration (integer sums, the tensor cores' fixed
+    order); against kmeans_fixed, whose scores are float32's, only points within a few last bits of
+    a tie may differ, and the centres by no more than such a point moves them."""
+    if gpu.refusal("tensor", d, k):
+        pytest.skip(gpu.refusal("tensor", d, k))
+    problem = gpu.Problem(reference.blobs(n, d, k, seed=3), k)
+    first, second, fixed = gpu.Runner(problem, "tensor"), gpu.Runner(problem, "tensor"), gpu.Runner(problem, "fixed")
+    for _ in range(6):
+        assert first.step() == second.step()
+        fixed.step()
+        (c1, m1), (c2, m2), (c3, m3) = first.result(), second.result(), fixed.result()
+        assert np.array_equal(m1, m2) and np.array_equal(c1.view(np.int32), c2.view(np.int32))
+        assert (m1 == m3).mean() >= 0.999 and np.abs(c1 - c3).max() < 1e-3
+
+
+def test_the_tensor_core_kernel_agrees_with_the_sequential_code_over_a_whole_run(gpu):
+    from cudalab.labs.kmeans import chapter
+
+    if gpu.refusal("tensor", 8, 12):
+        pytest.skip(gpu.refusal("tensor", 8, 12))
+    row = chapter.agreement(20000, 8, 12, 5, ["tensor"]).set_index("variant").loc["tensor"]
+    assert row["status"] == "ok" and row["same_bits_twice"]
+    assert row["membership_agreement"] >= 0.999 and row["max_centre_difference"] < 1e-3
+
+
+def test_the_tensor_core_kernel_at_the_goal_shape(gpu):
+    """Issue 25's shape, N = 4Mi, D = K = 32, checked against float64 (two iterations)."""
+    if gpu.refusal("tensor", 32, 32):
+        pytest.skip(gpu.refusal("tensor", 32, 32))
+    problem = gpu.Problem(gpu.blobs_on_device(4194304, 32, 32, seed=2011), 32)
+    check = gpu.check_against_float64(problem, "tensor", iterations=2)
     assert check["status"].eq("ok").all(), check.to_string()
 
 

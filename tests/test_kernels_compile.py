@@ -166,6 +166,11 @@ VARIANTS += [
     )
 ]
 
+# The tensor-core pass at its limits (K = 64, D = 32), at padded D and K, and at the chapter's shapes.
+VARIANTS += [
+    ("km_07_tensor_scores.cu", o) for o in ("", "-DK=64 -DD=32", "-DK=7 -DD=5", "-DK=8 -DD=32", "-DK=32 -DD=8")
+]
+
 
 @needs_nvcc
 @pytest.mark.parametrize("name,option", VARIANTS, ids=[f"{n}{o}" for n, o in VARIANTS])

@@ -254,6 +254,28 @@ def test_the_register_kernels_plan_and_refusals_need_no_gpu():
     assert "dot" in gpu.LADDER and gpu.VARIANTS["dot"]
 
 
+def test_the_tensor_core_kernels_plan_and_refusals_need_no_gpu():
+    from cudalab.labs.kmeans import gpu
+
+    # D = K = 32: 4 x 4 split fragments of 32 lanes x 16 bytes, 32 norms, low and high words 32 x 33
+    assert gpu.tensor_shape(32, 32) == {"THREADS": 128, "dynamic_bytes": 16 * 4 * 4 * 32 + 4 * 32 + 8 * 32 * 33}
+    assert gpu.tensor_shape(5, 7)["dynamic_bytes"] == 16 * 1 * 1 * 32 + 4 * 8 + 8 * 7 * 6  # padded to whole tiles
+    assert gpu.refusal("tensor", 32, 64, cc="9.0") == "" and gpu.refusal("tensor", 1, 1, cc="8.0") == ""
+    assert "compute capability 8.0" in gpu.refusal("tensor", 32, 32, cc="7.5")
+    assert "this GPU is 3.0" in gpu.refusal("tensor", 8, 8, cc="3.0")
+    assert "K <= 64" in gpu.refusal("tensor", 32, 65, cc="9.0")
+    assert "D <= 32" in gpu.refusal("tensor", 33, 8, cc="9.0")
+    launch = gpu.stage_launches("tensor", 4194304, 32, 32, optin=227 * 1024)
+    assert launch["pass"].kernel == "kmeans_tensor" and {"-DK=32", "-DD=32", "-DTHREADS=128"} <= set(
+        launch["pass"].options
+    )
+    assert launch["pass"].dynamic_shared_bytes == gpu.tensor_shape(32, 32)["dynamic_bytes"]
+    assert launch["finalize"].kernel == "kmeans_fixed_finalize"
+    # on a lab GPU older than Ampere the tables leave it out; on the H100 they list it
+    assert not any(g.kernel == "kmeans_tensor" for g in gpu.launches([(65536, 32, 32)], "7.5"))
+    assert any(g.kernel == "kmeans_tensor" for g in gpu.launches([(65536, 32, 32)], "9.0"))
+
+
 def test_the_register_kernels_tunables_override_its_plan_and_are_refused_where_they_cannot_run():
     from cudalab.labs.kmeans import gpu
 

@@ -277,6 +277,7 @@ def _recipes() -> dict[str, PointRecipe]:
         "tiled": "km_04_tiled.cu",
         "fixed": "km_05_fixed_point.cu",
         "dot": "km_06_dot_assign.cu",
+        "tensor": "km_07_tensor_scores.cu",
     }
     recipes = [
         PointRecipe(
@@ -360,7 +361,7 @@ def _recipes() -> dict[str, PointRecipe]:
             {"n": int, "d": int, "k": int},
             {"n": 262144, "d": 32, "k": 48, "variant": "tiled"},
             "km_04_tiled.cu",
-            {"variant": ("tiled", "fixed", "dot", "fused", *LADDER[:3])},
+            {"variant": ("tiled", "fixed", "dot", "tensor", "fused", *LADDER[:3])},
             _kmeans_point,
             "one k-means variant at one N, D and K",
             files={"variant": km_files},

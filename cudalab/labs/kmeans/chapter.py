@@ -23,6 +23,7 @@ STEPS = {
     "tiled": "ours 2",
     "fixed": "ours 3",
     "dot": "ours 4",
+    "tensor": "ours 5",
     "cupy": "peer",
 }
 SHORT_NAMES = {

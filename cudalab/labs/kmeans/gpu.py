@@ -18,6 +18,8 @@ Variants, in lab 004's order:
                     so that the centres are the same bits whatever order the GPU adds in
     dot             ours: each thread's points in registers, scored by |c|^2 - 2 x.c against
                     centres read by broadcast from shared memory; fixed's sums, no block barrier
+    tensor          ours: dot's pass with the scores on the tensor cores (TF32 split three ways,
+                    about float32's precision), each lane's own coordinates added to fixed's sums
     cupy            the peer a CuPy user would write: a matrix multiply for the distances,
                     argmin, and a scatter-add for the sums
 """
@@ -35,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from cudalab.core.errors import LaunchRefused
-from cudalab.core.gpu import attributes, require_cupy
+from cudalab.core.gpu import attributes, compute_capability, require_cupy
 from cudalab.core.kernels import load_module
 from cudalab.core.launch import Dim3, Launch, allow_shared_memory, require_memory
 from cudalab.core.occupancy import present_sm, resident_blocks, sm_limits
@@ -49,9 +51,10 @@ VARIANTS = {
     "tiled": "ours: fused pass, register-tiled",
     "fixed": "ours: tiled, fixed-point sums",
     "dot": "ours: points in registers, fixed-point sums",
+    "tensor": "ours: tensor-core scores, fixed-point sums",
     "cupy": "CuPy, vectorized",
 }
-LADDER = ("host_update", "device_update", "shared_buffers", "fused", "tiled", "fixed", "dot")
+LADDER = ("host_update", "device_update", "shared_buffers", "fused", "tiled", "fixed", "dot", "tensor")
 CLASSIC = LADDER[:3]  # the variants built on the classic code's assignment kernel
 THREADS = 128  # the classic code's threads per block
 FUSED_THREADS = 256
@@ -72,6 +75,10 @@ DOT_MAX_D = 128  # D x PPT coordinates of a thread's points live in registers (P
 DOT_PPT = (1, 2, 4, 8)  # the objects per thread km_06 compiles for
 DOT_MAX_D_PPT8 = 96  # with 8 objects per thread, D x 8 = 128 spills (sm_75, sm_90); D <= 12 does not
 DOT_CPAIR = 2  # centres scored per loop step (1 or 2)
+TENSOR_THREADS = 128  # the tensor-core kernel's block: per-block sums, as the register kernel's
+TENSOR_MAX_K = 64  # 2 x ceil(K / 8) x 4 scores per lane live in registers (K = 64: 174 registers on sm_90)
+TENSOR_MAX_D = 32  # D coordinates of a lane's four objects live in registers
+TENSOR_MIN_CC = (8, 0)  # mma.sync with TF32 operands: Ampere and later
 ONE_PASS = "assign+delta+update (one pass)"
 SCALE_HEADROOM_BITS = 62  # the fixed-point sums keep N x max|x| x 2^s below 2^62 (int64, with a bit to spare)
 SCALE_MAX_BITS = (
@@ -155,6 +162,14 @@ def dot_shape(
     return {"PPT": ppt, "THREADS": threads, "CPAIR": cpair, "PREFETCH": prefetch, "dynamic_bytes": 4 * floats}
 
 
+def tensor_shape(d: int, k: int) -> dict[str, int]:
+    """The tensor-core kernel's block (km_07_tensor_scores.cu) and ``dynamic_bytes``: the centres'
+    split TF32 fragments (one uint4 per lane, column tile and step of 8 coordinates), their norms,
+    and the block's sums' low and high words, rows D + 1 words apart."""
+    tiles, steps = -(-k // 8), -(-d // 8)
+    return {"THREADS": TENSOR_THREADS, "dynamic_bytes": 16 * tiles * steps * 32 + 4 * 8 * tiles + 8 * k * (d + 1)}
+
+
 def fixed_point_bits(n: int, max_abs: float) -> int:
     """The fixed-point kernel's s (sums in units of 2^-s): the largest s with N x max|x| x 2^s below
     2^SCALE_HEADROOM_BITS, so that no cluster's sum (nor any partial sum) can overflow int64; at
@@ -166,10 +181,18 @@ def fixed_point_bits(n: int, max_abs: float) -> int:
     return min(SCALE_MAX_BITS, SCALE_HEADROOM_BITS - math.ceil(math.log2(max(n, 1) * max_abs)) - 1)
 
 
-def refusal(variant: str, d: int, k: int, optin: int | None = None, tune: dict[str, int] | None = None) -> str:
+def refusal(
+    variant: str,
+    d: int,
+    k: int,
+    optin: int | None = None,
+    tune: dict[str, int] | None = None,
+    cc: str | None = None,
+) -> str:
     """Why ``variant`` cannot run with D coordinates and K clusters here (on a GPU whose blocks may
     opt in to ``optin`` bytes of shared memory: by default the present one's), or "". ``tune``:
-    the dot variant's overrides (``dot_shape``'s ppt, threads, cpair)."""
+    the dot variant's overrides (``dot_shape``'s ppt, threads, cpair); ``cc``: the GPU's compute
+    capability ("8.0"; default the present GPU's, unchecked where there is none)."""
     assign = 4 * (k * d + THREADS)
     if variant in CLASSIC and assign > SHARED_LIMIT:
         return (
@@ -209,6 +232,15 @@ def refusal(variant: str, d: int, k: int, optin: int | None = None, tune: dict[s
             return (
                 f"the centres, the block's int64 sums and the warps' staging rows take "
                 f"{plan['dynamic_bytes']:,} bytes of shared memory; a block may have {room:,}"
+            )
+    if variant == "tensor":
+        cc = cc if cc is not None else compute_capability()
+        if cc is not None and tuple(int(part) for part in cc.split(".")) < TENSOR_MIN_CC:
+            return f"tensor-core TF32 (mma.sync) needs compute capability 8.0 or later; this GPU is {cc}"
+        if k > TENSOR_MAX_K or d > TENSOR_MAX_D:
+            return (
+                f"D = {d}, K = {k}: this kernel keeps a lane's scores (K <= {TENSOR_MAX_K}) and coordinates "
+                f"(D <= {TENSOR_MAX_D}) in registers"
             )
     if variant in ("tiled", "fixed"):
         plan = tiled_shape(d, k) if variant == "tiled" else fixed_shape(d, k)
@@ -301,6 +333,14 @@ def _stage_launches(
                 "update", "km_05_fixed_point.cu", "kmeans_fixed_finalize", FUSED_THREADS, options=options
             ),
         }
+    if variant == "tensor":
+        plan = tensor_shape(d, k)
+        shared = plan.pop("dynamic_bytes")
+        options = (*sizes, *(f"-D{name}={value}" for name, value in plan.items()))
+        return {
+            "pass": _stage(ONE_PASS, "km_07_tensor_scores.cu", "kmeans_tensor", plan["THREADS"], shared, options),
+            "finalize": stage_launches("fixed", n, d, k, optin)["finalize"],  # km_05's, as dot builds it
+        }
     if variant == "dot":
         launches_of = lambda other: stage_launches(other, n, d, k, optin)  # noqa: E731
         plan = dot_shape(d, k, **(tune or {}))
@@ -324,7 +364,7 @@ def launches(configs: Iterable[tuple[int, int, int]], cc: str | None = None) -> 
     out = []
     for n, d, k in configs:
         for variant in LADDER:
-            if refusal(variant, d, k, optin):
+            if refusal(variant, d, k, optin, cc=cc):
                 continue
             for role, spec in stage_launches(variant, n, d, k, optin).items():
                 shape = (
@@ -429,7 +469,7 @@ class Runner:
             else self._fused_stages
             if self.variant == "fused"
             else self._tiled_stages
-            if self.variant in ("tiled", "fixed", "dot")
+            if self.variant in ("tiled", "fixed", "dot", "tensor")
             else self._cupy_stages
         )
         self.stages: list[Stage] = build()
@@ -538,7 +578,7 @@ class Runner:
         specs = stage_launches(self.variant, p.n, p.d, p.k, file=self.file, tune=self.tune)
         self.next = cp.zeros(p.k * p.d + p.k, dtype=cp.float32)
         pass_args: tuple = (p.xt, self.membership, self.sums, self.sizes, self.delta, self.next, n)
-        if self.variant in ("fixed", "dot"):
+        if self.variant in ("fixed", "dot", "tensor"):
             with self.stream:
                 self.scale_bits = fixed_point_bits(p.n, float(cp.abs(p.xt).max()))
                 self.sums = cp.zeros((p.k, p.d), dtype=cp.int64)
@@ -553,7 +593,7 @@ class Runner:
         fit = resident_blocks(threads, tiled.num_regs, tiled.shared_size_bytes + shared + 1024, present_sm())
         one = one.with_grid(attributes()["MultiProcessorCount"] * max(1, fit["blocks_per_sm"]))
         finish_args: tuple = (self.centres, self.sums, self.sizes, self.next, self.delta, count)
-        if self.variant in ("fixed", "dot"):
+        if self.variant in ("fixed", "dot", "tensor"):
             finish_args = (*finish_args, np.float64(2.0**-self.scale_bits))
         return [
             Stage(ONE_PASS, lambda: one(pass_args, kernel=tiled, stream=self.stream)),

@@ -1,0 +1,252 @@
+// The project's k-means iteration with the scores on the tensor cores: the distance work is a
+// small matrix product, (objects x D) x (D x K), so the tensor cores compute it, in TF32 split
+// three ways (3xTF32) so that a score keeps about float32's precision.
+// Changed from kmeans_dot (each thread's objects in registers, one float multiply-add per object,
+// centre and coordinate on the FP32 units: about 134 M warp FFMA at N = 4 Mi, D = K = 32, so the
+// pass was bound by instruction issue, not by reading the points):
+//   1. A warp takes 32 objects per step as two m16n8k8 row tiles of 16 objects. Lane (g, t)
+//      (g = lane / 4, t = lane % 4) loads objects first .. first + 3 (first = base + 4 g) of
+//      coordinates 8 s + t and 8 s + t + 4 as one float4 each (coalesced: the warp reads four
+//      rows of 128 bytes per load) and so already holds its A fragments: tile m's rows g and
+//      g + 8 are objects first + 2 m and first + 2 m + 1. No shared-memory staging, no barrier.
+//   2. Each score |c|^2 + sum_j x_j (-2 c_j) is mma.sync.m16n8k8 in TF32, three products per
+//      fragment: x = x_hi + x_lo and (-2 c) = c_hi + c_lo (each part rounded to TF32, 10-bit
+//      mantissa), score += x_lo c_hi + x_hi c_lo + x_hi c_hi (the small terms first; x_lo c_lo,
+//      below float32's last bit, dropped). The accumulator starts at |c|^2. The centres' split
+//      fragments are built once per block in shared memory, one uint4 per lane and tile
+//      (b0 hi, b1 hi, b0 lo, b1 lo), so each is one conflict-free 16-byte load per step.
+//      The scores are not kmeans_fixed's bits (the tensor cores add in their own order); they
+//      differ from float32's by a few of its last bits, so an object within that of a tie may
+//      pick the other centre (the chapter's agreement table counts them).
+//   3. Nearest: each lane holds, per object, the scores of the centres 8 n + 2 t and 8 n + 2 t + 1
+//      of every column tile n; its best in index order (strict <), then the best of the quad's
+//      four lanes by shuffles, the lower index winning a tie: ties go to the lowest index, as in
+//      the classic code. Centres past K (the last tile's pad) score +inf and never win.
+//   4. Sums as kmeans_dot's, in 64-bit fixed point (x * SCALE rounded, SCALE = 2^s from the
+//      host): lane (g, t) adds its own coordinates of its four objects, straight from the A
+//      registers, to the block's sums with two 32-bit shared atomics (low word, then high word
+//      with the carry). Integer sums: any order gives the same bits, the bits of kmeans_fixed.
+//      The rows are D + 1 words apart, so the lanes of one add spread over the banks.
+// Compile-time constants: K (<= 64: 2 x ceil(K / 8) x 4 scores per lane in registers), D (<= 32:
+// D floats per lane in registers), THREADS (a multiple of 32). Tensor-core TF32 needs compute
+// capability 8.0; older GPUs are refused by the host (gpu.refusal) and this kernel traps there.
+// Inputs: objects transposed, objects[d * n + i]; table = [K x D] -2 x centre, then [K] |centre|^2
+// (kmeans_fixed_finalize of km_05_fixed_point.cu writes it). Dynamic shared memory, in bytes:
+// the split centre fragments KT x KS x 32 x 16, their norms KT x 8 x 4, the block's sums' low and
+// high words 2 x K x (D + 1) x 4. Launch: grid (a few blocks per SM, persistent), block THREADS.
+#ifndef K
+#define K 32
+#endif
+#ifndef D
+#define D 32
+#endif
+#ifndef THREADS
+#define THREADS 128
+#endif
+
+#define WARPS (THREADS / 32)
+#define KT ((K + 7) / 8)  // column tiles of 8 centres
+#define KS ((D + 7) / 8)  // steps of 8 coordinates
+#define SP (D + 1)        // words between two clusters' sums
+
+static_assert(THREADS % 32 == 0, "whole warps");
+static_assert(K <= 64 && D <= 32, "K <= 64 and D <= 32 (scores and coordinates in registers)");
+
+#if __CUDA_ARCH__ >= 800
+#define TENSOR_TF32 1
+#else
+#define TENSOR_TF32 0
+#endif
+
+// x rounded to TF32 (10 mantissa bits, to nearest), in a 32-bit register as mma takes it.
+__device__ __forceinline__ unsigned tf32(float x)
+{
+    unsigned r = __float_as_uint(x);
+#if TENSOR_TF32
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+#endif
+    return r;
+}
+
+// c += a b for one 16 x 8 tile: a the 16 x 8 TF32 row fragment, (b0, b1) the 8 x 8 column fragment.
+__device__ __forceinline__ void mma(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1)
+{
+#if TENSOR_TF32
+    asm volatile(
+        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+    __trap();
+#endif
+}
+
+// Add v to the 64-bit integer held as a low and a high word (kmeans_dot's add): the low word's old
+// value tells whether this add carried into the high word.
+__device__ __forceinline__ void add(unsigned* low, int* high, long long v)
+{
+    unsigned part = static_cast<unsigned>(v);
+    unsigned old = atomicAdd(low, part);
+    int carry = old + part < old;
+    atomicAdd(high, static_cast<int>(v >> 32) + carry);
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS) kmeans_tensor(
+    const float* __restrict__ objects, int* __restrict__ membership, unsigned long long* __restrict__ sums,
+    int* __restrict__ sizes, int* __restrict__ changed, const float* __restrict__ table, int n, float scale)
+{
+    extern __shared__ __align__(16) unsigned char shared[];
+    uint4* s_b = reinterpret_cast<uint4*>(shared);                   // [KT][KS][32 lanes]: split fragments
+    float* s_norm = reinterpret_cast<float*>(s_b + KT * KS * 32);    // [KT x 8]: |centre|^2, +inf past K
+    unsigned* s_low = reinterpret_cast<unsigned*>(s_norm + KT * 8);  // [K][SP]: the sums' low words
+    int* s_high = reinterpret_cast<int*>(s_low + K * SP);            // [K][SP]: and their high words
+    __shared__ int s_sizes[K];
+    __shared__ int s_changed;
+
+    int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    int g = lane / 4, t = lane % 4;
+    // Lane l's fragment of column tile n, step s: b0 = B[8 s + l % 4][8 n + l / 4], b1 four rows
+    // down, B[j][c] = -2 x centre c's coordinate j (zero past D and past K).
+    for (int i = threadIdx.x; i < KT * KS * 32; i += THREADS) {
+        int l = i % 32, s = i / 32 % KS, nt = i / 32 / KS;
+        int c = 8 * nt + l / 4, j0 = 8 * s + l % 4, j1 = j0 + 4;
+        float v0 = c < K && j0 < D ? table[c * D + j0] : 0.0f;
+        float v1 = c < K && j1 < D ? table[c * D + j1] : 0.0f;
+        unsigned h0 = tf32(v0), h1 = tf32(v1);
+        s_b[i] = make_uint4(h0, h1, tf32(v0 - __uint_as_float(h0)), tf32(v1 - __uint_as_float(h1)));
+    }
+    for (int c = threadIdx.x; c < KT * 8; c += THREADS) s_norm[c] = c < K ? table[K * D + c] : __int_as_float(0x7f800000);
+    for (int i = threadIdx.x; i < K * SP; i += THREADS) s_low[i] = s_high[i] = 0;
+    for (int c = threadIdx.x; c < K; c += THREADS) s_sizes[c] = 0;
+    if (threadIdx.x == 0) s_changed = 0;
+    __syncthreads();
+
+    int moved = 0;
+    const bool vector = n % 4 == 0;  // every row's float4 at first is 16-byte aligned
+    const int stride = gridDim.x * WARPS * 32;
+    for (int base = (blockIdx.x * WARPS + warp) * 32; base < n; base += stride) {
+        int first = base + 4 * g;  // this lane's objects: first .. first + 3
+        int old = first + t < n ? membership[first + t] : -1;
+
+        // x[s][h][o]: coordinate 8 s + t + 4 h of object first + o (zero past D and past n).
+        float x[KS][2][4];
+#pragma unroll
+        for (int s = 0; s < KS; s++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                int j = 8 * s + t + 4 * h;
+                const float* row = objects + (size_t)j * n + first;
+                if (j >= D) {
+#pragma unroll
+                    for (int o = 0; o < 4; o++) x[s][h][o] = 0.0f;
+                } else if (vector && first + 3 < n) {
+                    float4 v = __ldcs(reinterpret_cast<const float4*>(row));
+                    x[s][h][0] = v.x;
+                    x[s][h][1] = v.y;
+                    x[s][h][2] = v.z;
+                    x[s][h][3] = v.w;
+                } else {
+#pragma unroll
+                    for (int o = 0; o < 4; o++) x[s][h][o] = first + o < n ? __ldcs(row + o) : 0.0f;
+                }
+            }
+
+        // Scores: tile m's rows g, g + 8 are objects 2 m, 2 m + 1; acc[m][nt] the C fragment
+        // (rows g, g + 8; columns 8 nt + 2 t, + 1), starting from the centres' norms.
+        float acc[2][KT][4];
+#pragma unroll
+        for (int nt = 0; nt < KT; nt++) {
+            float n0 = s_norm[8 * nt + 2 * t], n1 = s_norm[8 * nt + 2 * t + 1];
+#pragma unroll
+            for (int m = 0; m < 2; m++) {
+                acc[m][nt][0] = acc[m][nt][2] = n0;
+                acc[m][nt][1] = acc[m][nt][3] = n1;
+            }
+        }
+#pragma unroll
+        for (int s = 0; s < KS; s++) {
+            unsigned hi[2][4], lo[2][4];
+#pragma unroll
+            for (int m = 0; m < 2; m++) {
+                // a0 (row g, col t), a1 (row g + 8, col t), a2 (row g, col t + 4), a3 (row g + 8, col t + 4)
+                float a[4] = {x[s][0][2 * m], x[s][0][2 * m + 1], x[s][1][2 * m], x[s][1][2 * m + 1]};
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    hi[m][e] = tf32(a[e]);
+                    lo[m][e] = tf32(a[e] - __uint_as_float(hi[m][e]));
+                }
+            }
+#pragma unroll
+            for (int nt = 0; nt < KT; nt++) {
+                uint4 b = s_b[(nt * KS + s) * 32 + lane];
+#pragma unroll
+                for (int m = 0; m < 2; m++) {
+                    mma(acc[m][nt], lo[m], b.x, b.y);
+                    mma(acc[m][nt], hi[m], b.z, b.w);
+                    mma(acc[m][nt], hi[m], b.x, b.y);
+                }
+            }
+        }
+
+        // Nearest of object o (tile o / 2, row half o % 2): this lane's centres in index order,
+        // then the quad's four lanes, the lower index winning a tie.
+        int nearest[4];
+#pragma unroll
+        for (int o = 0; o < 4; o++) {
+            float best = __int_as_float(0x7f800000);
+            int index = 0;
+#pragma unroll
+            for (int nt = 0; nt < KT; nt++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    float score = acc[o / 2][nt][2 * (o % 2) + e];
+                    if (score < best) {
+                        best = score;
+                        index = 8 * nt + 2 * t + e;
+                    }
+                }
+#pragma unroll
+            for (int offset = 1; offset < 4; offset *= 2) {
+                float other = __shfl_xor_sync(0xffffffffu, best, offset);
+                int other_index = __shfl_xor_sync(0xffffffffu, index, offset);
+                if (other < best || (other == best && other_index < index)) {
+                    best = other;
+                    index = other_index;
+                }
+            }
+            nearest[o] = index;
+        }
+        // Lane t of the quad writes object first + t: the warp's 32 results, coalesced.
+        int mine = nearest[0];
+#pragma unroll
+        for (int o = 1; o < 4; o++) mine = t == o ? nearest[o] : mine;
+        if (first + t < n) {
+            moved += old != mine;
+            membership[first + t] = mine;
+            atomicAdd(&s_sizes[mine], 1);
+        }
+
+        // Sums: this lane's coordinates of its four objects, in fixed point, to the block's sums.
+#pragma unroll
+        for (int o = 0; o < 4; o++)
+            if (first + o < n)
+#pragma unroll
+                for (int s = 0; s < KS; s++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        int j = 8 * s + t + 4 * h, c = nearest[o];
+                        if (j < D) add(s_low + c * SP + j, s_high + c * SP + j, __float2ll_rn(x[s][h][o] * scale));
+                    }
+    }
+    for (int offset = 16; offset > 0; offset /= 2) moved += __shfl_down_sync(0xffffffffu, moved, offset);
+    if (lane == 0 && moved) atomicAdd(&s_changed, moved);
+    __syncthreads();
+    for (int i = threadIdx.x; i < K * D; i += THREADS) {
+        int c = i / D, j = i % D;
+        long long v = static_cast<long long>(static_cast<unsigned long long>(s_high[c * SP + j]) << 32 | s_low[c * SP + j]);
+        if (v != 0) atomicAdd(&sums[i], static_cast<unsigned long long>(v));  // two's complement: a signed add
+    }
+    for (int c = threadIdx.x; c < K; c += THREADS)
+        if (s_sizes[c]) atomicAdd(&sizes[c], s_sizes[c]);
+    if (threadIdx.x == 0 && s_changed) atomicAdd(changed, s_changed);
+}
