@@ -27,13 +27,18 @@
 //      registers, to the block's sums with two 32-bit shared atomics (low word, then high word
 //      with the carry). Integer sums: any order gives the same bits, the bits of kmeans_fixed.
 //      The rows are D + 1 words apart, so the lanes of one add spread over the banks.
+//   5. (COPIES = 8, for small K) each quad g adds to its own copy of the sums: with few clusters,
+//      two of a warp's eight quads often add to the same word in one instruction, and the
+//      atomics serialize. Each copy's rows are 32 words apart and the copies 4 words off a
+//      multiple of 32, so lane (g, t) always lands in bank 4 g + t + const: no bank conflicts
+//      either. The block merges its copies once, at the end (integers: the same bits).
 // Compile-time constants: K (<= 64: 2 x ceil(K / 8) x 4 scores per lane in registers), D (<= 32:
-// D floats per lane in registers), THREADS (a multiple of 32). Tensor-core TF32 needs compute
+// D floats per lane in registers), THREADS (a multiple of 32), COPIES (1 or 8). Tensor-core TF32 needs compute
 // capability 8.0; older GPUs are refused by the host (gpu.refusal) and this kernel traps there.
 // Inputs: objects transposed, objects[d * n + i]; table = [K x D] -2 x centre, then [K] |centre|^2
 // (kmeans_fixed_finalize of km_05_fixed_point.cu writes it). Dynamic shared memory, in bytes:
 // the split centre fragments KT x KS x 32 x 16, their norms KT x 8 x 4, the block's sums' low and
-// high words 2 x K x (D + 1) x 4. Launch: grid (a few blocks per SM, persistent), block THREADS.
+// high words 2 x COPIES x CS x 4. Launch: grid (a few blocks per SM, persistent), block THREADS.
 #ifndef K
 #define K 32
 #endif
@@ -47,10 +52,15 @@
 #define WARPS (THREADS / 32)
 #define KT ((K + 7) / 8)  // column tiles of 8 centres
 #define KS ((D + 7) / 8)  // steps of 8 coordinates
-#define SP (D + 1)        // words between two clusters' sums
+#ifndef COPIES
+#define COPIES 1
+#endif
+#define SP (COPIES == 1 ? D + 1 : 32)                 // words between two clusters' sums
+#define CS (COPIES == 1 ? K * SP : K * SP + 4)        // words between two copies of the sums
 
 static_assert(THREADS % 32 == 0, "whole warps");
 static_assert(K <= 64 && D <= 32, "K <= 64 and D <= 32 (scores and coordinates in registers)");
+static_assert(COPIES == 1 || COPIES == 8, "one copy of the sums, or one per quad");
 
 #if __CUDA_ARCH__ >= 800
 #define TENSOR_TF32 1
@@ -98,13 +108,15 @@ extern "C" __global__ void __launch_bounds__(THREADS) kmeans_tensor(
     extern __shared__ __align__(16) unsigned char shared[];
     uint4* s_b = reinterpret_cast<uint4*>(shared);                   // [KT][KS][32 lanes]: split fragments
     float* s_norm = reinterpret_cast<float*>(s_b + KT * KS * 32);    // [KT x 8]: |centre|^2, +inf past K
-    unsigned* s_low = reinterpret_cast<unsigned*>(s_norm + KT * 8);  // [K][SP]: the sums' low words
-    int* s_high = reinterpret_cast<int*>(s_low + K * SP);            // [K][SP]: and their high words
+    unsigned* s_low = reinterpret_cast<unsigned*>(s_norm + KT * 8);  // [COPIES][CS]: the sums' low words
+    int* s_high = reinterpret_cast<int*>(s_low + COPIES * CS);       // [COPIES][CS]: and their high words
     __shared__ int s_sizes[K];
     __shared__ int s_changed;
 
     int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     int g = lane / 4, t = lane % 4;
+    unsigned* my_low = s_low + g % COPIES * CS;  // this quad's copy of the sums
+    int* my_high = s_high + g % COPIES * CS;
     // Lane l's fragment of column tile n, step s: b0 = B[8 s + l % 4][8 n + l / 4], b1 four rows
     // down, B[j][c] = -2 x centre c's coordinate j (zero past D and past K).
     for (int i = threadIdx.x; i < KT * KS * 32; i += THREADS) {
@@ -116,7 +128,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) kmeans_tensor(
         s_b[i] = make_uint4(h0, h1, tf32(v0 - __uint_as_float(h0)), tf32(v1 - __uint_as_float(h1)));
     }
     for (int c = threadIdx.x; c < KT * 8; c += THREADS) s_norm[c] = c < K ? table[K * D + c] : __int_as_float(0x7f800000);
-    for (int i = threadIdx.x; i < K * SP; i += THREADS) s_low[i] = s_high[i] = 0;
+    for (int i = threadIdx.x; i < COPIES * CS; i += THREADS) s_low[i] = s_high[i] = 0;
     for (int c = threadIdx.x; c < K; c += THREADS) s_sizes[c] = 0;
     if (threadIdx.x == 0) s_changed = 0;
     __syncthreads();
@@ -235,7 +247,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) kmeans_tensor(
 #pragma unroll
                     for (int h = 0; h < 2; h++) {
                         int j = 8 * s + t + 4 * h, c = nearest[o];
-                        if (j < D) add(s_low + c * SP + j, s_high + c * SP + j, __float2ll_rn(x[s][h][o] * scale));
+                        if (j < D) add(my_low + c * SP + j, my_high + c * SP + j, __float2ll_rn(x[s][h][o] * scale));
                     }
     }
     for (int offset = 16; offset > 0; offset /= 2) moved += __shfl_down_sync(0xffffffffu, moved, offset);
@@ -243,7 +255,12 @@ extern "C" __global__ void __launch_bounds__(THREADS) kmeans_tensor(
     __syncthreads();
     for (int i = threadIdx.x; i < K * D; i += THREADS) {
         int c = i / D, j = i % D;
-        long long v = static_cast<long long>(static_cast<unsigned long long>(s_high[c * SP + j]) << 32 | s_low[c * SP + j]);
+        long long v = 0;
+#pragma unroll
+        for (int q = 0; q < COPIES; q++) {
+            int at = q * CS + c * SP + j;
+            v += static_cast<long long>(static_cast<unsigned long long>(s_high[at]) << 32 | s_low[at]);
+        }
         if (v != 0) atomicAdd(&sums[i], static_cast<unsigned long long>(v));  // two's complement: a signed add
     }
     for (int c = threadIdx.x; c < K; c += THREADS)

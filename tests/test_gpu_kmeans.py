@@ -244,8 +244,9 @@ def test_the_tensor_core_kernel_matches_float64_across_shapes(gpu, n, d, k):
 @pytest.mark.parametrize("n,d,k", [(50003, 32, 32), (20011, 7, 13), (30000, 32, 64)])
 def test_the_tensor_core_kernel_gives_the_same_bits_every_run_and_nearly_the_fixed_point_kernels(gpu, n, d, k):
     """Two runners give the same bits at every iteration (integer sums, the tensor cores' fixed
-    order); against kmeans_fixed, whose scores are float32's, only points within a few last bits of
-    a tie may differ, and the centres by no more than such a point moves them."""
+    order). Against kmeans_fixed, whose scores are float32's, only points within a few last bits of
+    a tie may choose differently; a cluster that holds the same points in both has the same centre,
+    bit for bit (the same exact integer sums)."""
     if gpu.refusal("tensor", d, k):
         pytest.skip(gpu.refusal("tensor", d, k))
     problem = gpu.Problem(reference.blobs(n, d, k, seed=3), k)
@@ -255,7 +256,10 @@ def test_the_tensor_core_kernel_gives_the_same_bits_every_run_and_nearly_the_fix
         fixed.step()
         (c1, m1), (c2, m2), (c3, m3) = first.result(), second.result(), fixed.result()
         assert np.array_equal(m1, m2) and np.array_equal(c1.view(np.int32), c2.view(np.int32))
-        assert (m1 == m3).mean() >= 0.999 and np.abs(c1 - c3).max() < 1e-3
+        assert (m1 == m3).mean() >= 0.999
+        same_points = [c for c in range(k) if np.array_equal(m1 == c, m3 == c)]
+        assert len(same_points) >= k // 2
+        assert np.array_equal(c1[same_points].view(np.int32), c3[same_points].view(np.int32))
 
 
 def test_the_tensor_core_kernel_agrees_with_the_sequential_code_over_a_whole_run(gpu):

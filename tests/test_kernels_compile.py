@@ -168,7 +168,8 @@ VARIANTS += [
 
 # The tensor-core pass at its limits (K = 64, D = 32), at padded D and K, and at the chapter's shapes.
 VARIANTS += [
-    ("km_07_tensor_scores.cu", o) for o in ("", "-DK=64 -DD=32", "-DK=7 -DD=5", "-DK=8 -DD=32", "-DK=32 -DD=8")
+    ("km_07_tensor_scores.cu", o)
+    for o in ("", "-DK=64 -DD=32", "-DK=7 -DD=5 -DCOPIES=8", "-DK=8 -DD=32 -DCOPIES=8 -DTHREADS=256", "-DK=32 -DD=8")
 ]
 
 

@@ -258,17 +258,23 @@ def test_the_tensor_core_kernels_plan_and_refusals_need_no_gpu():
     from cudalab.labs.kmeans import gpu
 
     # D = K = 32: 4 x 4 split fragments of 32 lanes x 16 bytes, 32 norms, low and high words 32 x 33
-    assert gpu.tensor_shape(32, 32) == {"THREADS": 128, "dynamic_bytes": 16 * 4 * 4 * 32 + 4 * 32 + 8 * 32 * 33}
-    assert gpu.tensor_shape(5, 7)["dynamic_bytes"] == 16 * 1 * 1 * 32 + 4 * 8 + 8 * 7 * 6  # padded to whole tiles
+    plan = gpu.tensor_shape(32, 32)
+    assert plan == {"THREADS": 128, "COPIES": 1, "dynamic_bytes": 16 * 4 * 4 * 32 + 4 * 32 + 8 * 32 * 33}
+    # K = 7: padded to one tile of 8; small K: a copy of the sums per quad, rows 32 words apart
+    assert gpu.tensor_shape(5, 7) == {
+        "THREADS": 256,
+        "COPIES": 8,
+        "dynamic_bytes": 16 * 32 + 4 * 8 + 8 * 8 * (7 * 32 + 4),
+    }
+    assert gpu.tensor_shape(32, 17)["COPIES"] == 1
     assert gpu.refusal("tensor", 32, 64, cc="9.0") == "" and gpu.refusal("tensor", 1, 1, cc="8.0") == ""
     assert "compute capability 8.0" in gpu.refusal("tensor", 32, 32, cc="7.5")
     assert "this GPU is 3.0" in gpu.refusal("tensor", 8, 8, cc="3.0")
     assert "K <= 64" in gpu.refusal("tensor", 32, 65, cc="9.0")
     assert "D <= 32" in gpu.refusal("tensor", 33, 8, cc="9.0")
     launch = gpu.stage_launches("tensor", 4194304, 32, 32, optin=227 * 1024)
-    assert launch["pass"].kernel == "kmeans_tensor" and {"-DK=32", "-DD=32", "-DTHREADS=128"} <= set(
-        launch["pass"].options
-    )
+    assert launch["pass"].kernel == "kmeans_tensor"
+    assert {"-DK=32", "-DD=32", "-DTHREADS=128", "-DCOPIES=1"} <= set(launch["pass"].options)
     assert launch["pass"].dynamic_shared_bytes == gpu.tensor_shape(32, 32)["dynamic_bytes"]
     assert launch["finalize"].kernel == "kmeans_fixed_finalize"
     # on a lab GPU older than Ampere the tables leave it out; on the H100 they list it
