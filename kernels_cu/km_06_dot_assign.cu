@@ -20,8 +20,8 @@
 //      time with the lanes across the coordinates (lane l adds coordinate l, l + 32, ...) into the
 //      block's sums of that object's cluster with shared atomics: 32 lanes, 32 different words
 //      of one row, no bank conflicts. The block's sums are int64, each kept as a low and a high
-//      32-bit word (two native 32-bit atomics per coordinate, the low one's old value giving the
-//      carry) rather than a 64-bit shared atomic, which the GPU runs as a compare-and-swap loop.
+//      32-bit word (fixed_add of fixed_point_add.cuh: two native 32-bit atomics per coordinate,
+//      the low one's old value giving the carry) rather than a 64-bit shared atomic, which the GPU runs as a compare-and-swap loop.
 //   3. The fixed point is kmeans_fixed's: x * SCALE rounded to int64 (SCALE = 2^s from the host),
 //      the block's sums added once to the global int64 sums, and kmeans_fixed_finalize of
 //      km_05_fixed_point.cu makes the centres and the next table from them. The sums are integers:
@@ -43,6 +43,8 @@
 // 4: the centres k x DP (DP = D rounded up to 4), their norms k, the block's sums' low words
 // k x D and high words k x D, the block's cluster sizes k, then each warp's staging rows 32 x SP. Launch:
 // grid (a few blocks per SM, persistent), block THREADS.
+#include "fixed_point_add.cuh"
+
 #ifndef D
 #define D 32
 #endif
@@ -153,17 +155,6 @@ __device__ __forceinline__ void score_centres(const float (&x)[PPT][D], const fl
 // A point's coordinate as kmeans_fixed converts it: x * SCALE, rounded to the nearest int64.
 __device__ __forceinline__ long long to_fixed(float x, float scale) { return __float2ll_rn(x * scale); }
 
-// Add v to the 64-bit integer held as a low and a high word, with two 32-bit shared atomics (a
-// 64-bit shared atomic add is a compare-and-swap loop): the low word's old value tells whether
-// this add carried into the high word. Every carry is counted once, so the pair ends exact in
-// any order; the high word stays within int32 because every partial sum is below 2^62.
-__device__ __forceinline__ void add(unsigned* low, int* high, long long v)
-{
-    unsigned part = static_cast<unsigned>(v);
-    unsigned old = atomicAdd(low, part);
-    int carry = old + part < old;
-    atomicAdd(high, static_cast<int>(v >> 32) + carry);
-}
 
 extern "C" __global__ void __launch_bounds__(THREADS) kmeans_dot(
     const float* __restrict__ objects, int* __restrict__ membership, unsigned long long* __restrict__ sums,
@@ -272,7 +263,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) kmeans_dot(
                 int c = __shfl_sync(0xffffffffu, index[p], l);
                 const float* row = my_stage + l * SP;
 #pragma unroll
-                for (int j = lane; j < D; j += 32) add(s_low + c * D + j, s_high + c * D + j, to_fixed(row[j], scale));
+                for (int j = lane; j < D; j += 32) fixed_add(s_low + c * D + j, s_high + c * D + j, to_fixed(row[j], scale));
             }
             __syncwarp();  // the rows are read before the next object overwrites them
         }

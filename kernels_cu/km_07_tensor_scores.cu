@@ -24,8 +24,9 @@
 //      the classic code. Centres past K (the last tile's pad) score +inf and never win.
 //   4. Sums as kmeans_dot's, in 64-bit fixed point (x * SCALE rounded, SCALE = 2^s from the
 //      host): lane (g, t) adds its own coordinates of its four objects, straight from the A
-//      registers, to the block's sums with two 32-bit shared atomics (low word, then high word
-//      with the carry). Integer sums: any order gives the same bits, the bits of kmeans_fixed.
+//      registers, to the block's sums with fixed_add (fixed_point_add.cuh: two 32-bit shared
+//      atomics, the low word, then the high word with the carry). Integer sums: any order gives
+//      the same bits, the bits of kmeans_fixed.
 //      The rows are D + 1 words apart, so the lanes of one add spread over the banks.
 //   5. (COPIES = 8, for small K) each quad g adds to its own copy of the sums: with few clusters,
 //      two of a warp's eight quads often add to the same word in one instruction, and the
@@ -39,6 +40,8 @@
 // (kmeans_fixed_finalize of km_05_fixed_point.cu writes it). Dynamic shared memory, in bytes:
 // the split centre fragments KT x KS x 32 x 16, their norms KT x 8 x 4, the block's sums' low and
 // high words 2 x COPIES x CS x 4. Launch: grid (a few blocks per SM, persistent), block THREADS.
+#include "fixed_point_add.cuh"
+
 #ifndef K
 #define K 32
 #endif
@@ -91,15 +94,6 @@ __device__ __forceinline__ void mma(float (&c)[4], const unsigned (&a)[4], unsig
 #endif
 }
 
-// Add v to the 64-bit integer held as a low and a high word (kmeans_dot's add): the low word's old
-// value tells whether this add carried into the high word.
-__device__ __forceinline__ void add(unsigned* low, int* high, long long v)
-{
-    unsigned part = static_cast<unsigned>(v);
-    unsigned old = atomicAdd(low, part);
-    int carry = old + part < old;
-    atomicAdd(high, static_cast<int>(v >> 32) + carry);
-}
 
 extern "C" __global__ void __launch_bounds__(THREADS) kmeans_tensor(
     const float* __restrict__ objects, int* __restrict__ membership, unsigned long long* __restrict__ sums,
@@ -247,7 +241,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) kmeans_tensor(
 #pragma unroll
                     for (int h = 0; h < 2; h++) {
                         int j = 8 * s + t + 4 * h, c = nearest[o];
-                        if (j < D) add(my_low + c * SP + j, my_high + c * SP + j, __float2ll_rn(x[s][h][o] * scale));
+                        if (j < D) fixed_add(my_low + c * SP + j, my_high + c * SP + j, __float2ll_rn(x[s][h][o] * scale));
                     }
     }
     for (int offset = 16; offset > 0; offset /= 2) moved += __shfl_down_sync(0xffffffffu, moved, offset);

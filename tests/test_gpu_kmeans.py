@@ -119,16 +119,6 @@ def test_the_tiled_kernel_matches_float64_across_its_blockings(gpu, n, d, k):
 FIXED_CASES = [(1, 3, 1), (2003, 5, 7), (5003, 16, 100), (4099, 33, 32), (3001, 32, 128), (777, 1, 4), (2001, 3, 300)]
 
 
-@pytest.mark.parametrize("n,d,k", FIXED_CASES, ids=[f"n{n}-d{d}-k{k}" for n, d, k in FIXED_CASES])
-def test_the_fixed_point_kernel_matches_float64_across_shapes(gpu, n, d, k):
-    why = gpu.refusal("fixed", d, k)
-    if why:
-        pytest.skip(why)
-    problem = gpu.Problem(reference.blobs(n, d, max(k, 2), seed=k + d), k)
-    check = gpu.check_against_float64(problem, "fixed", iterations=4)
-    assert check["status"].eq("ok").all(), check.to_string()
-
-
 @pytest.mark.parametrize("n,d,k", [(50003, 32, 32), (20011, 7, 13), (30000, 32, 128)])
 def test_the_fixed_point_kernel_gives_the_same_bits_every_run(gpu, n, d, k):
     """Two runners (two grids' worth of atomics in whatever order they land) give the same
@@ -157,16 +147,6 @@ def test_the_fixed_point_kernel_agrees_with_the_sequential_code_over_a_whole_run
 # objects, D not a multiple of 4 (scalar tails) and past a warp's lanes, K = 1 and up to 128,
 # PPT = 1 (D = 100).
 DOT_CASES = [(1, 3, 1), (2003, 5, 7), (5002, 16, 100), (4099, 33, 32), (3001, 32, 128), (777, 1, 4), (1001, 100, 9)]
-
-
-@pytest.mark.parametrize("n,d,k", DOT_CASES, ids=[f"n{n}-d{d}-k{k}" for n, d, k in DOT_CASES])
-def test_the_register_kernel_matches_float64_across_shapes(gpu, n, d, k):
-    why = gpu.refusal("dot", d, k)
-    if why:
-        pytest.skip(why)
-    problem = gpu.Problem(reference.blobs(n, d, max(k, 2), seed=k + d), k)
-    check = gpu.check_against_float64(problem, "dot", iterations=4)
-    assert check["status"].eq("ok").all(), check.to_string()
 
 
 @pytest.mark.parametrize("n,d,k", [(50003, 32, 32), (20011, 7, 13), (30000, 32, 128)])
@@ -231,13 +211,21 @@ def test_the_register_kernel_at_the_goal_shape(gpu):
 TENSOR_CASES = [(1, 3, 1), (2003, 5, 7), (5002, 16, 64), (4099, 32, 32), (777, 1, 4), (3001, 31, 9)]
 
 
-@pytest.mark.parametrize("n,d,k", TENSOR_CASES, ids=[f"n{n}-d{d}-k{k}" for n, d, k in TENSOR_CASES])
-def test_the_tensor_core_kernel_matches_float64_across_shapes(gpu, n, d, k):
-    why = gpu.refusal("tensor", d, k)
+SHAPE_CASES = [("fixed", case) for case in FIXED_CASES] + [("dot", case) for case in DOT_CASES]
+SHAPE_CASES += [("tensor", case) for case in TENSOR_CASES]
+
+
+@pytest.mark.parametrize(
+    "variant,n,d,k",
+    [(v, *case) for v, case in SHAPE_CASES],
+    ids=[f"{v}-n{n}-d{d}-k{k}" for v, (n, d, k) in SHAPE_CASES],
+)
+def test_the_fixed_point_register_and_tensor_core_kernels_match_float64_across_their_shapes(gpu, variant, n, d, k):
+    why = gpu.refusal(variant, d, k)
     if why:
         pytest.skip(why)
     problem = gpu.Problem(reference.blobs(n, d, max(k, 2), seed=k + d), k)
-    check = gpu.check_against_float64(problem, "tensor", iterations=4)
+    check = gpu.check_against_float64(problem, variant, iterations=4)
     assert check["status"].eq("ok").all(), check.to_string()
 
 

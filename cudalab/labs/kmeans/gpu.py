@@ -275,6 +275,14 @@ def _stage(stage: str, file: str, kernel: str, threads: int, shared: int = 0, op
     return Launch(file, kernel, Dim3(threads), options=options, dynamic_shared_bytes=shared, labels={"stage": stage})
 
 
+def _planned_pass(file: str, kernel: str, plan: dict[str, int], sizes: tuple[str, ...]) -> Launch:
+    """A one-pass kernel built from a shape plan (``tiled_shape``, ``fixed_shape``, ``tensor_shape``):
+    its compile-time constants from the plan, its block THREADS, its ``dynamic_bytes`` of shared memory."""
+    knobs = {name: value for name, value in plan.items() if name != "dynamic_bytes"}
+    options = (*sizes, *(f"-D{name}={value}" for name, value in knobs.items()))
+    return _stage(ONE_PASS, file, kernel, plan["THREADS"], plan["dynamic_bytes"], options)
+
+
 def stage_launches(
     variant: str,
     n: int,
@@ -326,31 +334,23 @@ def _stage_launches(
             "finalize": _stage("update", "km_03_fused.cu", "kmeans_finalize", FUSED_THREADS, options=options),
         }
     if variant == "tiled":
-        plan = tiled_shape(d, k)
-        shared = plan.pop("dynamic_bytes")
-        options = (*sizes, *(f"-D{name}={value}" for name, value in plan.items()))
         return {
-            "pass": _stage(ONE_PASS, "km_04_tiled.cu", "kmeans_tiled", plan["THREADS"], shared, options),
+            "pass": _planned_pass("km_04_tiled.cu", "kmeans_tiled", tiled_shape(d, k), sizes),
             "finalize": _stage(
                 "update", "km_03_fused.cu", "kmeans_finalize", FUSED_THREADS, options=(*sizes, "-DFINALIZE_ONLY=1")
             ),
         }
     if variant == "fixed":
-        plan = fixed_shape(d, k)
-        shared = plan.pop("dynamic_bytes")
-        options = (*sizes, *(f"-D{name}={value}" for name, value in plan.items()))
+        one = _planned_pass("km_05_fixed_point.cu", "kmeans_fixed", fixed_shape(d, k), sizes)
         return {
-            "pass": _stage(ONE_PASS, "km_05_fixed_point.cu", "kmeans_fixed", plan["THREADS"], shared, options),
+            "pass": one,
             "finalize": _stage(
-                "update", "km_05_fixed_point.cu", "kmeans_fixed_finalize", FUSED_THREADS, options=options
+                "update", "km_05_fixed_point.cu", "kmeans_fixed_finalize", FUSED_THREADS, options=one.options
             ),
         }
     if variant == "tensor":
-        plan = tensor_shape(d, k)
-        shared = plan.pop("dynamic_bytes")
-        options = (*sizes, *(f"-D{name}={value}" for name, value in plan.items()))
         return {
-            "pass": _stage(ONE_PASS, "km_07_tensor_scores.cu", "kmeans_tensor", plan["THREADS"], shared, options),
+            "pass": _planned_pass("km_07_tensor_scores.cu", "kmeans_tensor", tensor_shape(d, k), sizes),
             "finalize": stage_launches("fixed", n, d, k, optin)["finalize"],  # km_05's, as dot builds it
         }
     if variant == "dot":
