@@ -46,6 +46,7 @@ Log = Callable[[str], None]
 CONNECT_TIMEOUT_S = 10  # an unreachable scheduler is reported within this (and 30 s in all)
 WORKERS_TIMEOUT_S = 15  # a scheduler with no worker is reported within this
 ATTEMPTS = 2  # a chapter whose worker dies runs once more, then fails
+ARRIVING_S = 10  # at Ctrl-C, how long to wait for the results of chapters already moved into the output
 STAGING_PREFIX = ".cudalab-staging-"
 ACTIVE = "ACTIVE"  # present while the build that made the staging folder waits for its chapters
 # A test hook: "CHAPTER=SECONDS[,...]" holds that chapter's task before papermill starts (attempt
@@ -259,6 +260,11 @@ def _run_on(pool: Pool, jobs: list, out: Path, ran: Any, *, cell_timeout: int, f
                 break
     except KeyboardInterrupt:
         (staging / ACTIVE).unlink(missing_ok=True)
+        for future in _finished(futures, out):  # Ctrl-C keeps what finished, even a moment before
+            job = futures.pop(future)
+            result = _result_of(future, job.chapter.id, staging)
+            if result is not None:
+                finish(job, result)
         pool.client.cancel(list(futures), force=True)
         raise
     finally:
@@ -266,6 +272,21 @@ def _run_on(pool: Pool, jobs: list, out: Path, ran: Any, *, cell_timeout: int, f
             (staging / ACTIVE).unlink(missing_ok=True)
             pool.client.cancel(list(futures), force=True)
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _finished(futures: dict[Any, Any], out: Path) -> list[Any]:
+    """The tasks among ``futures`` (future -> ``ChapterJob``) that have ended, once those whose
+    worker has already moved its chapter into ``out`` have had ARRIVING_S to report: a chapter that
+    finished as Ctrl-C came is kept, not thrown away because its result was still on its way."""
+    import distributed
+
+    arriving = [f for f, job in futures.items() if not f.done() and (out / "data" / job.chapter.id).is_dir()]
+    if arriving:
+        try:
+            distributed.wait(arriving, timeout=ARRIVING_S)
+        except TimeoutError:  # one never reported: it is not kept
+            pass
+    return [f for f in futures if f.status == "finished"]
 
 
 def _attempts(staging: Path, chapter_id: str) -> list[str]:
