@@ -113,6 +113,28 @@ def test_a_roofline_places_each_kernel_under_the_lower_roof_at_its_intensity():
     assert abs(table.loc["tiled", "fraction_of_roof"] - 10 / 16) < 1e-12
 
 
+def test_a_roofline_names_each_kernel_once_in_its_legend_however_many_sizes_it_places():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import pandas as pd
+
+    from cudalab.core import plots
+
+    points = pd.DataFrame(
+        {
+            "label": ["tiled", "tiled", "tiled", "fused", "fused"],
+            "intensity": [4.0, 16.0, 64.0, 4.0, 16.0],
+            "ops_per_s": [1e12, 3e12, 9e12, 0.5e12, 2e12],
+        }
+    )
+    ax = plots.roofline(points, memory={"DRAM": 3e12}, compute={"FP32": 60e12}, ops="FLOP")
+    names = [t.get_text() for t in ax.get_legend().get_texts()]
+    kernels = [n for n in names if not n.startswith(("DRAM", "FP32"))]
+    assert sorted(kernels) == ["fused", "tiled"], names
+    assert sum(len(c.get_offsets()) for c in ax.collections) == 5, "every size is still placed"
+
+
 def test_the_blocked_bytes_model_counts_the_own_tile_once_per_round():
     from types import SimpleNamespace
 

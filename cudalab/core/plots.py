@@ -278,6 +278,7 @@ def roofline(
             label=f"{name}: {rate / 1e12:,.2f} T{ops}/s",
         )
     colours = palette(ok["label"])
+    named: set[str] = set()  # a kernel placed at several sizes is named once in the legend
     for r in ok.itertuples():
         ax.scatter(
             r.intensity,
@@ -287,8 +288,9 @@ def roofline(
             edgecolor="black",
             linewidth=0.5,
             zorder=5,
-            label=r.label,
+            label="_nolegend_" if r.label in named else r.label,
         )
+        named.add(r.label)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     rates = list(ok["ops_per_s"]) + list(compute.values())
