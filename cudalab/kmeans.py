@@ -10,7 +10,7 @@ the time of each stage.
 
 On a GPU it runs chapter 06's deterministic register kernel, dot, or where it cannot take the shape the
 fixed-point tiled kernel, fixed (``--variant`` picks another: host_update, device_update, shared_buffers,
-fused, tiled, fixed, dot, cupy); without one, or with --cpu, it runs the classic
+fused, tiled, fixed, dot, tensor, cupy); without one, or with --cpu, it runs the classic
 sequential code, whose memberships, iteration count and centres (to six decimals) it reproduces.
 A malformed file, K <= 0 or K > N, or an output path that is the input, is refused before any
 work. Exit status: 0 ok, 2 a malformed file or bad arguments.
