@@ -135,6 +135,25 @@ def test_a_roofline_names_each_kernel_once_in_its_legend_however_many_sizes_it_p
     assert sum(len(c.get_offsets()) for c in ax.collections) == 5, "every size is still placed"
 
 
+def test_a_table_lets_long_identifiers_break_and_a_wide_one_print_small():
+    import pandas as pd
+
+    from cudalab.core import plots
+
+    frame = pd.DataFrame(
+        {"kernel": ["update_clusters_sum_shared", "kmeans_dot"], "stage": ["assign+delta+update (one pass)", "update"]}
+    )
+    frame["threads"] = [128, 1024]
+    frame["gpu"] = ["sm_90", "sm_75"]
+    html = plots.styled(frame).to_html()
+    assert "update_<wbr>clusters_<wbr>sum_<wbr>shared" in html and "assign+<wbr>delta+<wbr>update" in html
+    assert ">sm_90<" in html and ">1024<" in html, "a column of short words, and numbers, stay as they are"
+    assert "cudalab-wide" not in html
+    assert 'class="cudalab-wide"' in plots.styled(frame, small_print=True).to_html()
+    words = plots.styled(frame, whole_header_words=True, small_print=True).to_html()
+    assert 'class="cudalab-words cudalab-wide"' in words
+
+
 def test_the_blocked_bytes_model_counts_the_own_tile_once_per_round():
     from types import SimpleNamespace
 

@@ -87,7 +87,12 @@ def occupancy_styled(occ: pd.DataFrame, notes: Sequence[str], keys: Sequence[str
         + ("; " + "; ".join(notes) if notes else "")
         + ("; shared memory per block: static (the compiler's report) + dynamic (the launch's)" if shared else "")
     )
-    return plots.styled(occ[columns].rename(columns=labels), {"occupancy": "{:.0%}"}, caption=caption)
+    # The launch's key columns and up to seven of numbers: past ten columns print small, or the
+    # last ones fall off the page (chapter 06: variant, stage, shape and kernel name each launch).
+    small = len(columns) > 10
+    return plots.styled(
+        occ[columns].rename(columns=labels), {"occupancy": "{:.0%}"}, caption=caption, small_print=small
+    )
 
 
 def binding_summary(occ: pd.DataFrame, key: str, per_launch: bool = True) -> str:

@@ -194,6 +194,24 @@ def is_published_column(column) -> bool:
     return "published" in text or text.startswith("lab")
 
 
+LONG_WORD = 16  # characters: a longer word in a text column may break after _ or + in print (``styled``)
+
+
+def _longest_word(column: pd.Series) -> int:
+    """The longest run without a space among a text column's values (0 for a numeric column)."""
+    if pd.api.types.is_numeric_dtype(column) or not len(column):
+        return 0
+    words = column.dropna().astype(str).str.split().explode().dropna()
+    return int(words.str.len().max()) if len(words) else 0
+
+
+def _with_breaks(value) -> str:
+    """``value`` as HTML text where a line may break after each _ or + (a long identifier)."""
+    import html
+
+    return html.escape(str(value)).replace("_", "_<wbr>").replace("+", "+<wbr>")
+
+
 def styled(
     frame: pd.DataFrame,
     formats=None,
@@ -201,18 +219,26 @@ def styled(
     caption: str | None = None,
     index: bool = False,
     whole_header_words: bool = False,
+    small_print: bool = False,
 ):
     """A table as the report shows it: ``formats`` (one format, or a dict by column) applied, a
     missing lab number read as "not published" and any other gap as "–", never ``NaN``.
 
     In print, headers may break anywhere so that a wide table keeps every column on the page;
     ``whole_header_words`` keeps each header word whole, for a table whose headers are short
-    words that fit (the report's CSS class ``cudalab-words``)."""
+    words that fit (the report's CSS class ``cudalab-words``); ``small_print``, a smaller type and
+    whole header words, for a table of many columns that would not fit otherwise (``cudalab-wide``). In a text column with a word longer
+    than LONG_WORD characters (a kernel name: update_clusters_sum_shared), a line may also break
+    after each _ or + (``<wbr>``: nothing is added to the text a reader copies): such a word sets
+    its column's narrowest width, and a few of them push the last columns off the page."""
     st = frame.style
-    if whole_header_words:
-        st = st.set_table_attributes('class="cudalab-words"')
+    classes = (["cudalab-words"] if whole_header_words else []) + (["cudalab-wide"] if small_print else [])
+    if classes:
+        st = st.set_table_attributes(f'class="{" ".join(classes)}"')
     for column in frame.columns:
         fmt = formats.get(column) if isinstance(formats, dict) else formats
+        if fmt is None and _longest_word(frame[column]) > LONG_WORD:
+            fmt = _with_breaks
         st = st.format(fmt, subset=[column], na_rep=NOT_PUBLISHED if is_published_column(column) else "–")
     if not index:
         st = st.hide(axis="index")
