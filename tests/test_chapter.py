@@ -165,38 +165,44 @@ def test_the_blocked_bytes_model_counts_the_own_tile_once_per_round():
     assert per_k.BYTES_PER_RELAXATION == 8.0
 
 
-def test_chapters_read_the_ceilings_chapter_00_measured_in_the_same_run(tmp_path):
+def _recorded_ceilings(tmp_path, mode: str = "replay", **tables: str):
+    """A chapter handle's stand-in (mode, recorded_dir, data_dir) over a recording whose chapter 00
+    holds ``tables`` (file stem -> CSV text)."""
     from types import SimpleNamespace
 
-    from cudalab.chapter.handle import CEILINGS_CHAPTER, Chapter
+    from cudalab.chapter.handle import CEILINGS_CHAPTER
 
     folder = tmp_path / "rec" / CEILINGS_CHAPTER
-    folder.mkdir(parents=True)
-    (folder / "ceilings.csv").write_text("ceiling,value,unit\ndram_copy_bandwidth,2904.0,GB/s\n")
-    (folder / "add_min_ceiling.csv").write_text(
-        "instruction,relaxations_per_s,status\na,1.5e13,ok\nb,1.6e13,ok\nc,9e13,wrong\n"
+    folder.mkdir(parents=True, exist_ok=True)
+    for stem, text in tables.items():
+        (folder / f"{stem}.csv").write_text(text)
+    return SimpleNamespace(mode=mode, recorded_dir=tmp_path / "rec", data_dir=tmp_path / "none")
+
+
+def test_chapters_read_the_ceilings_chapter_00_measured_in_the_same_run(tmp_path):
+    from cudalab.chapter.handle import Chapter
+
+    replay = _recorded_ceilings(
+        tmp_path,
+        ceilings="ceiling,value,unit\ndram_copy_bandwidth,2904.0,GB/s\n",
+        add_min_ceiling="instruction,relaxations_per_s,status\na,1.5e13,ok\nb,1.6e13,ok\nc,9e13,wrong\n",
     )
-    replay = SimpleNamespace(mode="replay", recorded_dir=tmp_path / "rec", data_dir=tmp_path / "none")
     assert Chapter.ceilings(replay) == {"dram_Bps": 2904.0e9, "add_min_per_s": 1.6e13}
-    measure = SimpleNamespace(mode="measure", recorded_dir=tmp_path / "rec", data_dir=tmp_path / "none")
+    measure = _recorded_ceilings(tmp_path, mode="measure")
     assert Chapter.ceilings(measure) == {}, "a measured chapter never borrows a recording's ceilings"
 
 
 def test_the_read_ceiling_carries_its_launch_at_the_faster_quartile(tmp_path):
-    from types import SimpleNamespace
+    from cudalab.chapter.handle import Chapter
 
-    from cudalab.chapter.handle import CEILINGS_CHAPTER, Chapter
-
-    folder = tmp_path / "rec" / CEILINGS_CHAPTER
-    folder.mkdir(parents=True)
-    (folder / "ceilings.csv").write_text("ceiling,value,unit\ndram_read_bandwidth,3000.0,GB/s\n")
-    (folder / "read_stream.csv").write_text(
-        "bytes_read,time_ms,time_ms_q1,bandwidth_GBps,status\n"
+    replay = _recorded_ceilings(
+        tmp_path,
+        ceilings="ceiling,value,unit\ndram_read_bandwidth,3000.0,GB/s\n",
+        read_stream="bytes_read,time_ms,time_ms_q1,bandwidth_GBps,status\n"
         "3000000000,1.0,0.96,3000.0,ok\n"  # the launch the ceiling quotes
         "3000000000,1.1,0.50,2727.3,ok\n"  # slower, with a wild quartile: not the ceiling's
-        "3000000000,0.5,0.40,6000.0,wrong\n"  # wrong results never count
+        "3000000000,0.5,0.40,6000.0,wrong\n",  # wrong results never count
     )
-    replay = SimpleNamespace(mode="replay", recorded_dir=tmp_path / "rec", data_dir=tmp_path / "none")
     found = Chapter.ceilings(replay)
     assert found["dram_read_Bps"] == 3000.0e9
     assert abs(found["dram_read_fast_Bps"] - 3000e9 / 0.96) < 1.0
