@@ -22,12 +22,22 @@
 //      aligned case pays one uniform branch per tile for the choice of copy width.
 //   5. Dynamic shared memory: STAGES x BK x (BM + 4 + BN) floats may exceed the 48 KiB of a
 //      static array (the launch opts in, up to the GPU's limit; over it, it is refused).
+//   6. (-DSPLIT_WAVE=G, optional) the last partial wave split along k. With one tile per block, n
+//      = 3000 makes 288 tiles of 128 x 256: two full waves of 132 on an H100, then 24 tiles while
+//      108 SMs idle (0.79 of cuBLAS). Here the grid is one dimension of work items: the first
+//      T - R tiles (R = T mod G, G = blocks in a wave) whole, then each of the last R tiles as P =
+//      min(G / R, MAX_SPLIT) segments of its k range, so the last wave is P times shorter. A
+//      segment's partial sums go to C in segment order: segment 0 stores them, segment s waits
+//      until segment s - 1 has stored, then adds its own (C = (P0 + P1) + P2 ...), so the result
+//      has the same bits every run. Blocks take their item from a counter (not blockIdx), so an
+//      item waited on was taken by a block already running: no deadlock whatever order the
+//      GPU starts blocks in. The counter and the per-tile flags reset themselves for the next launch.
 // Without cp.async (below sm_80: the rtx2080 profile's Turing) the same copies are plain loads
 // and stores, in the same ring: correct, with less latency hidden.
 // Tuning: -DBM -DBN -DBK -DWM -DWN -DTM -DTN -DSTAGES (-DMIN_BLOCKS: blocks per SM the compiler
 // must leave registers for); the chapter's search picks them for the present GPU.
 // Launch: grid (ceil(n / BN), ceil(n / BM)), block (THREADS), STAGES * BK * (BM + 4 + BN) * 4
-// bytes of dynamic shared memory.
+// bytes of dynamic shared memory; with SPLIT_WAVE, grid (T - R + R x P) (matmul.split_items).
 
 #ifndef BM
 #define BM 128
@@ -55,6 +65,16 @@
 #endif
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1
+#endif
+
+#ifdef SPLIT_WAVE
+#define MAX_SPLIT 8        // segments per split tile, at most: each adds one read-add-write of the tile to C
+#define SPLIT_FLAGS 4096   // split tiles a launch may have (R < G)
+__device__ unsigned split_next;                // the next work item to hand out
+__device__ unsigned split_done[SPLIT_FLAGS];   // per split tile: segments stored so far (0 between launches)
+#if SPLIT_WAVE > SPLIT_FLAGS
+#error "SPLIT_WAVE larger than the flags kept"
+#endif
 #endif
 
 #define LM (WM / TM)                     // lanes along m in a warp
@@ -129,7 +149,30 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) mm_warptile_as
     int warp = tid / 32, lane = tid % 32;
     int wm0 = (warp / WARPS_N) * WM, wn0 = (warp % WARPS_N) * WN;   // the warp's tile in the block's patch
     int ly = lane / LN, lx = lane % LN;                             // the lane's place in the warp
+    const int ktiles = (n + BK - 1) / BK;
+#ifdef SPLIT_WAVE
+    // Which work item: a whole tile, or segment `seg` of `parts` of one of the last R tiles.
+    __shared__ unsigned s_item;
+    if (tid == 0) {
+        unsigned id = atomicAdd(&split_next, 1u);
+        if (id == gridDim.x - 1) split_next = 0;   // every block has its item: ready for the next launch
+        s_item = id;
+    }
+    __syncthreads();
+    const int item = s_item, tiles_n = (n + BN - 1) / BN, tiles = tiles_n * ((n + BM - 1) / BM);
+    int split = tiles % SPLIT_WAVE, parts = split ? min(min(SPLIT_WAVE / split, MAX_SPLIT), ktiles) : 1;
+    if (parts < 2) split = 0, parts = 1;
+    const int whole = tiles - split;
+    const int tile = item < whole ? item : whole + (item - whole) / parts;
+    const int seg = item < whole ? 0 : (item - whole) % parts;
+    if (tile >= tiles) return;
+    int m0 = tile / tiles_n * BM, n0 = tile % tiles_n * BN;
+    const int pieces = item < whole ? 1 : parts;   // a whole tile: all of k
+    const int t_begin = seg * ktiles / pieces, t_end = (seg + 1) * ktiles / pieces;
+#else
     int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+    const int t_begin = 0, t_end = ktiles;
+#endif
     bool vec = (n & 3) == 0;
 
     // Each thread's copies, fixed but for the tile: A by 4 bytes, consecutive lanes along k (a
@@ -170,22 +213,22 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) mm_warptile_as
     };
 
     float acc[TM][TN] = {};
-    int tiles = (n + BK - 1) / BK;
+    const int count = t_end - t_begin;   // k tiles of this block: all of them but in a split tile
 #pragma unroll
     for (int s = 0; s < STAGES - 1; s++) {   // fill the ring but one stage
-        if (s < tiles) load_tile(s, s);
+        if (s < count) load_tile(s, t_begin + s);
         copies_commit();
     }
 
-    for (int t = 0; t < tiles; t++) {
-        copies_wait<STAGES - 2>();   // tile t has landed (for this thread's copies) ...
-        __syncthreads();             // ... for everyone's, and everyone is done with tile t - 1
-        int next = t + STAGES - 1;   // refill the stage tile t - 1 used
-        if (next < tiles) load_tile(next % STAGES, next);
+    for (int u = 0; u < count; u++) {
+        copies_wait<STAGES - 2>();   // tile u has landed (for this thread's copies) ...
+        __syncthreads();             // ... for everyone's, and everyone is done with tile u - 1
+        int next = u + STAGES - 1;   // refill the stage tile u - 1 used
+        if (next < count) load_tile(next % STAGES, t_begin + next);
         copies_commit();             // an empty group near the end keeps the count of groups in step
 
-        const float* as = As + (t % STAGES) * AS_STAGE + wm0 + 4 * ly;
-        const float* bs = Bs + (t % STAGES) * BS_STAGE + wn0 + 4 * lx;
+        const float* as = As + (u % STAGES) * AS_STAGE + wm0 + 4 * ly;
+        const float* bs = Bs + (u % STAGES) * BS_STAGE + wn0 + 4 * lx;
 #pragma unroll
         for (int k = 0; k < BK; k++) {
             float a[TM], b[TN];
@@ -203,6 +246,37 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) mm_warptile_as
         }
     }
 
+#ifdef SPLIT_WAVE
+    // A later segment adds to C only once the one before it has stored (acquire: the flag, then a fence).
+    if (seg > 0) {
+        if (tid == 0) {
+            while (atomicAdd(&split_done[tile - whole], 0u) != static_cast<unsigned>(seg)) __nanosleep(64);
+            __threadfence();
+        }
+        __syncthreads();
+#pragma unroll
+        for (int i = 0; i < TM; i++) {
+            int row = m0 + wm0 + (i / 4) * 4 * LM + 4 * ly + i % 4;
+            if (row >= n) continue;
+#pragma unroll
+            for (int g = 0; g < TN / 4; g++) {
+                int col = n0 + wn0 + g * 4 * LN + 4 * lx;
+                const float* in = &C[(size_t)row * n + col];
+                if (vec && col + 3 < n) {
+                    float4 c = __ldcg(reinterpret_cast<const float4*>(in));
+                    acc[i][4 * g] = c.x + acc[i][4 * g];
+                    acc[i][4 * g + 1] = c.y + acc[i][4 * g + 1];
+                    acc[i][4 * g + 2] = c.z + acc[i][4 * g + 2];
+                    acc[i][4 * g + 3] = c.w + acc[i][4 * g + 3];
+                } else {
+#pragma unroll
+                    for (int j = 0; j < 4; j++)
+                        if (col + j < n) acc[i][4 * g + j] = __ldcg(in + j) + acc[i][4 * g + j];
+                }
+            }
+        }
+    }
+#endif
 #pragma unroll
     for (int i = 0; i < TM; i++) {
         int row = m0 + wm0 + (i / 4) * 4 * LM + 4 * ly + i % 4;
@@ -221,4 +295,11 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) mm_warptile_as
             }
         }
     }
+#ifdef SPLIT_WAVE
+    if (parts > 1 && tile >= whole) {   // release: the stores, a fence, then the flag (0 after the last segment)
+        __threadfence();
+        __syncthreads();
+        if (tid == 0) atomicExch(&split_done[tile - whole], seg + 1 == parts ? 0u : static_cast<unsigned>(seg + 1));
+    }
+#endif
 }

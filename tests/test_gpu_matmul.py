@@ -105,3 +105,22 @@ def test_the_final_step_matches_cublas_where_tiles_and_float4_rows_do_not_fit(cp
     frame = mm.sweep([kernel], sizes, seed=5, timing={"min_repeats": 1, "max_repeats": 1, "min_total_s": 0})
     rows = frame[frame["kernel"].eq(kernel.label)]
     assert rows["status"].tolist() == ["ok"] * len(sizes), rows[["n", "status", "reason"]].to_string()
+
+
+def test_the_split_last_wave_matches_cublas_and_gives_the_same_bits_every_run(cp):
+    """n = 130 (n % 4 != 0) and 1000: every tile split; 3000: two whole waves on an H100, then
+    tiles in segments added into C in order. The same C, bit for bit, on a second and third run."""
+    kernel = mm.split_last_wave(mm.warptile_async(128, 256, 32, 64, 64, 8, 16, stages=2))
+    sizes = [130, 1000, 3000]
+    frame = mm.sweep([kernel], sizes, seed=5, timing={"min_repeats": 1, "max_repeats": 1, "min_total_s": 0})
+    rows = frame[frame["kernel"].eq(kernel.label)]
+    assert rows["status"].tolist() == ["ok"] * len(sizes), rows[["n", "status", "reason"]].to_string()
+    compiled, ops = kernel.compile(), mm.operands(3000, 5)
+    spec = kernel.launch(3000)
+    mm.allow_shared_memory(compiled, spec.dynamic_shared_bytes)
+    runs = []
+    for _ in range(3):
+        ops.c.fill(np.nan)
+        spec((ops.a, ops.b, ops.c, np.int32(3000)), kernel=compiled)
+        runs.append(cp.asnumpy(ops.c).view(np.int32))
+    assert np.array_equal(runs[0], runs[1]) and np.array_equal(runs[0], runs[2])

@@ -133,6 +133,25 @@ def test_warptile_async_geometry_defines_and_dynamic_shared_memory():
     assert mm.register_blocked().launch(4096).dynamic_shared_bytes == 0
 
 
+def test_the_last_partial_wave_is_split_along_k_as_the_kernel_computes_it():
+    base = mm.warptile_async(128, 256, 32, 64, 64, 8, 16, stages=2)
+    split = mm.split_last_wave(base, sm_count=132)
+    assert dict(split.defines)["SPLIT_WAVE"] == 132 and "last wave split" in split.label
+    # n = 3000: 24 x 12 = 288 tiles, two full waves of 132, then 24 tiles in 132 // 24 = 5 segments
+    assert mm.split_plan(3000, 128, 256, 32, 132) == {"tiles": 288, "whole": 264, "split": 24, "parts": 5, "items": 384}
+    assert split.grid(3000) == Dim3(384)
+    # 4096: 512 tiles, the last 116 of them too many to split in one wave: nothing split, one item per tile
+    assert mm.split_plan(4096, 128, 256, 32, 132)["parts"] == 1 and split.grid(4096) == Dim3(512)
+    # small n: every tile split, at most MAX_SPLIT ways, never into more segments than k tiles
+    assert mm.split_plan(257, 128, 256, 32, 132)["parts"] == mm.MAX_SPLIT
+    assert mm.split_plan(64, 128, 256, 32, 132) == {"tiles": 1, "whole": 0, "split": 1, "parts": 2, "items": 2}
+    assert mm.split_plan(20, 128, 256, 32, 132)["parts"] == 1  # one k tile: nothing to split
+    # a recorded row names it back; no wave (no GPU to size it for) leaves the kernel as it was
+    assert mm.kernel_from_row({"family": split.family, **split.fields}) == split
+    assert mm.kernel_from_row({"family": base.family, **base.fields, "wave": float("nan")}) == base
+    assert mm.split_last_wave(base, sm_count=0) == base
+
+
 def test_the_search_is_a_dozen_sound_shapes_and_rows_name_them_back():
     kernels = mm.async_search()
     assert 1 <= len(kernels) <= 12 and len({k.label for k in kernels}) == len(kernels)

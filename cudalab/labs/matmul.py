@@ -36,7 +36,7 @@ import seaborn as sns
 from cudalab.core import baseline
 from cudalab.core.check import compare_close
 from cudalab.core.errors import KernelCompileError, MeasurementError
-from cudalab.core.gpu import attributes, require_cupy
+from cudalab.core.gpu import attributes, gpu_available, require_cupy
 from cudalab.core.kernels import load_kernel
 from cudalab.core.launch import Dim3, Launch, allow_shared_memory, refusal_types, require_memory
 from cudalab.core.occupancy import present_sm, resident_blocks  # noqa: F401  (the chapter shows occupancy)
@@ -49,6 +49,7 @@ TOLERANCE_FACTOR = 8.0
 STATIC_SHARED_LIMIT = 48 * 1024  # statically sized __shared__ arrays cannot exceed 48 KiB
 MAX_REGISTERS_PER_THREAD = 255  # the most registers a thread can address
 ARGUMENTS = ("A", "B", "C", "n")  # every matmul kernel computes C = A B for n x n matrices
+MAX_SPLIT = 8  # segments of k a split tile takes at most (mm_04's MAX_SPLIT): each adds a read-add-write of C
 
 
 def flops(n: int) -> int:
@@ -99,7 +100,11 @@ class MatmulKernel:
         return self.patch[0] * self.patch[1] / self.threads
 
     def grid(self, n: int) -> Dim3:
-        """The blocks that cover an n x n C, a patch each."""
+        """The blocks that cover an n x n C, a patch each; with SPLIT_WAVE, one block per work
+        item of ``split_plan`` (the last partial wave's tiles in segments)."""
+        defines = dict(self.defines)
+        if defines.get("SPLIT_WAVE"):
+            return Dim3(split_plan(n, *self.patch, defines["BK"], defines["SPLIT_WAVE"])["items"])
         return Dim3(-(-n // self.patch[1]), -(-n // self.patch[0]))
 
     def options(self) -> tuple[str, ...]:
@@ -145,6 +150,26 @@ class MatmulKernel:
             "shared_bytes": self.shared_bytes,
             **self.fields,
         }
+
+
+def split_plan(n: int, bm: int, bn: int, bk: int, wave: int) -> dict[str, int]:
+    """How mm_04 with SPLIT_WAVE = ``wave`` (blocks one wave holds) shares out an n x n C of BM x
+    BN tiles: the first ``whole`` tiles each by one block, the last ``split`` tiles (those past the
+    last full wave) each in ``parts`` segments of its k range, ``items`` blocks in all. The kernel
+    computes the same from n and its constants; the two must agree."""
+    tiles = -(-n // bm) * -(-n // bn)
+    ktiles = -(-n // bk)
+    split = tiles % wave
+    parts = min(wave // split, MAX_SPLIT, ktiles) if split else 1
+    if parts < 2:
+        split, parts = 0, 1
+    return {
+        "tiles": tiles,
+        "whole": tiles - split,
+        "split": split,
+        "parts": parts,
+        "items": tiles - split + split * parts,
+    }
 
 
 def naive(block_edge: int, register: bool = False, label: str = "") -> MatmulKernel:
@@ -244,11 +269,14 @@ def warptile_async(
     tn: int = 8,
     stages: int = 3,
     min_blocks: int = 1,
+    wave: int = 0,
     label: str = "",
 ) -> MatmulKernel:
     """The chapter's final step (``mm_04_warptile_async.cu``): BM x BN per block in warp tiles of
     WM x WN, TM x TN per lane in registers, BK-deep tiles copied asynchronously STAGES deep;
-    ``min_blocks`` asks the compiler to leave registers for that many blocks per SM."""
+    ``min_blocks`` asks the compiler to leave registers for that many blocks per SM; ``wave``
+    (blocks in one wave on the GPU it runs on; 0: off) splits the tiles past the last full wave
+    along k (``split_plan``)."""
     problems = []
     if bm % wm or bn % wn or wm % tm or wn % tn or (wm // tm) * (wn // tn) != 32:
         problems.append(
@@ -264,6 +292,7 @@ def warptile_async(
     name = label or (
         f"warp tiles {bm}x{bn}x{bk}, warp {wm}x{wn}, {tm}x{tn} per thread, {stages} stages"
         + (f", {min_blocks} blocks/SM" if min_blocks > 1 else "")
+        + (f", last wave split (wave {wave})" if wave else "")
     )
     return MatmulKernel(
         name,
@@ -282,7 +311,8 @@ def warptile_async(
             ("TN", tn),
             ("STAGES", stages),
             ("MIN_BLOCKS", min_blocks),
-        ),
+        )
+        + ((("SPLIT_WAVE", wave),) if wave else ()),
         shared_bytes=stages * bk * (bm + 4 + bn) * FLOAT32,
         problem="; ".join(problems),
         dynamic_shared=True,
@@ -296,8 +326,19 @@ def warptile_async(
             "tn": tn,
             "stages": stages,
             "min_blocks": min_blocks,
+            "wave": wave,
         },
     )
+
+
+def split_last_wave(kernel: MatmulKernel, sm_count: int | None = None) -> MatmulKernel:
+    """``kernel`` (a final-step configuration) with its last partial wave split along k, for a
+    GPU of ``sm_count`` SMs (default: the present GPU's; none present: unsplit, as it would not
+    run here anyway). A wave is ``sm_count`` x its MIN_BLOCKS blocks."""
+    if sm_count is None:
+        sm_count = attributes().get("MultiProcessorCount", 0) if gpu_available() else 0
+    shape = {k: int(kernel.fields[k]) for k in ("bm", "bn", "bk", "wm", "wn", "tm", "tn", "stages", "min_blocks")}
+    return warptile_async(**shape, wave=sm_count * shape["min_blocks"])
 
 
 # The final step's search: a dozen shapes, each sound by design (no spill under ptxas for sm_75
@@ -701,8 +742,10 @@ def kernel_from_row(row: pd.Series | dict[str, Any]) -> MatmulKernel:
     the final step's (family warptile_async: also wm, wn, stages, min_blocks)."""
     r = dict(row)
     if r.get("family") == "warptile_async":
+        wave = r.get("wave", 0)
         return warptile_async(
-            **{k: int(r[k]) for k in ("bm", "bn", "bk", "wm", "wn", "tm", "tn", "stages", "min_blocks")}
+            **{k: int(r[k]) for k in ("bm", "bn", "bk", "wm", "wn", "tm", "tn", "stages", "min_blocks")},
+            wave=int(wave) if wave == wave and wave else 0,  # NaN (a row from before the split): none
         )
     return register_blocked(
         int(r["bm"]), int(r["bn"]), int(r["bk"]), int(r["tm"]), int(r["tn"]), bool(r.get("double_buffer", True))
