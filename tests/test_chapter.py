@@ -79,6 +79,10 @@ def test_plots_colour_a_source_by_whether_it_was_published_not_by_its_position()
     assert plots.palette([h100, gtx], sources=True)[h100] != plots.palette([h100, gtx], sources=True)[gtx]
     # a kernel family keeps its colour whatever else is in the figure
     assert plots.palette(["basic 16x16", "tile 32"])["tile 32"] == plots.palette(["tile 8", "row 64"])["tile 8"]
+    # a panel without the baseline colours the other kernels as the panel with it does
+    kernels = [f"ours, step {i}" for i in range(1, 11)]  # enough to reach the baseline's place in the colours
+    with_cublas, without = plots.palette(["cuBLAS SGEMM", *kernels]), plots.palette(kernels)
+    assert all(with_cublas[k] == without[k] for k in without)
 
 
 def test_a_missing_lab_number_reads_not_published_and_never_nan():
@@ -221,3 +225,22 @@ def test_an_optional_table_an_old_recording_lacks_replays_as_none(tmp_path):
         {"size_sweep": ("n", "kernel"), "no_such_table": ("n",)}, lambda: (), optional=("no_such_table",)
     )
     assert missing is None and len(recorded) > 0
+
+
+def test_line_figures_take_the_report_colours_for_labels_of_any_string_dtype():
+    """pandas 3 reads labels as the str dtype, not object: they still get the fixed palette."""
+    import matplotlib
+    import pandas as pd
+    from matplotlib.colors import to_rgb
+
+    from cudalab.core import plots
+
+    matplotlib.use("Agg")
+    kernels = ["cuBLAS SGEMM", "ours, final", "ours, tuned"]
+    for dtype in ("object", "str"):
+        frame = pd.DataFrame(
+            {"n": [1, 2] * 3, "y": range(6), "kernel": pd.Series([k for k in kernels for _ in (1, 2)], dtype=dtype)}
+        )
+        ax = plots.lines(frame, "n", "y", "kernel", xlabel="n", ylabel="y", title=dtype)
+        drawn = {label: to_rgb(h.get_color()) for h, label in zip(*ax.get_legend_handles_labels())}
+        assert drawn == {k: to_rgb(c) for k, c in plots.palette(kernels).items()}, dtype

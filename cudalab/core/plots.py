@@ -17,10 +17,11 @@ _MORE_COLOURS = list(sns.color_palette("tab20", 20))[1::2]
 MEASURED, PUBLISHED = (0, 9), (1, 3, 5, 8)
 # Kernel families, by a word of their name (first match wins): the same family is the same colour
 # in every chapter's figures, a library reference (cuBLAS, CuPy, a copy) always grey.
+BASELINE = 7  # the colour of the library baselines below
 FAMILIES = (
-    ("cublas", 7),
-    ("cupy", 7),
-    ("copy", 7),
+    ("cublas", BASELINE),
+    ("cupy", BASELINE),
+    ("copy", BASELINE),
     ("published", 1),
     ("kslice", 5),
     ("segment", 2),
@@ -71,7 +72,9 @@ def palette(values: Iterable, *, sources: bool = False) -> dict:
         family = next((c for word, c in FAMILIES if word in str(v).lower()), None)
         if family is not None and COLOURS[family] not in chosen.values():
             chosen[v] = COLOURS[family]
-    spare = [c for c in COLOURS if c not in chosen.values()] + _MORE_COLOURS
+    # The baselines' colour (cuBLAS, CuPy, a copy) is never handed out: a figure without its
+    # baseline (a fraction-of-cuBLAS panel) then colours every other kernel as the one with it.
+    spare = [c for c in COLOURS if c not in chosen.values() and c != COLOURS[BASELINE]] + _MORE_COLOURS
     for v in names:
         if v not in chosen:
             chosen[v] = spare.pop(0) if spare else COLOURS[len(chosen) % len(COLOURS)]
@@ -105,7 +108,8 @@ def lines(
     ax = ax or plt.subplots()[1]
     ok = data[data["status"].eq("ok")] if "status" in data else data
     order = natural_order(ok[hue])
-    colours = palette(order, sources=hue == "source") if ok[hue].dtype == object else None
+    # Labels (object or, from pandas 3, str dtype) get the report's fixed colours; numbers a scale.
+    colours = None if pd.api.types.is_numeric_dtype(ok[hue]) else palette(order, sources=hue == "source")
     sns.lineplot(
         data=ok,
         x=x,
