@@ -182,16 +182,19 @@ def test_dynamic_shared_memory_beyond_48k_needs_the_opt_in_limit():
     assert mm.refusal(k, H100_LIMITS) == ""
 
 
-def test_finalists_are_the_fastest_correct_one_per_block_patch():
+def test_finalists_are_the_fastest_correct_one_per_block_patch_and_depth():
     import pandas as pd
 
-    a, b, c, d = (mm.warptile_async(**s) for s in mm.ASYNC_SEARCH[:4])  # a, b share 128x128; so do c, d
+    a, b = (mm.warptile_async(**s) for s in mm.ASYNC_SEARCH[:2])  # 128x128, BK 8 and 16
+    c, d = (mm.warptile_async(**s) for s in mm.ASYNC_SEARCH[4:6])  # 128x256x16, 2 and 3 stages
     rows = [
         {**a.row(), "status": "ok", "time_ms": 3.0},
         {**b.row(), "status": "ok", "time_ms": 2.0},
-        {**mm.warptile_async(**mm.ASYNC_SEARCH[5]).row(), "status": "ok", "time_ms": 2.5},
+        {**c.row(), "status": "ok", "time_ms": 2.7},  # slower than d, its patch and depth: left out
+        {**d.row(), "status": "ok", "time_ms": 2.5},
         {**mm.warptile_async(**mm.ASYNC_SEARCH[9]).row(), "status": "wrong", "time_ms": 1.0},
         {"kernel": mm.CUBLAS, "family": "cublas", "status": "ok", "time_ms": 1.5},
     ]
     picked = mm.finalists(pd.DataFrame(rows))
-    assert [k.label for k in picked] == [b.label, mm.warptile_async(**mm.ASYNC_SEARCH[5]).label]
+    assert [k.label for k in picked] == [b.label, d.label, a.label]
+    assert [k.label for k in mm.finalists(pd.DataFrame(rows), count=2)] == [b.label, d.label]

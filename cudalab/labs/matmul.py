@@ -372,18 +372,21 @@ def async_search() -> list[MatmulKernel]:
     return [warptile_async(**shape) for shape in ASYNC_SEARCH]
 
 
-def finalists(search: pd.DataFrame, count: int = 3) -> list[MatmulKernel]:
-    """The search's fastest correct configurations, one per block patch (BM x BN), at most
-    ``count``: the fastest is the tuned kernel; the others keep a smaller patch beside it, which
-    fills the SMs better where n splits into a few more blocks than one wave holds (n = 3000)."""
+def finalists(search: pd.DataFrame, count: int = 4) -> list[MatmulKernel]:
+    """The search's fastest correct configurations, one per block patch and tile depth (BM x BN x
+    BK), at most ``count``: the fastest is the tuned kernel; the others go beside it into the size
+    sweep. A smaller patch fills the SMs better where n splits into a few more blocks than a wave
+    holds; a shallower tile (more k steps, more stages) wins where n, and so the k loop, is short
+    (on an H100, 128x256x16 beats the tuned 128x256x32 at n = 2048)."""
     ok = search[search["family"].eq("warptile_async") & search["status"].eq("ok")].sort_values("time_ms")
     picked: list[MatmulKernel] = []
-    patches: set[tuple[int, int]] = set()
+    shapes: set[tuple[int, int, int]] = set()
     for _, row in ok.iterrows():
         k = kernel_from_row(row)
-        if k.patch not in patches:
+        shape = (*k.patch, int(k.fields["bk"]))
+        if shape not in shapes:
             picked.append(k)
-            patches.add(k.patch)
+            shapes.add(shape)
         if len(picked) == count:
             break
     return picked
