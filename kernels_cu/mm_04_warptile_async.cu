@@ -248,34 +248,16 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) mm_warptile_as
 
 #ifdef SPLIT_WAVE
     // A later segment adds to C only once the one before it has stored (acquire: the flag, then a fence).
-    if (seg > 0) {
+    const bool add_to_c = seg > 0;
+    if (add_to_c) {
         if (tid == 0) {
             while (atomicAdd(&split_done[tile - whole], 0u) != static_cast<unsigned>(seg)) __nanosleep(64);
             __threadfence();
         }
         __syncthreads();
-#pragma unroll
-        for (int i = 0; i < TM; i++) {
-            int row = m0 + wm0 + (i / 4) * 4 * LM + 4 * ly + i % 4;
-            if (row >= n) continue;
-#pragma unroll
-            for (int g = 0; g < TN / 4; g++) {
-                int col = n0 + wn0 + g * 4 * LN + 4 * lx;
-                const float* in = &C[(size_t)row * n + col];
-                if (vec && col + 3 < n) {
-                    float4 c = __ldcg(reinterpret_cast<const float4*>(in));
-                    acc[i][4 * g] = c.x + acc[i][4 * g];
-                    acc[i][4 * g + 1] = c.y + acc[i][4 * g + 1];
-                    acc[i][4 * g + 2] = c.z + acc[i][4 * g + 2];
-                    acc[i][4 * g + 3] = c.w + acc[i][4 * g + 3];
-                } else {
-#pragma unroll
-                    for (int j = 0; j < 4; j++)
-                        if (col + j < n) acc[i][4 * g + j] = __ldcg(in + j) + acc[i][4 * g + j];
-                }
-            }
-        }
     }
+#else
+    const bool add_to_c = false;
 #endif
 #pragma unroll
     for (int i = 0; i < TM; i++) {
@@ -286,12 +268,16 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) mm_warptile_as
             int col = n0 + wn0 + g * 4 * LN + 4 * lx;
             float* out = &C[(size_t)row * n + col];
             if (vec && col + 3 < n) {
-                *reinterpret_cast<float4*>(out) =
-                    make_float4(acc[i][4 * g], acc[i][4 * g + 1], acc[i][4 * g + 2], acc[i][4 * g + 3]);
+                float4 v = make_float4(acc[i][4 * g], acc[i][4 * g + 1], acc[i][4 * g + 2], acc[i][4 * g + 3]);
+                if (add_to_c) {   // the earlier segments' sum first, then this one's: a fixed order
+                    float4 c = __ldcg(reinterpret_cast<const float4*>(out));
+                    v = make_float4(c.x + v.x, c.y + v.y, c.z + v.z, c.w + v.w);
+                }
+                *reinterpret_cast<float4*>(out) = v;
             } else {
 #pragma unroll
                 for (int j = 0; j < 4; j++)
-                    if (col + j < n) out[j] = acc[i][4 * g + j];
+                    if (col + j < n) out[j] = add_to_c ? __ldcg(out + j) + acc[i][4 * g + j] : acc[i][4 * g + j];
             }
         }
     }
