@@ -333,3 +333,55 @@ def test_a_build_loads_and_validates_its_profile_once(tmp_path):
         provenance = json.loads((out / "data" / chapter / "provenance.json").read_text())
         assert provenance["profile"] == "gtx680", "the provenance names the profile, not the file"
     assert "profile.json" in summary["files"], "the resolved profile is the build's, removed with it"
+
+
+# The printed page's text width (A4, 12 mm side margins) in CSS pixels, for a print-media layout.
+PRINT_WIDTH_PX = 703
+
+
+@pytest.mark.browser
+def test_printed_tables_fit_the_page_and_narrow_tables_keep_their_header_words(replay_report):
+    """In Chromium's print layout of the replayed report, no table runs past the page's text
+    width (a cut table loses columns), and in tables of five columns or fewer no header word is
+    split across lines: they have the room ("iterations", never "iteration" + "s")."""
+    from test_browser_explorer import _chromium, _missing  # tests/ is on the path: its Chromium lookup
+
+    missing = _missing()
+    if missing:
+        if os.environ.get("CUDALAB_REQUIRE_BROWSER"):
+            pytest.fail(f"CUDALAB_REQUIRE_BROWSER is set but {missing}")
+        pytest.skip(missing)
+    from playwright.sync_api import sync_playwright
+
+    out, _ = replay_report
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": PRINT_WIDTH_PX, "height": 1000})
+            page.emulate_media(media="print")
+            page.goto((out / "report.html").resolve().as_uri())
+            found = page.evaluate(
+                """() => {
+                  const right = document.body.getBoundingClientRect().right, over = [], split = [];
+                  for (const t of document.querySelectorAll('.jp-RenderedHTMLCommon table')) {
+                    const heads = [...t.querySelectorAll('thead tr:first-child > *')];
+                    const name = heads.map(h => h.textContent.trim()).join(' | ');
+                    if (t.getBoundingClientRect().right > right + 1) over.push(name);
+                    if (heads.length > 5) continue;
+                    for (const th of t.querySelectorAll('thead th')) {
+                      const words = th.textContent.trim().split(/\\s+/).filter(Boolean);
+                      if (!words.length) continue;  // the index's empty corner
+                      const range = document.createRange();
+                      range.selectNodeContents(th);
+                      const lines = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
+                      if (lines.size > words.length) split.push(th.textContent.trim());
+                    }
+                  }
+                  return {over, split, tables: document.querySelectorAll('.jp-RenderedHTMLCommon table').length};
+                }"""
+            )
+        finally:
+            browser.close()
+    assert found["tables"] > 20, found  # the chapters' tables were laid out
+    assert found["over"] == [], f"tables wider than the printed page: {found['over']}"
+    assert found["split"] == [], f"header words split in narrow tables: {found['split']}"
