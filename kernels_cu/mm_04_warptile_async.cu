@@ -37,7 +37,7 @@
 // Tuning: -DBM -DBN -DBK -DWM -DWN -DTM -DTN -DSTAGES (-DMIN_BLOCKS: blocks per SM the compiler
 // must leave registers for); the chapter's search picks them for the present GPU.
 // Launch: grid (ceil(n / BN), ceil(n / BM)), block (THREADS), STAGES * BK * (BM + 4 + BN) * 4
-// bytes of dynamic shared memory; with SPLIT_WAVE, grid (T - R + R x P) (matmul.split_items).
+// bytes of dynamic shared memory; with SPLIT_WAVE, grid (T - R + R x P) (matmul.split_plan).
 
 #ifndef BM
 #define BM 128
@@ -282,7 +282,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) mm_warptile_as
         }
     }
 #ifdef SPLIT_WAVE
-    if (parts > 1 && tile >= whole) {   // release: the stores, a fence, then the flag (0 after the last segment)
+    if (pieces > 1) {   // a split tile's segment releases: the stores, a fence, then the flag (0 after the last segment)
         __threadfence();
         __syncthreads();
         if (tid == 0) atomicExch(&split_done[tile - whole], seg + 1 == parts ? 0u : static_cast<unsigned>(seg + 1));

@@ -49,6 +49,8 @@ TOLERANCE_FACTOR = 8.0
 STATIC_SHARED_LIMIT = 48 * 1024  # statically sized __shared__ arrays cannot exceed 48 KiB
 MAX_REGISTERS_PER_THREAD = 255  # the most registers a thread can address
 ARGUMENTS = ("A", "B", "C", "n")  # every matmul kernel computes C = A B for n x n matrices
+# The final step's shape, as its rows name it (kernel_from_row) and its variants copy it (split_last_wave).
+ASYNC_SHAPE = ("bm", "bn", "bk", "wm", "wn", "tm", "tn", "stages", "min_blocks")
 MAX_SPLIT = 8  # segments of k a split tile takes at most (mm_04's MAX_SPLIT): each adds a read-add-write of C
 
 
@@ -337,7 +339,7 @@ def split_last_wave(kernel: MatmulKernel, sm_count: int | None = None) -> Matmul
     run here anyway). A wave is ``sm_count`` x its MIN_BLOCKS blocks."""
     if sm_count is None:
         sm_count = attributes().get("MultiProcessorCount", 0) if gpu_available() else 0
-    shape = {k: int(kernel.fields[k]) for k in ("bm", "bn", "bk", "wm", "wn", "tm", "tn", "stages", "min_blocks")}
+    shape = {k: int(kernel.fields[k]) for k in ASYNC_SHAPE}
     return warptile_async(**shape, wave=sm_count * shape["min_blocks"])
 
 
@@ -747,7 +749,7 @@ def kernel_from_row(row: pd.Series | dict[str, Any]) -> MatmulKernel:
     if r.get("family") == "warptile_async":
         wave = r.get("wave", 0)
         return warptile_async(
-            **{k: int(r[k]) for k in ("bm", "bn", "bk", "wm", "wn", "tm", "tn", "stages", "min_blocks")},
+            **{k: int(r[k]) for k in ASYNC_SHAPE},
             wave=int(wave) if wave == wave and wave else 0,  # NaN (a row from before the split): none
         )
     return register_blocked(
