@@ -351,8 +351,9 @@ def split_last_wave(kernel: MatmulKernel, sm_count: int | None = None) -> Matmul
 # Nsight Compute comparison at n = 4096 on an H100, cuBLAS's kernel (256x128x8, 3 stages, 254
 # registers, the same 512 blocks) and the BK 16 / 2 stage shape executed about the same number of
 # instructions (2.43 G and 2.40 G); what differed was issue: 0.90 against 0.78 instructions per
-# scheduler per cycle, the rest of the cycles no warp ready. Shallower 128x128 shapes at 8x8 per
-# thread, 0.77-0.79 of cuBLAS in every recording, made room for these.
+# scheduler per cycle, the rest of the cycles no warp ready. The kernel's barrier then moved to each
+# tile's last k step, with the next tile's first operands read during it (its header, item 3).
+# Shallower 128x128 shapes at 8x8 per thread, 0.77-0.79 of cuBLAS in every recording, made room for these.
 ASYNC_SEARCH: tuple[dict[str, int], ...] = (
     {"bm": 128, "bn": 128, "bk": 8, "wm": 32, "wn": 64, "tm": 8, "tn": 8, "stages": 4, "min_blocks": 2},
     {"bm": 128, "bn": 128, "bk": 16, "wm": 64, "wn": 64, "tm": 8, "tn": 16, "stages": 3, "min_blocks": 1},
