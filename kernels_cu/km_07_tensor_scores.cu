@@ -22,24 +22,39 @@
 //      of every column tile n; its best in index order (strict <), then the best of the quad's
 //      four lanes by shuffles, the lower index winning a tie: ties go to the lowest index, as in
 //      the classic code. Centres past K (the last tile's pad) score +inf and never win.
-//   4. Sums as kmeans_dot's, in 64-bit fixed point (x * SCALE rounded, SCALE = 2^s from the
-//      host): lane (g, t) adds its own coordinates of its four objects, straight from the A
-//      registers, to the block's sums with fixed_add (fixed_point_add.cuh: two 32-bit shared
-//      atomics, the low word, then the high word with the carry). Integer sums: any order gives
-//      the same bits, the bits of kmeans_fixed.
-//      The rows are D + 1 words apart, so the lanes of one add spread over the banks.
-//   5. (COPIES = 8, for small K) each quad g adds to its own copy of the sums: with few clusters,
-//      two of a warp's eight quads often add to the same word in one instruction, and the
-//      atomics serialize. Each copy's rows are 32 words apart and the copies 4 words off a
-//      multiple of 32, so lane (g, t) always lands in bank 4 g + t + const: no bank conflicts
-//      either. The block merges its copies once, at the end (integers: the same bits).
+//   4. Sums in 64-bit fixed point, as kmeans_dot's (x * SCALE rounded, SCALE = 2^s from the host;
+//      integer sums: any order gives the same bits, the bits of kmeans_fixed). Lane (g, t) adds
+//      its own coordinates of its four objects, straight from the A registers, to the block's
+//      sums, each sum a low and a high word, as two 32-bit shared atomics that return nothing
+//      (split_add, fixed_point_add.cuh): the low word takes v's low SPLIT bits, the high word
+//      v >> SPLIT. No add carries into the other word, so no atomic waits for another's result;
+//      the host picks SPLIT and the grid so that neither word's sum can leave 32 bits
+//      (gpu.tensor_split: at most so many objects add to one word). kmeans_dot's fixed_add
+//      (the low word's old value tells the carry) waited on every low atomic's result, and
+//      short-scoreboard waits were the pass's largest stall (Nsight Compute, N = 4 Mi, D = K =
+//      32, an H100). Where no SPLIT fits (the scale gives values up to about 2^61 / N, so below
+//      a few hundred objects, or a few thousand with one copy), SPLIT = 0: fixed_add.
+//   5. (COPIES = 8, K <= 32) each quad g adds to its own copy of the sums: two quads of a warp
+//      often add to the same word, or to one bank, in one instruction, and the atomics
+//      serialize. Each copy's rows are 32 words apart and the copies 4 words off a multiple of
+//      32, so lane (g, t) always lands in bank 4 g + t + const: no conflict at all. The block
+//      merges its copies once, at the end (integers: the same bits). With one copy (K > 32,
+//      where eight would not fit beside a second block) the rows are D + 1 words apart, so the
+//      lanes of one add spread over the banks.
+//   6. Whole steps of 32 objects, every step but the data's last, run without a bound check,
+//      and the float4 or float path is chosen once, outside the loop: with a check per load
+//      and per object, each was its own basic block, and nvcc could not interleave them.
+//   7. TF32 rounding to nearest (cvt.rn, one instruction on sm_90) where the GPU has it; on
+//      sm_80 and sm_89 cvt.rna (ties away, four instructions). Either way x = hi + lo exactly.
 // Compile-time constants: K (<= 64: 2 x ceil(K / 8) x 4 scores per lane in registers), D (<= 32:
-// D floats per lane in registers), THREADS (a multiple of 32), COPIES (1 or 8). Tensor-core TF32 needs compute
+// D floats per lane in registers), THREADS (a multiple of 32), COPIES (1 or 8), MIN_WARPS (warps
+// per SM the compiler must leave registers for). Tensor-core TF32 needs compute
 // capability 8.0; older GPUs are refused by the host (gpu.refusal) and this kernel traps there.
 // Inputs: objects transposed, objects[d * n + i]; table = [K x D] -2 x centre, then [K] |centre|^2
-// (kmeans_fixed_finalize of km_05_fixed_point.cu writes it). Dynamic shared memory, in bytes:
-// the split centre fragments KT x KS x 32 x 16, their norms KT x 8 x 4, the block's sums' low and
-// high words 2 x COPIES x CS x 4. Launch: grid (a few blocks per SM, persistent), block THREADS.
+// (kmeans_fixed_finalize of km_05_fixed_point.cu writes it); split = SPLIT (0: fixed_add).
+// Dynamic shared memory, in bytes: the split centre fragments KT x KS x 32 x 16, their norms
+// KT x 8 x 4, the block's sums' low and high words 2 x COPIES x CS x 4. Launch: grid (gpu.tensor_split: a few blocks per SM, persistent,
+// or more where N needs them), block THREADS.
 #include "fixed_point_add.cuh"
 
 #ifndef K
@@ -58,6 +73,9 @@
 #ifndef COPIES
 #define COPIES 1
 #endif
+#ifndef MIN_WARPS
+#define MIN_WARPS WARPS
+#endif
 #define SP (COPIES == 1 ? D + 1 : 32)                 // words between two clusters' sums
 #define CS (COPIES == 1 ? K * SP : K * SP + 4)        // words between two copies of the sums
 
@@ -75,7 +93,9 @@ static_assert(COPIES == 1 || COPIES == 8, "one copy of the sums, or one per quad
 __device__ __forceinline__ unsigned tf32(float x)
 {
     unsigned r = __float_as_uint(x);
-#if TENSOR_TF32
+#if __CUDA_ARCH__ >= 900
+    asm("cvt.rn.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+#elif TENSOR_TF32
     asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
 #endif
     return r;
@@ -95,9 +115,16 @@ __device__ __forceinline__ void mma(float (&c)[4], const unsigned (&a)[4], unsig
 }
 
 
-extern "C" __global__ void __launch_bounds__(THREADS) kmeans_tensor(
+// A step of 32 objects: whole (no bound checks) or the data's last; read as float4 or not; its
+// sums by split_add or by fixed_add. One instantiation per case, chosen once per launch.
+template <bool WHOLE, bool VECTOR, bool SPLIT>
+struct Step {
+    static constexpr bool whole = WHOLE, vector = VECTOR, split = SPLIT;
+};
+
+extern "C" __global__ void __launch_bounds__(THREADS, (MIN_WARPS + WARPS - 1) / WARPS) kmeans_tensor(
     const float* __restrict__ objects, int* __restrict__ membership, unsigned long long* __restrict__ sums,
-    int* __restrict__ sizes, int* __restrict__ changed, const float* __restrict__ table, int n, float scale)
+    int* __restrict__ sizes, int* __restrict__ changed, const float* __restrict__ table, int n, float scale, int split)
 {
     extern __shared__ __align__(16) unsigned char shared[];
     uint4* s_b = reinterpret_cast<uint4*>(shared);                   // [KT][KS][32 lanes]: split fragments
@@ -128,14 +155,11 @@ extern "C" __global__ void __launch_bounds__(THREADS) kmeans_tensor(
     __syncthreads();
 
     int moved = 0;
-    const bool vector = n % 4 == 0;  // every row's float4 at first is 16-byte aligned
     const int stride = gridDim.x * WARPS * 32;
-    for (int base = (blockIdx.x * WARPS + warp) * 32; base < n; base += stride) {
-        int first = base + 4 * g;  // this lane's objects: first .. first + 3
-        int old = first + t < n ? membership[first + t] : -1;
 
-        // x[s][h][o]: coordinate 8 s + t + 4 h of object first + o (zero past D and past n).
-        float x[KS][2][4];
+    // x[s][h][o]: coordinate 8 s + t + 4 h of object first + o (zero past D and past n).
+    auto load = [&](float (&x)[KS][2][4], int first, auto step) {
+        constexpr bool WHOLE = decltype(step)::whole, VECTOR = decltype(step)::vector;
 #pragma unroll
         for (int s = 0; s < KS; s++)
 #pragma unroll
@@ -145,7 +169,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) kmeans_tensor(
                 if (j >= D) {
 #pragma unroll
                     for (int o = 0; o < 4; o++) x[s][h][o] = 0.0f;
-                } else if (vector && first + 3 < n) {
+                } else if (VECTOR && (WHOLE || first + 3 < n)) {
                     float4 v = __ldcs(reinterpret_cast<const float4*>(row));
                     x[s][h][0] = v.x;
                     x[s][h][1] = v.y;
@@ -153,9 +177,18 @@ extern "C" __global__ void __launch_bounds__(THREADS) kmeans_tensor(
                     x[s][h][3] = v.w;
                 } else {
 #pragma unroll
-                    for (int o = 0; o < 4; o++) x[s][h][o] = first + o < n ? __ldcs(row + o) : 0.0f;
+                    for (int o = 0; o < 4; o++) x[s][h][o] = WHOLE || first + o < n ? __ldcs(row + o) : 0.0f;
                 }
             }
+    };
+
+    // One step: the scores, each object's nearest centre, its membership, its coordinates to the sums.
+    auto run = [&](int base, auto step) {
+        constexpr bool WHOLE = decltype(step)::whole, SPLIT = decltype(step)::split;
+        int first = base + 4 * g;  // this lane's objects: first .. first + 3
+        int old = WHOLE || first + t < n ? membership[first + t] : -1;
+        float x[KS][2][4];
+        load(x, first, step);
 
         // Scores: tile m's rows g, g + 8 are objects 2 m, 2 m + 1; acc[m][nt] the C fragment
         // (rows g, g + 8; columns 8 nt + 2 t, + 1), starting from the centres' norms.
@@ -226,7 +259,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) kmeans_tensor(
         int mine = nearest[0];
 #pragma unroll
         for (int o = 1; o < 4; o++) mine = t == o ? nearest[o] : mine;
-        if (first + t < n) {
+        if (WHOLE || first + t < n) {
             moved += old != mine;
             membership[first + t] = mine;
             atomicAdd(&s_sizes[mine], 1);
@@ -235,14 +268,32 @@ extern "C" __global__ void __launch_bounds__(THREADS) kmeans_tensor(
         // Sums: this lane's coordinates of its four objects, in fixed point, to the block's sums.
 #pragma unroll
         for (int o = 0; o < 4; o++)
-            if (first + o < n)
+            if (WHOLE || first + o < n)
 #pragma unroll
                 for (int s = 0; s < KS; s++)
 #pragma unroll
                     for (int h = 0; h < 2; h++) {
-                        int j = 8 * s + t + 4 * h, c = nearest[o];
-                        if (j < D) fixed_add(my_low + c * SP + j, my_high + c * SP + j, __float2ll_rn(x[s][h][o] * scale));
+                        int j = 8 * s + t + 4 * h, at = nearest[o] * SP + j;
+                        if (j >= D) continue;
+                        long long v = __float2ll_rn(x[s][h][o] * scale);
+                        if (SPLIT) split_add(my_low + at, my_high + at, v, split);
+                        else fixed_add(my_low + at, my_high + at, v);
                     }
+    };
+
+    int base = (blockIdx.x * WARPS + warp) * 32;
+    auto whole_steps = [&](auto step) {
+        for (; base + 32 <= n; base += stride) run(base, step);
+    };
+    const bool vector = n % 4 == 0;  // every row's float4 at first is 16-byte aligned
+    if (split) {
+        if (vector) whole_steps(Step<true, true, true>{});
+        else whole_steps(Step<true, false, true>{});
+        if (base < n) run(base, Step<false, false, true>{});   // the data's last objects, fewer than 32
+    } else {
+        if (vector) whole_steps(Step<true, true, false>{});
+        else whole_steps(Step<true, false, false>{});
+        if (base < n) run(base, Step<false, false, false>{});
     }
     for (int offset = 16; offset > 0; offset /= 2) moved += __shfl_down_sync(0xffffffffu, moved, offset);
     if (lane == 0 && moved) atomicAdd(&s_changed, moved);
@@ -251,10 +302,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) kmeans_tensor(
         int c = i / D, j = i % D;
         long long v = 0;
 #pragma unroll
-        for (int q = 0; q < COPIES; q++) {
-            int at = q * CS + c * SP + j;
-            v += static_cast<long long>(static_cast<unsigned long long>(s_high[at]) << 32 | s_low[at]);
-        }
+        for (int q = 0; q < COPIES; q++) v += fixed_value(s_low[q * CS + c * SP + j], s_high[q * CS + c * SP + j], split);
         if (v != 0) atomicAdd(&sums[i], static_cast<unsigned long long>(v));  // two's complement: a signed add
     }
     for (int c = threadIdx.x; c < K; c += THREADS)

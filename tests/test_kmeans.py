@@ -257,16 +257,29 @@ def test_the_register_kernels_plan_and_refusals_need_no_gpu():
 def test_the_tensor_core_kernels_plan_and_refusals_need_no_gpu():
     from cudalab.labs.kmeans import gpu
 
-    # D = K = 32: 4 x 4 split fragments of 32 lanes x 16 bytes, 32 norms, low and high words 32 x 33
+    # D = K = 32: 4 x 4 split fragments of 32 lanes x 16 bytes, 32 norms, a copy of the sums' low
+    # and high words per quad, rows 32 words apart, copies 32 x 32 + 4 words apart
     plan = gpu.tensor_shape(32, 32)
-    assert plan == {"THREADS": 128, "COPIES": 1, "dynamic_bytes": 16 * 4 * 4 * 32 + 4 * 32 + 8 * 32 * 33}
-    # K = 7: padded to one tile of 8; small K: a copy of the sums per quad, rows 32 words apart
+    assert plan == {
+        "THREADS": 256,
+        "COPIES": 8,
+        "MIN_WARPS": 16,
+        "dynamic_bytes": 16 * 4 * 4 * 32 + 4 * 32 + 8 * 8 * (32 * 32 + 4),
+    }
+    # K = 7: padded to one tile of 8
     assert gpu.tensor_shape(5, 7) == {
         "THREADS": 256,
         "COPIES": 8,
+        "MIN_WARPS": 16,
         "dynamic_bytes": 16 * 32 + 4 * 8 + 8 * 8 * (7 * 32 + 4),
     }
-    assert gpu.tensor_shape(32, 17)["COPIES"] == 1
+    # past K = 32, one copy (rows D + 1 words apart) in blocks of 128, and fewer warps for the scores
+    assert gpu.tensor_shape(32, 33) == {
+        "THREADS": 128,
+        "COPIES": 1,
+        "MIN_WARPS": 12,
+        "dynamic_bytes": 16 * 5 * 4 * 32 + 4 * 40 + 8 * 33 * 33,
+    }
     assert gpu.refusal("tensor", 32, 64, cc="9.0") == "" and gpu.refusal("tensor", 1, 1, cc="8.0") == ""
     assert "compute capability 8.0" in gpu.refusal("tensor", 32, 32, cc="7.5")
     assert "this GPU is 3.0" in gpu.refusal("tensor", 8, 8, cc="3.0")
@@ -274,13 +287,56 @@ def test_the_tensor_core_kernels_plan_and_refusals_need_no_gpu():
     assert "D <= 32" in gpu.refusal("tensor", 33, 8, cc="9.0")
     launch = gpu.stage_launches("tensor", 4194304, 32, 32, optin=227 * 1024)
     assert launch["pass"].kernel == "kmeans_tensor"
-    assert {"-DK=32", "-DD=32", "-DTHREADS=128", "-DCOPIES=1"} <= set(launch["pass"].options)
+    assert {"-DK=32", "-DD=32", "-DTHREADS=256", "-DCOPIES=8", "-DMIN_WARPS=16"} <= set(launch["pass"].options)
     assert launch["pass"].dynamic_shared_bytes == gpu.tensor_shape(32, 32)["dynamic_bytes"]
     assert launch["finalize"].kernel == "kmeans_fixed_finalize"
     # on a lab GPU older than Ampere the tables leave it out; on the H100 they list it
     assert not any(g.kernel == "kmeans_tensor" for g in gpu.launches([(65536, 32, 32)], "7.5"))
     assert any(g.kernel == "kmeans_tensor" for g in gpu.launches([(65536, 32, 32)], "9.0"))
 
+
+
+def _split_sums(values: list[int], bits: int) -> int:
+    """What the tensor kernel's two words hold after split_add of every value, wrapping as 32-bit
+    words do, read back as fixed_value does (high x 2^bits + low)."""
+    low = sum(v & ((1 << bits) - 1) for v in values) % 2**32
+    high = sum(v >> bits for v in values) % 2**32
+    high = high - 2**32 if high >= 2**31 else high
+    return high * 2**bits + low
+
+
+@pytest.mark.parametrize("threads, copies, grid", [(256, 8, 264), (128, 1, 528), (256, 8, 1)])
+@pytest.mark.parametrize("n", [1, 37, 255, 4096, 17_700, 4_194_304, 100_000_037])
+def test_the_tensor_kernels_split_sums_stay_exact_at_the_most_adds_and_the_widest_values(n, threads, copies, grid):
+    from cudalab.labs.kmeans import gpu
+
+    # the widest values the scale allows: N x max|x| x 2^s <= 2^61, so max|round(x 2^s)| <= 2^61 / N + 1
+    max_fixed = 2**61 // n + 1
+    got_grid, bits = gpu.tensor_split(n, max_fixed, threads, copies, grid)
+    steps = -(-n // (got_grid * threads))
+    adds = steps * threads // copies
+    assert got_grid >= grid
+    if bits == 0:  # the carrying fallback, only where even one step per warp would overflow
+        assert steps == 1 and n < 5000
+        return
+    assert 1 <= bits <= 31
+    # every add of the same extreme value, and an alternating mix, sum exactly as 64-bit integers
+    for values in ([max_fixed] * adds, [-max_fixed] * adds, [max_fixed, -max_fixed + 1, -1, 0] * (adds // 4)):
+        assert _split_sums(values, bits) == sum(values)
+    # and it took the smallest grid that fits: half of it would not (or it started there)
+    if got_grid > grid:
+        half = got_grid // 2
+        half_adds = -(-n // (half * threads)) * threads // copies
+        fits = [b for b in range(1, 32) if half_adds * ((1 << b) - 1) < 2**32 and half_adds * ((max_fixed >> b) + 1) < 2**31]
+        assert not fits
+
+
+def test_the_split_bound_is_what_fails_past_it():
+    # one add more than the low word's bound wraps, and the read-back sum is wrong
+    bits = 20
+    adds = (2**32 - 1) // ((1 << bits) - 1) + 1
+    values = [(1 << bits) - 1] * adds
+    assert _split_sums(values, bits) != sum(values)
 
 def test_the_register_kernels_tunables_override_its_plan_and_are_refused_where_they_cannot_run():
     from cudalab.labs.kmeans import gpu

@@ -26,6 +26,7 @@ Variants, in lab 004's order:
 
 from __future__ import annotations
 
+import math
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable
@@ -77,9 +78,15 @@ DOT_MAX_D_PPT8 = 96  # with 8 objects per thread, D x 8 = 128 spills (sm_75, sm_
 DOT_CPAIR = 2  # centres scored per loop step (1 or 2)
 TENSOR_THREADS = 128  # the tensor-core kernel's block: per-block sums, as the register kernel's
 # Up to this K, the tensor-core kernel gives each quad its own copy of the sums, over blocks of 256:
-# measured on an H100 at N = 4 Mi, D = 32, one iteration took 0.234 ms against 0.316 with one
-# copy at K = 8 (same-cluster atomics in one instruction serialize), and 0.326 against 0.319 at K = 32.
-TENSOR_COPIES_MAX_K = 16
+# no two lanes of an atomic share a word or a bank. Measured on an H100 at N = 4 Mi, D = 32, one
+# iteration took 0.234 ms against 0.316 with one copy at K = 8; at K = 32, once the sums' atomics
+# stopped returning values (split_add), 0.27 against 0.29. Past 32, eight copies would leave one
+# block per SM.
+TENSOR_COPIES_MAX_K = 32
+# Warps per SM the tensor-core kernel's registers must allow: 16 (128 registers a thread) while the
+# K scores of four objects fit; at K = 64 they need more, and 12 warps spill less.
+TENSOR_MIN_WARPS = 16
+TENSOR_MIN_WARPS_WIDE_K = 12
 TENSOR_MAX_K = 64  # 2 x ceil(K / 8) x 4 scores per lane live in registers (K = 64: 174 registers on sm_90)
 TENSOR_MAX_D = 32  # D coordinates of a lane's four objects live in registers
 TENSOR_MIN_CC = (8, 0)  # mma.sync with TF32 operands: Ampere and later
@@ -168,18 +175,42 @@ def dot_shape(
 
 def tensor_shape(d: int, k: int) -> dict[str, int]:
     """The tensor-core kernel's block (km_07_tensor_scores.cu): THREADS, COPIES of the block's
-    sums (one per quad of lanes where K <= TENSOR_COPIES_MAX_K, over blocks of 256), and
-    ``dynamic_bytes``: the centres' split TF32 fragments (one uint4 per lane, column tile and step
-    of 8 coordinates), their norms, and the sums' low and high words (one copy: rows D + 1 words
-    apart; eight: rows 32 words apart, copies K x 32 + 4)."""
+    sums (one per quad of lanes where K <= TENSOR_COPIES_MAX_K, over blocks of 256), MIN_WARPS
+    per SM its registers allow, and ``dynamic_bytes``: the centres' split TF32 fragments (one
+    uint4 per lane, column tile and step of 8 coordinates), their norms, and the sums' low and
+    high words (one copy: rows D + 1 words apart; eight: rows 32 words apart, copies K x 32 + 4)."""
     tiles, steps = -(-k // 8), -(-d // 8)
     copies = 8 if k <= TENSOR_COPIES_MAX_K else 1
     words = k * (d + 1) if copies == 1 else copies * (k * 32 + 4)
     return {
         "THREADS": 256 if copies > 1 else TENSOR_THREADS,
         "COPIES": copies,
+        "MIN_WARPS": TENSOR_MIN_WARPS if k <= 32 else TENSOR_MIN_WARPS_WIDE_K,
         "dynamic_bytes": 16 * tiles * steps * 32 + 4 * 8 * tiles + 8 * words,
     }
+
+
+def tensor_split(n: int, max_fixed: int, threads: int, copies: int, grid: int) -> tuple[int, int]:
+    """The tensor-core kernel's grid and SPLIT for N objects whose fixed-point values are at most
+    ``max_fixed`` in magnitude: the sums' low word takes SPLIT bits of each value, the high word
+    the rest, and neither word's sum may leave 32 bits (``split_add`` in fixed_point_add.cuh).
+    A copy of a block's sums takes ``threads / copies`` objects per step of its warps, one step per
+    ``grid x threads`` objects, so a larger grid means fewer adds to one word: starting from
+    ``grid`` (the blocks the GPU holds at once), doubled until a SPLIT fits. SPLIT = 0 where
+    none does even at one step per warp: the scale gives values up to about 2^61 / N, so below
+    a few hundred objects (eight copies; a few thousand with one) the words would overflow. The
+    kernel then carries between the words instead (``fixed_add``), exact at any count."""
+    if n < 1 or threads < 32 or copies < 1 or grid < 1:
+        raise ValueError(f"tensor_split needs n, grid >= 1, threads >= 32 and copies >= 1 (got {n}, {grid}, {threads}, {copies})")
+    while True:
+        steps = -(-n // (grid * threads))
+        adds = steps * threads // copies  # at most this many values add to one word
+        bits = next((b for b in range(31, 0, -1) if adds * ((1 << b) - 1) < 2**32), 0)
+        if bits and adds * ((max_fixed >> bits) + 1) < 2**31:
+            return grid, bits
+        if steps == 1:
+            return grid, 0
+        grid *= 2
 
 
 def fixed_point_bits(n: int, max_abs: float) -> int:
@@ -555,6 +586,12 @@ class Runner:
         allow_shared_memory(fused, tile_bytes)
         fit = resident_blocks(threads, fused.num_regs, fused.shared_size_bytes + tile_bytes + 1024, present_sm())
         one = one.with_grid(attributes()["MultiProcessorCount"] * max(1, fit["blocks_per_sm"]))
+        if self.variant == "tensor":
+            plan = tensor_shape(p.d, p.k)
+            max_fixed = math.ceil(max_abs * 2.0**self.scale_bits)
+            grid, split = tensor_split(p.n, max_fixed, threads, plan["COPIES"], one.grid.x)
+            one = one.with_grid(grid)
+            pass_args = (*pass_args, np.int32(split))
         self._write_constants(p.initial)
 
         count = self._count_in_host_memory()
@@ -592,7 +629,8 @@ class Runner:
         pass_args: tuple = (p.xt, self.membership, self.sums, self.sizes, self.delta, self.next, n)
         if self.variant in ("fixed", "dot", "tensor"):
             with self.stream:
-                self.scale_bits = fixed_point_bits(p.n, float(cp.abs(p.xt).max()))
+                max_abs = float(cp.abs(p.xt).max())
+                self.scale_bits = fixed_point_bits(p.n, max_abs)
                 self.sums = cp.zeros((p.k, p.d), dtype=cp.int64)
             k_arg = (np.int32(p.k),) if self.variant == "dot" else ()
             pass_args = (*pass_args[:2], self.sums, *pass_args[3:], *k_arg, np.float32(2.0**self.scale_bits))
@@ -604,6 +642,12 @@ class Runner:
         allow_shared_memory(tiled, shared)
         fit = resident_blocks(threads, tiled.num_regs, tiled.shared_size_bytes + shared + 1024, present_sm())
         one = one.with_grid(attributes()["MultiProcessorCount"] * max(1, fit["blocks_per_sm"]))
+        if self.variant == "tensor":
+            plan = tensor_shape(p.d, p.k)
+            max_fixed = math.ceil(max_abs * 2.0**self.scale_bits)
+            grid, split = tensor_split(p.n, max_fixed, threads, plan["COPIES"], one.grid.x)
+            one = one.with_grid(grid)
+            pass_args = (*pass_args, np.int32(split))
         finish_args: tuple = (self.centres, self.sums, self.sizes, self.next, self.delta, count)
         if self.variant in ("fixed", "dot", "tensor"):
             finish_args = (*finish_args, np.float64(2.0**-self.scale_bits))
