@@ -295,7 +295,6 @@ def test_the_tensor_core_kernels_plan_and_refusals_need_no_gpu():
     assert any(g.kernel == "kmeans_tensor" for g in gpu.launches([(65536, 32, 32)], "9.0"))
 
 
-
 def _split_sums(values: list[int], bits: int) -> int:
     """What the tensor kernel's two words hold after split_add of every value, wrapping as 32-bit
     words do, read back as fixed_value does (high x 2^bits + low)."""
@@ -327,7 +326,9 @@ def test_the_tensor_kernels_split_sums_stay_exact_at_the_most_adds_and_the_wides
     if got_grid > grid:
         half = got_grid // 2
         half_adds = -(-n // (half * threads)) * threads // copies
-        fits = [b for b in range(1, 32) if half_adds * ((1 << b) - 1) < 2**32 and half_adds * ((max_fixed >> b) + 1) < 2**31]
+        fits = [
+            b for b in range(1, 32) if half_adds * ((1 << b) - 1) < 2**32 and half_adds * ((max_fixed >> b) + 1) < 2**31
+        ]
         assert not fits
 
 
@@ -337,6 +338,7 @@ def test_the_split_bound_is_what_fails_past_it():
     adds = (2**32 - 1) // ((1 << bits) - 1) + 1
     values = [(1 << bits) - 1] * adds
     assert _split_sums(values, bits) != sum(values)
+
 
 def test_the_register_kernels_tunables_override_its_plan_and_are_refused_where_they_cannot_run():
     from cudalab.labs.kmeans import gpu
