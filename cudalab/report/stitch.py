@@ -19,6 +19,7 @@ import nbformat
 
 from cudalab.chapter import catalog
 from cudalab.core.files import atomic_write_text
+from cudalab.report.table_fit import fit_tables
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -256,7 +257,7 @@ def render_html(book: nbformat.NotebookNode, path: Path, title: str) -> Path:
     exporter.exclude_input_prompt = True
     exporter.exclude_output_prompt = True
     body, _ = exporter.from_notebook_node(book, resources={"metadata": {"name": title}})
-    return atomic_write_text(path, body)
+    return atomic_write_text(path, fit_tables(body))
 
 
 def find_browser() -> str | None:
