@@ -172,10 +172,7 @@ def test_the_pdf_holds_every_chapter_and_every_table_header(replay_report):
     out, _ = replay_report
     pdf = out / "report.pdf"
     assert pdf.is_file(), "Chromium is installed, so --format html,pdf must write report.pdf"
-    # -raw: the text in the order the page draws it, a cell's lines together. Without it pdftotext
-    # reads a table's wrapped header row line by line across the columns, and a header of three
-    # words on three lines ("FMA per" / "global" / "float") comes out among its neighbours' words.
-    text = subprocess.run(["pdftotext", "-raw", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
     flat = _flat(text)
     page = (out / "report.html").read_text()
     for chapter in catalog.discover():

@@ -25,8 +25,8 @@ from bs4 import BeautifulSoup, NavigableString, Tag
 PRINT_WIDTH_PX = 703
 SPARE = 0.92
 # The print sizes of the report's CSS (index.html.j2): 7 pt and the small print's 6.2 pt, in CSS
-# pixels, with each size's horizontal padding per cell.
-PRINT_SIZES = {"cudalab-words": (7 * 4 / 3, 8.0), "cudalab-wide": (6.2 * 4 / 3, 4.0)}
+# pixels, with each size's horizontal padding per cell (at 7 pt a header's: the widest).
+PRINT_SIZES = {"cudalab-words": (7 * 4 / 3, 14.0), "cudalab-wide": (6.2 * 4 / 3, 12.0)}
 # Average advance of a character, in ems: bold headers, regular cells (DejaVu Sans is about 0.62
 # and 0.68; Liberation Sans and Arial narrower).
 HEADER_EM = 0.70
