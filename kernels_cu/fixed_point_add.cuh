@@ -1,8 +1,9 @@
 // Adding to a 64-bit fixed-point sum with 32-bit shared-memory atomics: the only definitions, shared
 // by the k-means passes whose blocks keep their sums as a low and a high word (km_06_dot_assign.cu,
 // km_07_tensor_scores.cu). Two ways: fixed_add carries from the low word into the high word (exact
-// however many add), split_add keeps the words apart (exact while the caller bounds the adds). A 64-bit shared atomic add is a compare-and-swap loop on the GPU
-// (ATOMS.CAST.SPIN.64 on sm_90); two native 32-bit atomics are not.
+// however many add), split_add keeps the words apart (exact while the caller bounds the adds). A
+// 64-bit shared atomic add is a compare-and-swap loop on the GPU (ATOMS.CAST.SPIN.64 on sm_90);
+// two native 32-bit atomics are not.
 //
 // Included as "fixed_point_add.cuh" (kernels_cu/ is on every kernel file's include path).
 

@@ -29,6 +29,7 @@
 #ifndef D
 #define D 32
 #endif
+#include "fixed_point_update.cuh"  // kmeans_fixed_finalize's body, shared with the tensor pass
 #ifndef TP
 #define TP 4
 #endif
@@ -281,30 +282,11 @@ extern "C" __global__ void __launch_bounds__(THREADS) kmeans_fixed(
     if (threadIdx.x == 0 && s_changed) atomicAdd(changed, s_changed);
 }
 
-// New centres from the fixed-point sums: sum / SCALE / size in float64, rounded once to float32
-// (an empty cluster keeps its centre); then, as kmeans_finalize, the next table into `next`
-// ([K * D] -2 x centre, then [K] |centre|^2, each norm summed in coordinate order), the change
-// count into *changed_out, the accumulators zeroed. Launch: grid 1, block threads.
+// New centres from the fixed-point sums (fixed_update, fixed_point_update.cuh: sum / SCALE / size
+// in float64, rounded once to float32; then, as kmeans_finalize, the next table into `next`, the
+// change count into *changed_out, the accumulators zeroed). Launch: grid 1, block threads.
 extern "C" __global__ void kmeans_fixed_finalize(float* centres, long long* sums, int* sizes, float* next,
                                                  int* changed, int* changed_out, double inverse_scale)
 {
-    for (int i = threadIdx.x; i < K * D; i += blockDim.x) {
-        int size = sizes[i / D];
-        float v = size > 0 ? static_cast<float>(static_cast<double>(sums[i]) * inverse_scale / size) : centres[i];
-        centres[i] = v;
-        next[i] = -2.0f * v;
-    }
-    __syncthreads();
-    for (int c = threadIdx.x; c < K; c += blockDim.x) {
-        float s = 0.0f;
-        for (int j = 0; j < D; j++) s = fmaf(centres[c * D + j], centres[c * D + j], s);
-        next[K * D + c] = s;
-    }
-    __syncthreads();
-    for (int i = threadIdx.x; i < K * D; i += blockDim.x) sums[i] = 0;
-    for (int c = threadIdx.x; c < K; c += blockDim.x) sizes[c] = 0;
-    if (threadIdx.x == 0) {
-        *changed_out = *changed;
-        *changed = 0;
-    }
+    fixed_update(centres, sums, sizes, next, changed, changed_out, inverse_scale, threadIdx.x, blockDim.x);
 }

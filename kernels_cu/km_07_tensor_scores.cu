@@ -45,17 +45,25 @@
 //      and the float4 or float path is chosen once, outside the loop: with a check per load
 //      and per object, each was its own basic block, and nvcc could not interleave them.
 //   7. TF32 rounding to nearest (cvt.rn, one instruction on sm_90) where the GPU has it; on
-//      sm_80 and sm_89 cvt.rna (ties away, four instructions). Either way x = hi + lo exactly.
+//      sm_80 and sm_89 cvt.rna (ties away, four instructions). Either way x - hi is exact, and lo
+//      keeps its leading bits: what the score drops is within float32's last bits.
+//   8. No finalize launch: the last block to finish (a counter of finished blocks, each block's
+//      atomics made visible first by __threadfence) turns the sums into the next centres and
+//      table itself (fixed_update, fixed_point_update.cuh: km_05's finalize, the same bits). That
+//      launch, about 5 us of a 0.25 ms iteration, was mostly one block's chain of memory
+//      latencies, so fixed_update reads each thread's sums at once and sums the norms from
+//      shared memory.
 // Compile-time constants: K (<= 64: 2 x ceil(K / 8) x 4 scores per lane in registers), D (<= 32:
 // D floats per lane in registers), THREADS (a multiple of 32), COPIES (1 or 8), MIN_WARPS (warps
 // per SM the compiler must leave registers for). Tensor-core TF32 needs compute
 // capability 8.0; older GPUs are refused by the host (gpu.refusal) and this kernel traps there.
 // Inputs: objects transposed, objects[d * n + i]; table = [K x D] -2 x centre, then [K] |centre|^2
-// (kmeans_fixed_finalize of km_05_fixed_point.cu writes it); split = SPLIT (0: fixed_add).
+// (the last block writes the next one over it); split = SPLIT (0: fixed_add); centres, the
+// change count's destination and 1 / SCALE for the last block; done, zero before the launch
+// (the last block zeroes it again, and the sums, sizes and count).
 // Dynamic shared memory, in bytes: the split centre fragments KT x KS x 32 x 16, their norms
-// KT x 8 x 4, the block's sums' low and high words 2 x COPIES x CS x 4. Launch: grid (gpu.tensor_split: a few blocks per SM, persistent,
-// or more where N needs them), block THREADS.
-#include "fixed_point_add.cuh"
+// KT x 8 x 4, the block's sums' low and high words 2 x COPIES x CS x 4. Launch: grid
+// (gpu.tensor_split: a few blocks per SM, persistent, or more where N needs them), block THREADS.
 
 #ifndef K
 #define K 32
@@ -63,6 +71,8 @@
 #ifndef D
 #define D 32
 #endif
+#include "fixed_point_add.cuh"
+#include "fixed_point_update.cuh"
 #ifndef THREADS
 #define THREADS 128
 #endif
@@ -124,7 +134,8 @@ struct Step {
 
 extern "C" __global__ void __launch_bounds__(THREADS, (MIN_WARPS + WARPS - 1) / WARPS) kmeans_tensor(
     const float* __restrict__ objects, int* __restrict__ membership, unsigned long long* __restrict__ sums,
-    int* __restrict__ sizes, int* __restrict__ changed, const float* __restrict__ table, int n, float scale, int split)
+    int* __restrict__ sizes, int* __restrict__ changed, float* table, int n, float scale, int split,
+    float* __restrict__ centres, int* __restrict__ changed_out, double inverse_scale, unsigned* __restrict__ done)
 {
     extern __shared__ __align__(16) unsigned char shared[];
     uint4* s_b = reinterpret_cast<uint4*>(shared);                   // [KT][KS][32 lanes]: split fragments
@@ -148,7 +159,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, (MIN_WARPS + WARPS - 1) / 
         unsigned h0 = tf32(v0), h1 = tf32(v1);
         s_b[i] = make_uint4(h0, h1, tf32(v0 - __uint_as_float(h0)), tf32(v1 - __uint_as_float(h1)));
     }
-    for (int c = threadIdx.x; c < KT * 8; c += THREADS) s_norm[c] = c < K ? table[K * D + c] : __int_as_float(0x7f800000);
+    for (int c = threadIdx.x; c < KT * 8; c += THREADS)
+        s_norm[c] = c < K ? table[K * D + c] : __int_as_float(0x7f800000);
     for (int i = threadIdx.x; i < COPIES * CS; i += THREADS) s_low[i] = s_high[i] = 0;
     for (int c = threadIdx.x; c < K; c += THREADS) s_sizes[c] = 0;
     if (threadIdx.x == 0) s_changed = 0;
@@ -182,13 +194,11 @@ extern "C" __global__ void __launch_bounds__(THREADS, (MIN_WARPS + WARPS - 1) / 
             }
     };
 
-    // One step: the scores, each object's nearest centre, its membership, its coordinates to the sums.
-    auto run = [&](int base, auto step) {
-        constexpr bool WHOLE = decltype(step)::whole, SPLIT = decltype(step)::split;
+    // A step's scores, each object's nearest centre (nearest[o]) and its membership.
+    auto assign = [&](const float (&x)[KS][2][4], int base, int (&nearest)[4], auto step) {
+        constexpr bool WHOLE = decltype(step)::whole;
         int first = base + 4 * g;  // this lane's objects: first .. first + 3
         int old = WHOLE || first + t < n ? membership[first + t] : -1;
-        float x[KS][2][4];
-        load(x, first, step);
 
         // Scores: tile m's rows g, g + 8 are objects 2 m, 2 m + 1; acc[m][nt] the C fragment
         // (rows g, g + 8; columns 8 nt + 2 t, + 1), starting from the centres' norms.
@@ -229,7 +239,6 @@ extern "C" __global__ void __launch_bounds__(THREADS, (MIN_WARPS + WARPS - 1) / 
 
         // Nearest of object o (tile o / 2, row half o % 2): this lane's centres in index order,
         // then the quad's four lanes, the lower index winning a tie.
-        int nearest[4];
 #pragma unroll
         for (int o = 0; o < 4; o++) {
             float best = __int_as_float(0x7f800000);
@@ -264,8 +273,12 @@ extern "C" __global__ void __launch_bounds__(THREADS, (MIN_WARPS + WARPS - 1) / 
             membership[first + t] = mine;
             atomicAdd(&s_sizes[mine], 1);
         }
+    };
 
-        // Sums: this lane's coordinates of its four objects, in fixed point, to the block's sums.
+    // A step's sums: this lane's coordinates of its four objects, in fixed point, to the block's sums.
+    auto add_sums = [&](const float (&x)[KS][2][4], int base, const int (&nearest)[4], auto step) {
+        constexpr bool WHOLE = decltype(step)::whole, SPLIT = decltype(step)::split;
+        int first = base + 4 * g;
 #pragma unroll
         for (int o = 0; o < 4; o++)
             if (WHOLE || first + o < n)
@@ -279,6 +292,15 @@ extern "C" __global__ void __launch_bounds__(THREADS, (MIN_WARPS + WARPS - 1) / 
                         if (SPLIT) split_add(my_low + at, my_high + at, v, split);
                         else fixed_add(my_low + at, my_high + at, v);
                     }
+    };
+
+    // One step: the scores, each object's nearest centre, its membership, its coordinates to the sums.
+    auto run = [&](int base, auto step) {
+        float x[KS][2][4];
+        load(x, base + 4 * g, step);
+        int nearest[4];
+        assign(x, base, nearest, step);
+        add_sums(x, base, nearest, step);
     };
 
     int base = (blockIdx.x * WARPS + warp) * 32;
@@ -302,10 +324,24 @@ extern "C" __global__ void __launch_bounds__(THREADS, (MIN_WARPS + WARPS - 1) / 
         int c = i / D, j = i % D;
         long long v = 0;
 #pragma unroll
-        for (int q = 0; q < COPIES; q++) v += fixed_value(s_low[q * CS + c * SP + j], s_high[q * CS + c * SP + j], split);
+        for (int q = 0; q < COPIES; q++)
+            v += fixed_value(s_low[q * CS + c * SP + j], s_high[q * CS + c * SP + j], split);
         if (v != 0) atomicAdd(&sums[i], static_cast<unsigned long long>(v));  // two's complement: a signed add
     }
     for (int c = threadIdx.x; c < K; c += THREADS)
         if (s_sizes[c]) atomicAdd(&sizes[c], s_sizes[c]);
     if (threadIdx.x == 0 && s_changed) atomicAdd(changed, s_changed);
+
+    // The last block to finish turns the sums into the next centres and table (item 8). Each
+    // block's atomics are visible before it counts itself done; the last one reads them from L2.
+    __shared__ bool s_last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) s_last = atomicAdd(done, 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (!s_last) return;
+    __threadfence();
+    fixed_update(centres, reinterpret_cast<long long*>(sums), sizes, table, changed, changed_out, inverse_scale,
+                 threadIdx.x, THREADS);
+    if (threadIdx.x == 0) *done = 0;  // ready for the next launch
 }

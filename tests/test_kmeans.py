@@ -289,7 +289,7 @@ def test_the_tensor_core_kernels_plan_and_refusals_need_no_gpu():
     assert launch["pass"].kernel == "kmeans_tensor"
     assert {"-DK=32", "-DD=32", "-DTHREADS=256", "-DCOPIES=8", "-DMIN_WARPS=16"} <= set(launch["pass"].options)
     assert launch["pass"].dynamic_shared_bytes == gpu.tensor_shape(32, 32)["dynamic_bytes"]
-    assert launch["finalize"].kernel == "kmeans_fixed_finalize"
+    assert set(launch) == {"pass"}, "the pass's last block finalizes: no finalize launch"
     # on a lab GPU older than Ampere the tables leave it out; on the H100 they list it
     assert not any(g.kernel == "kmeans_tensor" for g in gpu.launches([(65536, 32, 32)], "7.5"))
     assert any(g.kernel == "kmeans_tensor" for g in gpu.launches([(65536, 32, 32)], "9.0"))

@@ -79,8 +79,8 @@ DOT_CPAIR = 2  # centres scored per loop step (1 or 2)
 TENSOR_THREADS = 128  # the tensor-core kernel's block: per-block sums, as the register kernel's
 # Up to this K, the tensor-core kernel gives each quad its own copy of the sums, over blocks of 256:
 # no two lanes of an atomic share a word or a bank. Measured on an H100 at N = 4 Mi, D = 32, one
-# iteration took 0.234 ms against 0.316 with one copy at K = 8; at K = 32, once the sums' atomics
-# stopped returning values (split_add), 0.27 against 0.29. Past 32, eight copies would leave one
+# iteration took 0.234 ms against 0.316 with one copy at K = 8, and at K = 32 0.27 against 0.29
+# (both with the carrying fixed_add, before split_add). Past 32, eight copies would leave one
 # block per SM.
 TENSOR_COPIES_MAX_K = 32
 # Warps per SM the tensor-core kernel's registers must allow: 16 (128 registers a thread) while the
@@ -181,9 +181,10 @@ def tensor_shape(d: int, k: int) -> dict[str, int]:
     high words (one copy: rows D + 1 words apart; eight: rows 32 words apart, copies K x 32 + 4)."""
     tiles, steps = -(-k // 8), -(-d // 8)
     copies = 8 if k <= TENSOR_COPIES_MAX_K else 1
+    threads = 256 if copies > 1 else TENSOR_THREADS
     words = k * (d + 1) if copies == 1 else copies * (k * 32 + 4)
     return {
-        "THREADS": 256 if copies > 1 else TENSOR_THREADS,
+        "THREADS": threads,
         "COPIES": copies,
         "MIN_WARPS": TENSOR_MIN_WARPS if k <= 32 else TENSOR_MIN_WARPS_WIDE_K,
         "dynamic_bytes": 16 * tiles * steps * 32 + 4 * 8 * tiles + 8 * words,
@@ -201,7 +202,9 @@ def tensor_split(n: int, max_fixed: int, threads: int, copies: int, grid: int) -
     a few hundred objects (eight copies; a few thousand with one) the words would overflow. The
     kernel then carries between the words instead (``fixed_add``), exact at any count."""
     if n < 1 or threads < 32 or copies < 1 or grid < 1:
-        raise ValueError(f"tensor_split needs n, grid >= 1, threads >= 32 and copies >= 1 (got {n}, {grid}, {threads}, {copies})")
+        raise ValueError(
+            f"tensor_split needs n, grid >= 1, threads >= 32 and copies >= 1 (got {n}, {grid}, {threads}, {copies})"
+        )
     while True:
         steps = -(-n // (grid * threads))
         adds = steps * threads // copies  # at most this many values add to one word
@@ -379,11 +382,8 @@ def _stage_launches(
                 "update", "km_05_fixed_point.cu", "kmeans_fixed_finalize", FUSED_THREADS, options=one.options
             ),
         }
-    if variant == "tensor":
-        return {
-            "pass": _planned_pass("km_07_tensor_scores.cu", "kmeans_tensor", tensor_shape(d, k), sizes),
-            "finalize": stage_launches("fixed", n, d, k, optin)["finalize"],  # km_05's, as dot builds it
-        }
+    if variant == "tensor":  # no finalize launch: the pass's last block finalizes
+        return {"pass": _planned_pass("km_07_tensor_scores.cu", "kmeans_tensor", tensor_shape(d, k), sizes)}
     if variant == "dot":
         launches_of = lambda other: stage_launches(other, n, d, k, optin)  # noqa: E731
         plan = dot_shape(d, k, **(tune or {}))
@@ -586,12 +586,6 @@ class Runner:
         allow_shared_memory(fused, tile_bytes)
         fit = resident_blocks(threads, fused.num_regs, fused.shared_size_bytes + tile_bytes + 1024, present_sm())
         one = one.with_grid(attributes()["MultiProcessorCount"] * max(1, fit["blocks_per_sm"]))
-        if self.variant == "tensor":
-            plan = tensor_shape(p.d, p.k)
-            max_fixed = math.ceil(max_abs * 2.0**self.scale_bits)
-            grid, split = tensor_split(p.n, max_fixed, threads, plan["COPIES"], one.grid.x)
-            one = one.with_grid(grid)
-            pass_args = (*pass_args, np.int32(split))
         self._write_constants(p.initial)
 
         count = self._count_in_host_memory()
@@ -620,7 +614,8 @@ class Runner:
         (no constant copy), then the same finalize as the fused pass. The fixed variant: the same
         stages, with int64 sums in units of 2^-s (``fixed_point_bits`` of the data's largest |x|,
         found once here) and its own finalize; the dot variant, fixed's sums and finalize with its
-        own pass, which also takes K."""
+        own pass, which also takes K. The tensor variant: fixed's sums, and its pass's last block
+        finalizes (no finalize launch), with a grid and SPLIT from ``tensor_split``."""
         cp = require_cupy()
         p = self.p
         n = np.int32(p.n)
@@ -634,9 +629,9 @@ class Runner:
                 self.sums = cp.zeros((p.k, p.d), dtype=cp.int64)
             k_arg = (np.int32(p.k),) if self.variant == "dot" else ()
             pass_args = (*pass_args[:2], self.sums, *pass_args[3:], *k_arg, np.float32(2.0**self.scale_bits))
-        one, fin = specs["pass"], specs["finalize"].with_grid(1)
+        one = specs["pass"]
         shared, threads = one.dynamic_shared_bytes, one.threads
-        tiled, finalize = one.compiled(), fin.compiled()
+        tiled = one.compiled()
         count = self._count_in_host_memory()
         self._write_table(p.initial)
         allow_shared_memory(tiled, shared)
@@ -647,15 +642,19 @@ class Runner:
             max_fixed = math.ceil(max_abs * 2.0**self.scale_bits)
             grid, split = tensor_split(p.n, max_fixed, threads, plan["COPIES"], one.grid.x)
             one = one.with_grid(grid)
-            pass_args = (*pass_args, np.int32(split))
+            self.done = cp.zeros(1, dtype=cp.uint32)  # blocks finished; the last one finalizes and resets it
+            finish = (self.centres, count, np.float64(2.0**-self.scale_bits), self.done)
+            pass_args = (*pass_args, np.int32(split), *finish)
+        stages = [Stage(ONE_PASS, lambda: one(pass_args, kernel=tiled, stream=self.stream))]
+        transfer = Stage("transfer", self._read_count, on_device=False)
+        if "finalize" not in specs:
+            return [*stages, transfer]
+        fin = specs["finalize"].with_grid(1)
+        finalize = fin.compiled()
         finish_args: tuple = (self.centres, self.sums, self.sizes, self.next, self.delta, count)
-        if self.variant in ("fixed", "dot", "tensor"):
+        if self.variant in ("fixed", "dot"):
             finish_args = (*finish_args, np.float64(2.0**-self.scale_bits))
-        return [
-            Stage(ONE_PASS, lambda: one(pass_args, kernel=tiled, stream=self.stream)),
-            Stage("update", lambda: fin(finish_args, kernel=finalize, stream=self.stream)),
-            Stage("transfer", self._read_count, on_device=False),
-        ]
+        return [*stages, Stage("update", lambda: fin(finish_args, kernel=finalize, stream=self.stream)), transfer]
 
     def _cupy_stages(self) -> list[Stage]:
         """The peer: distances by a matrix multiply, argmin, a scatter-add update."""
