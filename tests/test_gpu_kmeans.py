@@ -54,6 +54,19 @@ def test_stage_times_are_recorded_for_each_iteration(gpu):
     assert (frame["time_ms"] > 0).all() and frame["iteration"].nunique() == 3
 
 
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_variants_iteration_is_enqueued_behind_the_hold_without_waiting_on_the_host(gpu, variant):
+    # A stage that synchronized with the host inside the held region (as cupy.bincount would)
+    # would keep the host from releasing the hold until its spin gave up: host_behind.
+    problem = gpu.Problem(reference.blobs(20000, 8, 12, seed=3), 12)
+    runner = gpu.Runner(problem, variant)
+    runner.step()  # compiles CuPy's own kernels on first use
+    for _ in range(3):
+        runner.step()
+        assert not runner.host_behind, f"{variant}: the host fell behind the stream's hold"
+    assert set(runner.last_times) >= {"transfer"} and all(ms >= 0 for ms in runner.last_times.values())
+
+
 def test_shapes_beyond_the_kernels_limits_are_refused(gpu):
     from cudalab.core.errors import LaunchRefused
 

@@ -2,8 +2,9 @@
 
 A ``Runner`` holds one variant's device state for one problem and runs one iteration as a list
 of stages (assign, delta, update, transfer, ...), each timed: device stages with CUDA events,
-host stages (the classic host update, copies the host waits for) with a wall clock after the
-stream is idle. An iteration's time is the sum of its stages.
+enqueued behind a hold on the stream so that no host dispatch lands between the events, host
+stages (the classic host update, copies the host waits for) with a wall clock after the stream
+is idle. An iteration's time is the sum of its stages.
 
 Variants, in lab 004's order:
     host_update     a: find_nearest_cluster + compute_delta (the lab's fix) on the GPU; the
@@ -37,11 +38,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cudalab.core.errors import LaunchRefused
+from cudalab.core.errors import LaunchRefused, MeasurementError
 from cudalab.core.gpu import attributes, compute_capability, require_cupy
 from cudalab.core.kernels import load_module
 from cudalab.core.launch import Dim3, Launch, allow_shared_memory, require_memory
 from cudalab.core.occupancy import present_sm, resident_blocks, sm_limits
+from cudalab.core.timing import StreamHold
 from cudalab.labs.kmeans import reference
 
 VARIANTS = {
@@ -91,6 +93,7 @@ TENSOR_MAX_K = 64  # 2 x ceil(K / 8) x 4 scores per lane live in registers (K = 
 TENSOR_MAX_D = 32  # D coordinates of a lane's four objects live in registers
 TENSOR_MIN_CC = (8, 0)  # mma.sync with TF32 operands: Ampere and later
 ONE_PASS = "assign+delta+update (one pass)"
+HELD_TRIES = 3  # an iteration whose host fell behind the hold is measured again, at most this often
 SCALE_HEADROOM_BITS = 62  # the fixed-point sums keep N x max|x| x 2^s below 2^62 (int64, with a bit to spare)
 SCALE_MAX_BITS = (
     60  # and 2^s no larger than this where the data are all near zero  # the stage name of the fused and tiled kernels
@@ -485,6 +488,8 @@ class Runner:
         cp = require_cupy()
         self.p, self.variant, self.file, self.tune = problem, variant, file, tune
         self.stream = cp.cuda.Stream(non_blocking=True)
+        self.hold = StreamHold(self.stream)
+        self.host_behind = False
         n, d, k = problem.n, problem.d, problem.k
         self.blocks = -(-n // THREADS)
         with self.stream:
@@ -674,7 +679,10 @@ class Runner:
 
         def update():
             with self.stream:
-                counts = cp.bincount(self.membership, minlength=p.k)
+                # cupy.add.at, not cupy.bincount: bincount reads the largest index back to size its
+                # output, a synchronization with the host inside the iteration
+                counts = cp.zeros(p.k, dtype=cp.int32)
+                cp.add.at(counts, self.membership, 1)
                 sums = cp.zeros((p.k, p.d), dtype=cp.float32)
                 cp.add.at(sums, self.membership, p.rows)
                 self.centres = cp.where(
@@ -725,22 +733,42 @@ class Runner:
     # ---- running
 
     def step(self) -> int:
-        """One iteration; returns how many objects changed cluster."""
+        """One iteration; returns how many objects changed cluster. Each run of on-device stages
+        is enqueued behind a hold on the stream (``core.timing.StreamHold``) and released once the
+        host has enqueued all of it, so the host's dispatch never lands between a stage's events:
+        every variant, ours and CuPy's, is timed on the GPU alone. ``host_behind`` says whether a
+        hold gave up before the host had finished (that iteration's times may include host gaps)."""
         cp = require_cupy()
         times: dict[str, float] = defaultdict(float)
         pending = []
+        held = False
+        self.host_behind = False
+
+        def run_held_work() -> None:
+            self.hold.release()
+            self.stream.synchronize()
+            self.host_behind |= self.hold.timed_out()
+
         for stage in self.stages:
             if stage.on_device:
+                if not held:
+                    self.hold.hold()
+                    held = True
                 start, end = cp.cuda.Event(), cp.cuda.Event()
                 start.record(self.stream)
                 stage.run()
                 end.record(self.stream)
                 pending.append((stage.name, start, end))
             else:
+                if held:
+                    run_held_work()
+                    held = False
                 self.stream.synchronize()
                 t0 = time.perf_counter()
                 stage.run()
                 times[stage.name] += (time.perf_counter() - t0) * 1e3
+        if held:
+            run_held_work()
         self.stream.synchronize()
         for name, start, end in pending:
             times[name] += cp.cuda.get_elapsed_time(start, end)
@@ -791,14 +819,23 @@ def time_iterations(
 ) -> pd.DataFrame:
     """Per-iteration stage times of ``variant`` from the initial centres: ``warmup`` untimed
     iterations (compilation, caches), then ``iterations`` timed ones. One row per iteration and
-    stage (``time_ms``). ``file``: a copy of a kernel file to build instead (``stage_launches``);
-    ``tune``: the dot variant's overrides (``dot_shape``)."""
+    stage (``time_ms``). An iteration whose host fell behind the stream's hold (``Runner.step``)
+    is run again, up to HELD_TRIES times, then a ``MeasurementError``. ``file``: a copy of a
+    kernel file to build instead (``stage_launches``); ``tune``: the dot variant's overrides
+    (``dot_shape``)."""
     runner = Runner(problem, variant, file, tune)
     for _ in range(warmup):
         runner.step()
     rows = []
     for it in range(iterations):
-        runner.step()
+        for _ in range(HELD_TRIES):
+            runner.step()
+            if not runner.host_behind:
+                break
+        else:
+            raise MeasurementError(
+                f"{variant}: the host fell behind the stream's hold in {HELD_TRIES} tries of iteration {it}"
+            )
         rows += [{"iteration": it, "stage": name, "time_ms": ms} for name, ms in runner.last_times.items()]
     return pd.DataFrame(rows)
 
