@@ -152,9 +152,12 @@ def check_cupy(
     with the sweep's own timing if more than 3% off, else flagged). The calls are enqueued behind a
     hold, as the sweep's iterations are; where the host cannot enqueue them all within the hold's
     wait, they run unheld (the GPU then waits on the host wherever an iteration's enqueueing takes
-    longer than its GPU time, which the check would report). Returns the stage times (CuPy's rows
-    at (n, d, k) replaced by an agreeing re-measurement) and the check's one-row table (empty where
-    CuPy did not run there)."""
+    longer than its GPU time, which the check would report). Every call runs the sweep's first
+    timed iteration again, from the centres it started from (restored by a K x D copy inside the
+    timed region): an iteration's time depends on the memberships (the scatter-add's collisions),
+    and 50 iterations run on would time later, better-converged ones. Returns the stage times
+    (CuPy's rows at (n, d, k) replaced by an agreeing re-measurement) and the check's one-row table
+    (empty where CuPy did not run there)."""
     from cudalab.core import baseline
     from cudalab.core.errors import MeasurementError
     from cudalab.core.timing import back_to_back
@@ -172,9 +175,14 @@ def check_cupy(
         return device_iteration_ms(again["times"], n, d, k)
 
     runner = gpu.Runner(problem, "cupy")
+    for _ in range(gpu.WARMUP):
+        runner.step()
+    start = runner.centres.copy()
     device = [stage.run for stage in runner.stages if stage.on_device]
 
     def iteration() -> None:
+        with runner.stream:
+            runner.centres[...] = start
         for run in device:
             run()
 

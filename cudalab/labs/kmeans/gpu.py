@@ -94,6 +94,7 @@ TENSOR_MAX_D = 32  # D coordinates of a lane's four objects live in registers
 TENSOR_MIN_CC = (8, 0)  # mma.sync with TF32 operands: Ampere and later
 ONE_PASS = "assign+delta+update (one pass)"
 HELD_TRIES = 3  # an iteration whose host fell behind the hold is measured again, at most this often
+WARMUP = 2  # untimed iterations before the timed ones (time_iterations)
 SCALE_HEADROOM_BITS = 62  # the fixed-point sums keep N x max|x| x 2^s below 2^62 (int64, with a bit to spare)
 SCALE_MAX_BITS = (
     60  # and 2^s no larger than this where the data are all near zero  # the stage name of the fused and tiled kernels
@@ -813,7 +814,7 @@ def time_iterations(
     problem: Problem,
     variant: str,
     iterations: int,
-    warmup: int = 2,
+    warmup: int = WARMUP,
     file: str | Path | None = None,
     tune: dict[str, int] | None = None,
 ) -> pd.DataFrame:
