@@ -149,17 +149,16 @@ def check_cupy(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Check the sweep's CuPy iteration at (n, d, k) against 50 back-to-back iterations of its
     on-device stages between one event pair, in this run (``core.baseline.check``: re-measured once
-    with the sweep's own timing if more than 3% off, else flagged). The calls are enqueued behind a
-    hold, as the sweep's iterations are; where the host cannot enqueue them all within the hold's
-    wait, they run unheld (the GPU then waits on the host wherever an iteration's enqueueing takes
-    longer than its GPU time, which the check would report). Every call runs the sweep's first
-    timed iteration again, from the centres it started from (restored by a K x D copy inside the
-    timed region): an iteration's time depends on the memberships (the scatter-add's collisions),
-    and 50 iterations run on would time later, better-converged ones. Returns the stage times
+    with the sweep's own timing if more than 3% off, else flagged). The calls run unheld: 50
+    iterations of about twenty kernels each overfill the launch queue, so a hold would always time
+    out before the host had enqueued them (the GPU waits on the host wherever an iteration's
+    enqueueing takes longer than its GPU time, which the check would report). Every call runs
+    the sweep's first timed iteration again, from the centres it started from (restored by a
+    K x D copy inside the timed region): an iteration's time depends on the memberships (the
+    scatter-add's collisions), and 50 iterations run on would time later, better-converged ones. Returns the stage times
     (CuPy's rows at (n, d, k) replaced by an agreeing re-measurement) and the check's one-row table
     (empty where CuPy did not run there)."""
     from cudalab.core import baseline
-    from cudalab.core.errors import MeasurementError
     from cudalab.core.timing import back_to_back
     from cudalab.labs.kmeans import gpu
 
@@ -187,10 +186,7 @@ def check_cupy(
             run()
 
     def back_to_back_ms() -> float:
-        try:
-            return back_to_back(iteration, calls=baseline.CALLS, stream=runner.stream)
-        except MeasurementError:
-            return back_to_back(iteration, calls=baseline.CALLS, hold=False, stream=runner.stream)
+        return back_to_back(iteration, calls=baseline.CALLS, hold=False, stream=runner.stream)
 
     row = baseline.check(
         CUPY_BASELINE,
