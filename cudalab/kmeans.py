@@ -8,10 +8,12 @@ PREFIX.cluster_centres (a line per cluster: index, then D values) and PREFIX.mem
 per object: index, then cluster); PREFIX defaults to FILE. It prints the iteration count and
 the time of each stage.
 
-On a GPU it runs chapter 06's deterministic register kernel, dot, or where it cannot take the shape the
-fixed-point tiled kernel, fixed (``--variant`` picks another: host_update, device_update, shared_buffers,
-fused, tiled, fixed, dot, tensor, cupy); without one, or with --cpu, it runs the classic
-sequential code, whose memberships, iteration count and centres (to six decimals) it reproduces.
+On a GPU it runs chapter 06's exact variant: the sequential code's arithmetic in the sequential code's
+order, so that its memberships, iteration count and centres are the sequential mode's, bit for bit, on
+any data (``--variant`` picks a faster one, whose rounding differs in the last bits, which at large K
+can end a run in another local optimum: tensor, dot, fixed, tiled, fused, shared_buffers,
+device_update, host_update, cupy); without a GPU, or with --cpu, it runs the classic sequential code,
+whose memberships, iteration count and centres (to six decimals) it reproduces.
 A malformed file, K <= 0 or K > N, or an output path that is the input, is refused before any
 work. Exit status: 0 ok, 2 a malformed file or bad arguments.
 """
@@ -51,8 +53,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--variant",
         default=None,
-        help="GPU variant (default: dot, chapter 06's deterministic register kernel, whose centres do not "
-        "depend on the order of the GPU's additions; fixed, tiled, then fused, where it cannot take the shape)",
+        help="GPU variant (default: exact, the sequential code's arithmetic and order on the GPU: the same "
+        "answer as --cpu, bit for bit; tensor and dot are faster, deterministic, and round differently)",
     )
     return p
 
@@ -92,7 +94,7 @@ def _run(args: argparse.Namespace) -> int:
     else:
         from cudalab.labs.kmeans import gpu
 
-        variant = args.variant or next((v for v in ("dot", "fixed", "tiled") if not gpu.refusal(v, d, args.k)), "fused")
+        variant = args.variant or "exact"
         where = f"{variant} on {gpu_name()}"
         if variant not in gpu.VARIANTS:
             raise CudalabError(f"unknown variant {variant!r}; variants: {', '.join(gpu.VARIANTS)}")

@@ -519,7 +519,10 @@ def test_kmeans_launches_take_the_gpus_shared_memory():
     assert list(delta.labels) == ["variant", "stage", "shape", "block"], "the recorded table's column order"
     assign = next(g for g in lab if g.kernel == "find_nearest_cluster")
     assert assign.dynamic_shared_bytes == 4 * (32 * 32 + km_gpu.THREADS)
-    assert {g.labels["variant"] for g in h100} == {km_gpu.VARIANTS[v] for v in km_gpu.LADDER}
+    assert {g.labels["variant"] for g in h100} == {km_gpu.VARIANTS[v] for v in (*km_gpu.LADDER, "exact")}
+    exact = [g for g in h100 if g.labels["variant"] == km_gpu.VARIANTS["exact"]]
+    assert [g.kernel for g in exact] == ["assign_in_order", "compute_delta", "average_in_order"]
+    assert {g.labels["shape"] for g in exact} == {"any", "N = 65,536"}
 
 
 def test_distinct_launches_merge_one_build_listed_twice():

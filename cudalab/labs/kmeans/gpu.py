@@ -21,6 +21,10 @@ Variants, in lab 004's order:
                     centres read by broadcast from shared memory; fixed's sums, no block barrier
     tensor          ours: dot's pass with the scores on the tensor cores (TF32 split three ways,
                     about float32's precision), each lane's own coordinates added to fixed's sums
+    exact           ours, off the ladder: the sequential code's arithmetic, bit for bit (its
+                    distances without FMA, each cluster's sums added in object order), so that
+                    the GPU gives the sequential mode's very memberships and centres; slow where
+                    a cluster has millions of members (one thread's chain of adds per sum)
     cupy            the peer a CuPy user would write: a matrix multiply for the distances,
                     argmin, and a scatter-add for the sums
 """
@@ -55,6 +59,7 @@ VARIANTS = {
     "fixed": "ours: tiled, fixed-point sums",
     "dot": "ours: points in registers, fixed-point sums",
     "tensor": "ours: tensor-core scores, fixed-point sums",
+    "exact": "ours: the sequential code's arithmetic",
     "cupy": "CuPy, vectorized",
 }
 LADDER = ("host_update", "device_update", "shared_buffers", "fused", "tiled", "fixed", "dot", "tensor")
@@ -343,12 +348,19 @@ def stage_launches(
 def _stage_launches(
     variant: str, n: int, d: int, k: int, optin: int | None, tune: dict[str, int] | None = None
 ) -> dict[str, Launch]:
+    blocks = -(-n // THREADS)
+    reduce_threads = min(1024, 1 << max(0, (blocks - 1).bit_length()))
+    delta = _stage("delta", "km_00_assign.cu", "compute_delta", reduce_threads, 4 * reduce_threads)
+    if variant == "exact":
+        return {
+            "assign": _stage("assign", "km_08_sequential_order.cu", "assign_in_order", THREADS),
+            "delta": delta,
+            "average": _stage("update", "km_08_sequential_order.cu", "average_in_order", THREADS),
+        }
     if variant in CLASSIC:
-        blocks = -(-n // THREADS)
-        reduce_threads = min(1024, 1 << max(0, (blocks - 1).bit_length()))
         out = {
             "assign": _stage("assign", "km_00_assign.cu", "find_nearest_cluster", THREADS, 4 * (k * d + THREADS)),
-            "delta": _stage("delta", "km_00_assign.cu", "compute_delta", reduce_threads, 4 * reduce_threads),
+            "delta": delta,
         }
         if variant == "host_update":
             return out
@@ -402,7 +414,7 @@ def _stage_launches(
 
 
 def launches(configs: Iterable[tuple[int, int, int]], cc: str | None = None) -> list[Launch]:
-    """Every kernel launch of the ladder's variants at each (n, d, k) of ``configs`` that
+    """Every kernel launch of the ladder's variants and the exact one at each (n, d, k) of ``configs`` that
     ``refusal`` lets run, on a GPU of compute capability ``cc`` (the shared memory its blocks may
     opt in to decides the fused kernel's shape; default: the present GPU), labelled ``variant``
     (its label), ``stage``, ``shape`` (the N, or the D and K, that decide the launch; "any" where
@@ -410,7 +422,7 @@ def launches(configs: Iterable[tuple[int, int, int]], cc: str | None = None) -> 
     optin = sm_limits(cc).max_shared_per_block if cc is not None else None
     out = []
     for n, d, k in configs:
-        for variant in LADDER:
+        for variant in (*LADDER, "exact"):
             if refusal(variant, d, k, optin, cc=cc):
                 continue
             for role, spec in stage_launches(variant, n, d, k, optin).items():
@@ -418,7 +430,8 @@ def launches(configs: Iterable[tuple[int, int, int]], cc: str | None = None) -> 
                     f"N = {n:,}"
                     if role == "delta"
                     else "any"
-                    if spec.kernel in ("update_clusters_sum", "update_clusters_average")
+                    if spec.kernel
+                    in ("update_clusters_sum", "update_clusters_average", "assign_in_order", "average_in_order")
                     else f"D = {d}, K = {k}"
                 )
                 labels = {"variant": VARIANTS[variant], "stage": spec.labels["stage"], "shape": shape}
@@ -515,6 +528,8 @@ class Runner:
         build = (
             self._classic_stages
             if self.variant in CLASSIC
+            else self._exact_stages
+            if self.variant == "exact"
             else self._fused_stages
             if self.variant == "fused"
             else self._tiled_stages
@@ -523,24 +538,35 @@ class Runner:
         )
         self.stages: list[Stage] = build()
 
+    def _assign_and_delta(self, specs: dict[str, Launch]) -> list[Stage]:
+        """The assign stage (one thread per object; each block writes its count of changed
+        objects) and compute_delta over those counts: the classic code's, and the exact variant's."""
+        p = self.p
+        n, d, k = np.int32(p.n), np.int32(p.d), np.int32(p.k)
+        at, dt = specs["assign"].with_grid(self.blocks), specs["delta"].with_grid(1)
+        assign, delta = at.compiled(), dt.compiled()
+        return [
+            Stage(
+                "assign",
+                lambda: at(
+                    (p.xt, self.centres, self.membership, self.intermediates, n, d, k),
+                    kernel=assign,
+                    stream=self.stream,
+                ),
+            ),
+            Stage(
+                "delta",
+                lambda: dt((self.intermediates, np.int32(self.blocks), self.delta), kernel=delta, stream=self.stream),
+            ),
+        ]
+
     def _classic_stages(self) -> list[Stage]:
         """Lab 004 a-c: the classic assignment and compute_delta, then the centre update on the
         host (a), on the device (b), or on the device through shared buffers (c)."""
         p = self.p
         n, d, k = np.int32(p.n), np.int32(p.d), np.int32(p.k)
         specs = stage_launches(self.variant, p.n, p.d, p.k, file=self.file)
-        at, dt = specs["assign"].with_grid(self.blocks), specs["delta"].with_grid(1)
-        assign, delta = at.compiled(), dt.compiled()
-        assign_stage = Stage(
-            "assign",
-            lambda: at(
-                (p.xt, self.centres, self.membership, self.intermediates, n, d, k), kernel=assign, stream=self.stream
-            ),
-        )
-        delta_stage = Stage(
-            "delta",
-            lambda: dt((self.intermediates, np.int32(self.blocks), self.delta), kernel=delta, stream=self.stream),
-        )
+        assign_stage, delta_stage = self._assign_and_delta(specs)
         count = Stage("transfer", self._fetch_count, on_device=False)
         if self.variant == "host_update":
             return [
@@ -575,6 +601,34 @@ class Runner:
             avg((self.centres, self.sums, self.sizes, k, d), kernel=average, stream=self.stream)
 
         return [assign_stage, delta_stage, Stage("update", update), count]
+
+    def _exact_stages(self) -> list[Stage]:
+        """Ours, exact (km_08): the sequential code's distances, compute_delta, then each
+        cluster's sums in object order: the objects sorted by cluster (``cupy.argsort``, stable),
+        each cluster's run located by its size (CUB's histogram) and a cumulative sum, and one
+        thread per cluster and coordinate adding its run in order. The sort synchronizes with
+        the host (Thrust), which no hold may wait across: the update is timed as a host stage,
+        by the wall clock from an idle stream to the averages' end."""
+        cp = require_cupy()
+        p = self.p
+        n, d, k = np.int32(p.n), np.int32(p.d), np.int32(p.k)
+        specs = stage_launches("exact", p.n, p.d, p.k, file=self.file)
+        avg = specs["average"].with_grid(-(-p.k * p.d // specs["average"].threads))
+        average = avg.compiled()
+
+        def update():
+            with self.stream:
+                order = cp.argsort(self.membership)  # stable: object order within a cluster
+                sizes = cp.histogram(self.membership, bins=p.k, range=(0, p.k))[0].astype(cp.int32)
+                starts = (cp.cumsum(sizes) - sizes).astype(cp.int32)
+            avg((p.xt, order, starts, sizes, self.centres, n, d, k), kernel=average, stream=self.stream)
+            self.stream.synchronize()
+
+        return [
+            *self._assign_and_delta(specs),
+            Stage("update", update, on_device=False),
+            Stage("transfer", self._fetch_count, on_device=False),
+        ]
 
     def _fused_stages(self) -> list[Stage]:
         """Ours: the fused pass, then finalize (average, next constants, change count)."""
