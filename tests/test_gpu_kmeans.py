@@ -317,22 +317,9 @@ def test_the_chosen_kernel_is_the_fastest_correct_one_at_every_shape(gpu):
 
 
 def _image_features() -> dict[str, np.ndarray]:
-    """Real clustered data, as the classic codes' image-feature files hold it, from the photograph
-    matplotlib ships (Grace Hopper, 600 x 512 RGB): the colour moments of each 4 x 4 block (mean,
-    standard deviation and the cube root of the third moment of each channel: 19,200 x 9), and its
-    grey 4 x 4 blocks as textures (19,200 x 16)."""
-    import matplotlib.image as mpimg
-    from matplotlib import cbook
+    from cudalab.labs.kmeans import sample_data
 
-    with cbook.get_sample_data("grace_hopper.jpg") as f:
-        img = mpimg.imread(f, format="jpg").astype(np.float64) / 255.0
-    h, w = img.shape[0] // 4 * 4, img.shape[1] // 4 * 4
-    blocks = img[:h, :w].reshape(h // 4, 4, w // 4, 4, 3).swapaxes(1, 2).reshape(-1, 16, 3)
-    mean, std = blocks.mean(1), blocks.std(1)
-    skew = np.cbrt(((blocks - mean[:, None]) ** 3).mean(1))
-    colour = np.concatenate([mean, std, skew], 1).astype(np.float32)
-    texture = blocks.mean(2).astype(np.float32)
-    return {"colour": colour, "texture": texture}
+    return sample_data.image_features()
 
 
 def _same_bits(run: dict, classic) -> None:
@@ -395,3 +382,14 @@ def test_the_command_lines_gpu_mode_writes_the_sequential_modes_files_byte_for_b
             (prefix.parent / f"{mode}.{suffix}").read_bytes() for suffix in ("cluster_centres", "membership")
         ]
     assert outputs["gpu"] == outputs["cpu"]
+
+
+def test_the_chapters_real_data_table_finds_the_exact_variant_bit_for_bit(gpu):
+    from cudalab.labs.kmeans import chapter
+
+    table = chapter.real_data_agreement([2, 39], ["exact", "dot"]).set_index(["variant", "k"])
+    assert table["status"].eq("ok").all()
+    exact = table.loc["exact"]
+    assert exact["same_bits"].all() and exact["membership_agreement"].eq(1.0).all()
+    assert (exact["iterations"] == exact["classic_iterations"]).all()
+    assert set(table["d"]) == {9} and set(table["n"]) == {19200}

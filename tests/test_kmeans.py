@@ -368,3 +368,17 @@ def test_the_register_kernels_tunables_override_its_plan_and_are_refused_where_t
     )
     with pytest.raises(ValueError, match="dot variant's"):
         gpu.Runner(None, "fixed", tune={"ppt": 4})
+
+
+def test_the_image_features_are_real_varied_and_the_same_on_every_call():
+    from cudalab.labs.kmeans import sample_data
+
+    first, second = sample_data.image_features(), sample_data.image_features()
+    assert {name: x.shape for name, x in first.items()} == {"colour": (19200, 9), "texture": (19200, 16)}
+    for name, x in first.items():
+        assert x.dtype == np.float32 and np.isfinite(x).all()
+        assert np.array_equal(x, second[name])
+        # a photograph, not noise or a flat image: many distinct points, spread over every coordinate
+        assert len(np.unique(x, axis=0)) > 10000 and (x.std(axis=0) > 1e-3).all()
+    colour = first["colour"]
+    assert (colour[:, :3] >= 0).all() and (colour[:, :3] <= 1).all()  # the channel means, in [0, 1]
