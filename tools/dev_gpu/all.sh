@@ -2,7 +2,7 @@
 # Every dev_gpu check in one GPU call (a lease allows 600 s a command): installs the offline
 # wheelhouse, then runs each topic under its own time limit, so that one slow topic never costs
 # the others. What each writes lands under "$OUT/<topic>/"; the console of each under "$OUT/logs/".
-#   OUT=/tmp/out tools/dev_gpu/all.sh [topic ...]   (topics: fair_timing fw matmul kmeans gpu_tests; also kmeans_dot)
+#   OUT=/tmp/out tools/dev_gpu/all.sh [topic ...]   (topics: fair_timing fw matmul kmeans gpu_tests; also kmeans_dot, kmeans_real_data)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-build/dev_gpu}
@@ -13,7 +13,7 @@ python3 -m pip install -q --upgrade --no-index --no-compile --find-links wheelho
 export PYTHONPATH=/tmp/site:$PWD JUPYTER_PATH=/tmp/site/share/jupyter PYTHON=python3 PY=python3 OUT
 topics=("$@")
 [ ${#topics[@]} -gt 0 ] || topics=(fair_timing matmul kmeans gpu_tests)
-declare -A limit=([fair_timing]=100 [matmul]=110 [kmeans]=110 [kmeans_dot]=100 [dask]=120 [gpu_tests]=${GPU_TESTS_S:-300})
+declare -A limit=([fair_timing]=100 [matmul]=110 [kmeans]=110 [kmeans_dot]=100 [kmeans_real_data]=420 [dask]=120 [gpu_tests]=${GPU_TESTS_S:-300})
 for t in "${topics[@]}"; do
   start=$(date +%s)
   if [ "$t" = gpu_tests ]; then
