@@ -42,8 +42,9 @@ SHOWN = 6  # changed files a sentence names; the rest are counted
 # are still followed (the chapter handle reaches the timing code), they themselves never stale a
 # recording. Without this, a figure's colour or a banner's wording would call every recording stale.
 # core/provenance.py records who measured (the GPU's name and UUID, versions, the commit): a new
-# field there does not change a measured number.
-PRESENTING = ("chapter/", "report/", "explore/", "core/plots.py", "core/provenance.py")
+# field there does not change a measured number. core/files.py writes a file whole under a
+# temporary name and renames it (its bytes are the caller's): how it writes decides no number.
+PRESENTING = ("chapter/", "report/", "explore/", "core/plots.py", "core/provenance.py", "core/files.py")
 NO_FINGERPRINTS = "recorded before source fingerprints were kept; cannot tell what changed"
 
 
