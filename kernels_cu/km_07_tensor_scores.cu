@@ -20,8 +20,13 @@
 //      pick the other centre (the chapter's agreement table counts them).
 //   3. Nearest: each lane holds, per object, the scores of the centres 8 n + 2 t and 8 n + 2 t + 1
 //      of every column tile n; its best in index order (strict <), then the best of the quad's
-//      four lanes by shuffles, the lower index winning a tie: ties go to the lowest index, as in
-//      the classic code. Centres past K (the last tile's pad) score +inf and never win.
+//      four lanes, the lower index winning a tie: ties go to the lowest index, as in the classic
+//      code. Centres past K (the last tile's pad) score +inf and never win. The quad's exchange
+//      halves the objects each round (lane t keeps two objects against lane t ^ 2, then object t
+//      against lane t ^ 1): 6 shuffles where a butterfly per object took 16, then 4 more hand
+//      each lane all four nearest centres for its sums. The minimum of (score, index) pairs is
+//      the same in any order: the same bits as the butterfly (measured on an H100, N = 4 Mi,
+//      D = K = 32: about 2% less time in each of three runs).
 //   4. Sums in 64-bit fixed point, as kmeans_dot's (x * SCALE rounded, SCALE = 2^s from the host;
 //      integer sums: any order gives the same bits, the bits of kmeans_fixed). Lane (g, t) adds
 //      its own coordinates of its four objects, straight from the A registers, to the block's
@@ -53,6 +58,12 @@
 //      launch, about 5 us of a 0.25 ms iteration, was mostly one block's chain of memory
 //      latencies, so fixed_update reads each thread's sums at once and sums the norms from
 //      shared memory.
+//   9. (K > 32) a step's mma go term by term (x_lo c_hi over all 2 x KT accumulators, then
+//      x_hi c_lo, then x_hi c_hi), so 2 x KT independent mma separate two on one accumulator; up
+//      to K = 32 a tile's three go back to back. Each accumulator adds the same terms in the same
+//      order either way: the same bits. Measured on an H100 at N = 4 Mi, D = 32: at K = 64,
+//      0.387 ms against 0.421; at K = 32 the term order was 3-5% slower (fewer accumulators,
+//      and the three fragments of each tile live longer).
 // Compile-time constants: K (<= 64: 2 x ceil(K / 8) x 4 scores per lane in registers), D (<= 32:
 // D floats per lane in registers), THREADS (a multiple of 32), COPIES (1 or 8), MIN_WARPS (warps
 // per SM the compiler must leave registers for). Tensor-core TF32 needs compute
@@ -86,6 +97,8 @@
 #ifndef MIN_WARPS
 #define MIN_WARPS WARPS
 #endif
+// (K > 32) the three products of a step go term by term over all 2 x KT accumulators (item 9)
+#define TERM_ORDER (KT > 4)
 #define SP (COPIES == 1 ? D + 1 : 32)                 // words between two clusters' sums
 #define CS (COPIES == 1 ? K * SP : K * SP + 4)        // words between two copies of the sums
 
@@ -124,6 +137,14 @@ __device__ __forceinline__ void mma(float (&c)[4], const unsigned (&a)[4], unsig
 #endif
 }
 
+
+// (score, index) before (best, best_index): a lower score, or the same score and a lower index.
+// A total order on the lanes' candidates (their scores are never NaN: a NaN never wins the
+// strict < that picks them), so any order of the quad's comparisons gives the same nearest.
+__device__ __forceinline__ bool nearer(float score, int index, float best, int best_index)
+{
+    return score < best || (score == best && index < best_index);
+}
 
 // A step of 32 objects: whole (no bound checks) or the data's last; read as float4 or not; its
 // sums by split_add or by fixed_add. One instantiation per case, chosen once per launch.
@@ -225,6 +246,23 @@ extern "C" __global__ void __launch_bounds__(THREADS, (MIN_WARPS + WARPS - 1) / 
                     lo[m][e] = tf32(a[e] - __uint_as_float(hi[m][e]));
                 }
             }
+#if TERM_ORDER
+            uint4 b[KT];
+#pragma unroll
+            for (int nt = 0; nt < KT; nt++) b[nt] = s_b[(nt * KS + s) * 32 + lane];
+#pragma unroll
+            for (int nt = 0; nt < KT; nt++)
+#pragma unroll
+                for (int m = 0; m < 2; m++) mma(acc[m][nt], lo[m], b[nt].x, b[nt].y);
+#pragma unroll
+            for (int nt = 0; nt < KT; nt++)
+#pragma unroll
+                for (int m = 0; m < 2; m++) mma(acc[m][nt], hi[m], b[nt].z, b[nt].w);
+#pragma unroll
+            for (int nt = 0; nt < KT; nt++)
+#pragma unroll
+                for (int m = 0; m < 2; m++) mma(acc[m][nt], hi[m], b[nt].x, b[nt].y);
+#else
 #pragma unroll
             for (int nt = 0; nt < KT; nt++) {
                 uint4 b = s_b[(nt * KS + s) * 32 + lane];
@@ -235,39 +273,54 @@ extern "C" __global__ void __launch_bounds__(THREADS, (MIN_WARPS + WARPS - 1) / 
                     mma(acc[m][nt], hi[m], b.x, b.y);
                 }
             }
+#endif
         }
 
-        // Nearest of object o (tile o / 2, row half o % 2): this lane's centres in index order,
-        // then the quad's four lanes, the lower index winning a tie.
+        // Nearest of object o (tile o / 2, row half o % 2): first this lane's centres in index
+        // order, then the quad's four lanes, the lower index winning a tie (item 3).
+        float best[4];
+        int index[4];
 #pragma unroll
         for (int o = 0; o < 4; o++) {
-            float best = __int_as_float(0x7f800000);
-            int index = 0;
+            best[o] = __int_as_float(0x7f800000);
+            index[o] = 0;
 #pragma unroll
             for (int nt = 0; nt < KT; nt++)
 #pragma unroll
                 for (int e = 0; e < 2; e++) {
                     float score = acc[o / 2][nt][2 * (o % 2) + e];
-                    if (score < best) {
-                        best = score;
-                        index = 8 * nt + 2 * t + e;
+                    if (score < best[o]) {
+                        best[o] = score;
+                        index[o] = 8 * nt + 2 * t + e;
                     }
                 }
-#pragma unroll
-            for (int offset = 1; offset < 4; offset *= 2) {
-                float other = __shfl_xor_sync(0xffffffffu, best, offset);
-                int other_index = __shfl_xor_sync(0xffffffffu, index, offset);
-                if (other < best || (other == best && other_index < index)) {
-                    best = other;
-                    index = other_index;
-                }
-            }
-            nearest[o] = index;
         }
-        // Lane t of the quad writes object first + t: the warp's 32 results, coalesced.
-        int mine = nearest[0];
+        // Across the quad, halving the objects each round: with lane t ^ 2, lane t keeps objects
+        // (t & 2) and (t & 2) + 1 and hands over the other two; with lane t ^ 1 it keeps object t.
+        // Lane t then holds object t's nearest, the one it writes.
+        bool upper = t & 2, odd = t & 1;
+        float kept[2];
+        int kept_index[2];
 #pragma unroll
-        for (int o = 1; o < 4; o++) mine = t == o ? nearest[o] : mine;
+        for (int i = 0; i < 2; i++) {
+            kept[i] = upper ? best[2 + i] : best[i];
+            kept_index[i] = upper ? index[2 + i] : index[i];
+            float other = __shfl_xor_sync(0xffffffffu, upper ? best[i] : best[2 + i], 2);
+            int other_index = __shfl_xor_sync(0xffffffffu, upper ? index[i] : index[2 + i], 2);
+            if (nearer(other, other_index, kept[i], kept_index[i])) {
+                kept[i] = other;
+                kept_index[i] = other_index;
+            }
+        }
+        float other = __shfl_xor_sync(0xffffffffu, odd ? kept[0] : kept[1], 1);
+        int other_index = __shfl_xor_sync(0xffffffffu, odd ? kept_index[0] : kept_index[1], 1);
+        int mine = nearer(other, other_index, odd ? kept[1] : kept[0], odd ? kept_index[1] : kept_index[0])
+                       ? other_index
+                       : (odd ? kept_index[1] : kept_index[0]);
+        // Every lane of the quad adds all four objects' coordinates: each object's nearest from its lane.
+#pragma unroll
+        for (int o = 0; o < 4; o++) nearest[o] = __shfl_sync(0xffffffffu, mine, o, 4);
+        // Lane t of the quad writes object first + t: the warp's 32 results, coalesced.
         if (WHOLE || first + t < n) {
             moved += old != mine;
             membership[first + t] = mine;

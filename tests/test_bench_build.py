@@ -35,3 +35,14 @@ def test_slowest_cells_ranks_every_notebooks_cells_by_duration(tmp_path):
         (20.9, "04_blocking_factor", 1, "# cell 1"),
         (1.5, "04_blocking_factor", 0, "# cell 0"),
     ]
+
+
+def test_chapter_seconds_reads_each_chapters_time_from_the_builds_summary(tmp_path):
+    import json
+
+    summary = {"chapters": {"00_gpu_capabilities": {"seconds": 26.04}, "06_kmeans_device_update": {"seconds": 59.12}}}
+    (tmp_path / "build.json").write_text(json.dumps(summary))
+    assert _bench().chapter_seconds(tmp_path) == {"00_gpu_capabilities": 26.0, "06_kmeans_device_update": 59.1}
+    (tmp_path / "build.json").write_text("{not json")
+    assert _bench().chapter_seconds(tmp_path) == {}
+    assert _bench().chapter_seconds(tmp_path / "missing") == {}

@@ -263,6 +263,23 @@ def test_the_tensor_core_kernel_gives_the_same_bits_every_run_and_nearly_the_fix
         assert np.array_equal(c1[same_points].view(np.int32), c3[same_points].view(np.int32))
 
 
+@pytest.mark.parametrize("k", [8, 32, 64])
+def test_the_tensor_core_kernel_breaks_every_tie_to_the_lowest_index(gpu, k):
+    """Centre j repeats centre j % 5 (K of them, so the copies sit in every lane and column tile
+    of a quad's exchange): each copy scores exactly as its original, and the original, the lower
+    index, must win every such tie. Checked against the classic code's choice among the five."""
+    if gpu.refusal("tensor", 16, k):
+        pytest.skip(gpu.refusal("tensor", 16, k))
+    points = reference.blobs(12345, 16, 5, seed=k)
+    points[5:k] = points[np.arange(5, k) % 5]  # the initial centres are the first K points
+    runner = gpu.Runner(gpu.Problem(points, k), "tensor")
+    runner.step()
+    _, membership = runner.result()
+    expected, gap = reference.assign64(points, points[:5].astype(np.float64))
+    assert membership.max() < 5
+    assert ((membership == expected) | (gap <= reference.TIE_RTOL)).all()
+
+
 def test_the_tensor_core_kernel_agrees_with_the_sequential_code_over_a_whole_run(gpu):
     from cudalab.labs.kmeans import chapter
 

@@ -49,6 +49,16 @@ def _build(args: list[str], env: dict[str, str]) -> tuple[float, int, str]:
     return time.perf_counter() - t0, proc.returncode, "\n".join(proc.stderr.strip().splitlines()[-4:])
 
 
+def chapter_seconds(out: Path) -> dict[str, float]:
+    """Each chapter's seconds in the build written to ``out`` (its build.json), so that a build
+    that misses its goal says which chapter took the time; {} where the build wrote none."""
+    try:
+        chapters = json.loads((out / "build.json").read_text())["chapters"]
+    except (OSError, ValueError, KeyError):
+        return {}
+    return {name: round(float(c.get("seconds", 0.0)), 1) for name, c in chapters.items()}
+
+
 def machine() -> dict[str, object]:
     """The machine the builds ran on, derived: the GPU's name where one is present, else the CPU count."""
     name = gpu.gpu_name() if gpu.gpu_available() else None
@@ -86,7 +96,12 @@ def run(
                 print(f"{label}: building profile {profile} (measuring) ...", file=sys.stderr, flush=True)
                 extra = ["--record"] if record_results and label == "cold" else []
                 seconds, rc, tail = _build(["--gpu", profile, "--format", formats, "--out", str(out), *extra], env_cold)
-                times[label] = {"seconds": round(seconds, 1), "exit_status": rc, "log_tail": tail}
+                times[label] = {
+                    "seconds": round(seconds, 1),
+                    "exit_status": rc,
+                    "log_tail": tail,
+                    "chapter_seconds": chapter_seconds(out),
+                }
                 print(f"{label}: {seconds:.1f} s (exit status {rc})", file=sys.stderr, flush=True)
         if not skip_replay:
             print(f"replay: building profile {profile} from results/ ...", file=sys.stderr, flush=True)
@@ -94,7 +109,12 @@ def run(
                 ["--gpu", profile, "--replay", "--format", formats, "--out", str(work / "replayed")],
                 {**env, "CUDALAB_CACHE_DIR": str(replay_cache)},
             )
-            times["replay"] = {"seconds": round(seconds, 1), "exit_status": rc, "log_tail": tail}
+            times["replay"] = {
+                "seconds": round(seconds, 1),
+                "exit_status": rc,
+                "log_tail": tail,
+                "chapter_seconds": chapter_seconds(work / "replayed"),
+            }
     finally:
         if keep is not None and (work / "measured").is_dir():  # the executed notebooks: each cell's duration
             shutil.copytree(work / "measured", keep / "measured", dirs_exist_ok=True)
@@ -172,6 +192,10 @@ def main(argv: list[str] | None = None) -> int:
             else (f"FAILED (exit {t['exit_status']}): {t['log_tail']}" if t["exit_status"] else "misses the goal")
         )
         print(f"{label:<8} {t['seconds']:>8.1f} {t['goal_s']:>6.0f}  {verdict}")
+        if t.get("chapter_seconds"):
+            spent = sum(t["chapter_seconds"].values())
+            parts = ", ".join(f"{name[:2]} {sec:.0f}" for name, sec in t["chapter_seconds"].items())
+            print(f"{'':<8} chapters {spent:.0f} s ({parts}); the rest {t['seconds'] - spent:.0f} s")
     if args.keep is not None and (args.keep / "measured").is_dir():
         print(f"\nslowest cells of the measured builds (kept in {args.keep / 'measured'}):")
         for seconds, notebook, index, first in slowest_cells(args.keep / "measured"):

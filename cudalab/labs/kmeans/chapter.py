@@ -50,6 +50,7 @@ SHORT_NAMES = {
     "max_centre_difference": "max centre difference",
     "same_bits_twice": "same bits twice",
     "same_bits": "same bits",
+    "classic_iterations": "sequential iterations",
 }
 FLOAT32 = 4
 
@@ -379,11 +380,26 @@ def chosen(per_it: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _against_classic(run: dict[str, Any], classic: Any) -> dict[str, Any]:
+    """How one GPU run to convergence compares with the classic sequential code's run from the
+    same initial centres: the share of points in the same cluster, the largest centre difference
+    (absolute, in the data's units), both iteration counts, and whether the centres are the
+    sequential code's bits."""
+    return {
+        "membership_agreement": float((run["membership"] == classic.membership).mean()),
+        "max_centre_difference": float(np.abs(run["centres"] - classic.centres).max()),
+        "iterations": run["iterations"],
+        "classic_iterations": classic.iterations,
+        "same_bits": bool(np.array_equal(run["centres"].view(np.int32), classic.centres.view(np.int32))),
+    }
+
+
 def agreement(n: int, d: int, k: int, seed: int, variants: Iterable[str]) -> pd.DataFrame:
     """Each of ``variants`` run to convergence on seeded blobs, twice, against the classic
-    sequential code from the same initial centres: the fraction of points in the same cluster,
-    the largest centre difference (absolute, in the data's units), both iteration counts, and
-    whether the two GPU runs gave the same memberships and centres bit for bit."""
+    sequential code from the same initial centres (``_against_classic``: the share of points in
+    the same cluster, the largest centre difference, both iteration counts, whether the centres
+    are the sequential code's bits), and whether the two GPU runs gave the same memberships and
+    centres bit for bit."""
     from cudalab.core.launch import refusal_types
     from cudalab.labs.kmeans import gpu
 
@@ -401,10 +417,7 @@ def agreement(n: int, d: int, k: int, seed: int, variants: Iterable[str]) -> pd.
         rows.append(
             {
                 **base,
-                "membership_agreement": float((first["membership"] == classic.membership).mean()),
-                "max_centre_difference": float(np.abs(first["centres"] - classic.centres).max()),
-                "iterations": first["iterations"],
-                "classic_iterations": classic.iterations,
+                **_against_classic(first, classic),
                 "same_bits_twice": bool(
                     np.array_equal(first["membership"], second["membership"])
                     and np.array_equal(first["centres"].view(np.int32), second["centres"].view(np.int32))
@@ -419,9 +432,8 @@ def agreement(n: int, d: int, k: int, seed: int, variants: Iterable[str]) -> pd.
 def real_data_agreement(ks: Iterable[int], variants: Iterable[str], data: str = "colour") -> pd.DataFrame:
     """Each of ``variants`` run to convergence on real clustered data (``sample_data``'s image
     features: ``data`` is colour or texture) at every K of ``ks``, against the classic sequential
-    code from the same initial centres (the first K points): the fraction of points in the same
-    cluster, the largest centre difference, both iteration counts, and whether the centres are the
-    sequential code's bits. The sequential runs go on a thread each (the C code releases the GIL)."""
+    code from the same initial centres (the first K points), as ``_against_classic`` compares
+    them. The sequential runs go on a thread each (the C code releases the GIL)."""
     import os
     from concurrent.futures import ThreadPoolExecutor
 
@@ -441,16 +453,5 @@ def real_data_agreement(ks: Iterable[int], variants: Iterable[str], data: str = 
         except refusal_types() as exc:
             rows.append({**base, **_skipped(exc)})
             continue
-        rows.append(
-            {
-                **base,
-                "membership_agreement": float((run["membership"] == classic[k].membership).mean()),
-                "max_centre_difference": float(np.abs(run["centres"] - classic[k].centres).max()),
-                "iterations": run["iterations"],
-                "classic_iterations": classic[k].iterations,
-                "same_bits": bool(np.array_equal(run["centres"].view(np.int32), classic[k].centres.view(np.int32))),
-                "status": "ok",
-                "reason": "",
-            }
-        )
+        rows.append({**base, **_against_classic(run, classic[k]), "status": "ok", "reason": ""})
     return pd.DataFrame(rows)
