@@ -40,7 +40,13 @@ def test_slowest_cells_ranks_every_notebooks_cells_by_duration(tmp_path):
 def test_chapter_seconds_reads_each_chapters_time_from_the_builds_summary(tmp_path):
     import json
 
-    summary = {"chapters": {"00_gpu_capabilities": {"seconds": 26.04}, "06_kmeans_device_update": {"seconds": 59.12}}}
+    summary = {
+        "chapters": {
+            "00_gpu_capabilities": {"seconds": 26.04, "reused": False},
+            "04_blocking_factor": {"seconds": 75.0, "reused": True},  # kept from an earlier build: not this one's time
+            "06_kmeans_device_update": {"seconds": 59.12},
+        }
+    }
     (tmp_path / "build.json").write_text(json.dumps(summary))
     assert _bench().chapter_seconds(tmp_path) == {"00_gpu_capabilities": 26.0, "06_kmeans_device_update": 59.1}
     (tmp_path / "build.json").write_text("{not json")

@@ -51,12 +51,13 @@ def _build(args: list[str], env: dict[str, str]) -> tuple[float, int, str]:
 
 def chapter_seconds(out: Path) -> dict[str, float]:
     """Each chapter's seconds in the build written to ``out`` (its build.json), so that a build
-    that misses its goal says which chapter took the time; {} where the build wrote none."""
+    that misses its goal says which chapter took the time: the chapters it ran, not those it kept
+    from an earlier build (their seconds are that build's); {} where the build wrote none."""
     try:
         chapters = json.loads((out / "build.json").read_text())["chapters"]
     except (OSError, ValueError, KeyError):
         return {}
-    return {name: round(float(c.get("seconds", 0.0)), 1) for name, c in chapters.items()}
+    return {name: round(float(c.get("seconds", 0.0)), 1) for name, c in chapters.items() if not c.get("reused")}
 
 
 def machine() -> dict[str, object]:
