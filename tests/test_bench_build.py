@@ -52,3 +52,34 @@ def test_chapter_seconds_reads_each_chapters_time_from_the_builds_summary(tmp_pa
     (tmp_path / "build.json").write_text("{not json")
     assert _bench().chapter_seconds(tmp_path) == {}
     assert _bench().chapter_seconds(tmp_path / "missing") == {}
+
+
+def test_benchmarks_say_where_a_recorded_builds_time_went(tmp_path):
+    import json
+
+    from cudalab.report.benchmarks import build_times
+
+    record = {
+        "profile": "h100",
+        "machine": {"gpu_name": "NVIDIA H100 80GB HBM3", "cpu_count": 16},
+        "date_utc": "2026-11-26T14:54:43Z",
+        "git_commit": "3c87110cdc7f",
+        "builds": {
+            "cold": {
+                "seconds": 282.1,
+                "goal_s": 300.0,
+                "meets_goal": True,
+                "chapter_seconds": {"00_gpu_capabilities": 25.0, "04_blocking_factor": 77.0},
+            },
+            "cached": {"seconds": 8.4, "goal_s": 30.0, "meets_goal": True, "chapter_seconds": {}},
+        },
+    }
+    (tmp_path / "build_times").mkdir()
+    (tmp_path / "build_times" / "gpu-h100.json").write_text(json.dumps(record))
+    text = "\n".join(build_times(tmp_path))
+    assert "| `h100` | NVIDIA H100 80GB HBM3, 16 CPU cores | 2026-11-26T14:54:43Z | `3c87110cdc` | cold | 282 |" in text
+    assert "chapters 00 25 s, 04 77 s; the rest (start-up, the report) 180 s." in text
+    assert text.count("build on") == 1  # the cached build ran no chapter: no line for it
+    del record["builds"]["cold"]["chapter_seconds"]  # a recording from before bench_build kept them
+    (tmp_path / "build_times" / "gpu-h100.json").write_text(json.dumps(record))
+    assert "Where the time went" not in "\n".join(build_times(tmp_path))

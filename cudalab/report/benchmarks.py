@@ -226,4 +226,24 @@ def build_times(results: Path = RESULTS_DIR) -> list[str]:
                 f"| `{r['profile']}` | {where} | {r['date_utc']} | `{str(r['git_commit'])[:10]}` | {label} | "
                 f"{t['seconds']:.0f} | {t['goal_s']:.0f} | {'yes' if t['meets_goal'] else 'no'} |"
             )
-    return out + [""]
+    spent = _where_the_time_went(files)
+    return out + ([""] + spent if spent else []) + [""]
+
+
+def _where_the_time_went(files: list[Path]) -> list[str]:
+    """One line per build that recorded its chapters' seconds (``bench_build``'s ``chapter_seconds``):
+    which chapters a build's time went to, and what the rest (start-up, the report) took."""
+    lines = []
+    for path in files:
+        r = json.loads(path.read_text())
+        for label, t in r["builds"].items():
+            chapters = t.get("chapter_seconds") or {}
+            if not chapters:
+                continue
+            parts = ", ".join(f"{name.split('_')[0]} {sec:.0f} s" for name, sec in chapters.items())
+            rest = t["seconds"] - sum(chapters.values())
+            lines.append(
+                f"- `{r['profile']}` {label} build on {r['machine']['gpu_name']}: chapters {parts}; "
+                f"the rest (start-up, the report) {rest:.0f} s."
+            )
+    return ["Where the time went:", ""] + lines if lines else []
