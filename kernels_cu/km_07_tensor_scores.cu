@@ -25,8 +25,7 @@
 //      halves the objects each round (lane t keeps two objects against lane t ^ 2, then object t
 //      against lane t ^ 1): 6 shuffles where a butterfly per object took 16, then 4 more hand
 //      each lane all four nearest centres for its sums. The minimum of (score, index) pairs is
-//      the same in any order: the same bits as the butterfly (measured on an H100, N = 4 Mi,
-//      D = K = 32: about 2% less time in each of three runs).
+//      the same in any order: the same bits as the butterfly, in less time (docs/tuning-log.md).
 //   4. Sums in 64-bit fixed point, as kmeans_dot's (x * SCALE rounded, SCALE = 2^s from the host;
 //      integer sums: any order gives the same bits, the bits of kmeans_fixed). Lane (g, t) adds
 //      its own coordinates of its four objects, straight from the A registers, to the block's
@@ -55,20 +54,16 @@
 //   8. No finalize launch: the last block to finish (a counter of finished blocks, each block's
 //      atomics made visible first by __threadfence) turns the sums into the next centres and
 //      table itself (fixed_update, fixed_point_update.cuh: km_05's finalize, the same bits). That
-//      launch, about 5 us of a 0.25 ms iteration, was mostly one block's chain of memory
-//      latencies, so fixed_update reads each thread's sums at once and sums the norms from
-//      shared memory.
+//      launch was mostly one block's chain of memory latencies, so fixed_update reads each
+//      thread's sums at once and sums the norms from shared memory.
 //   9. (K > 32) a step's mma go term by term (x_lo c_hi over all 2 x KT accumulators, then
 //      x_hi c_lo, then x_hi c_hi), so 2 x KT independent mma separate two on one accumulator; up
 //      to K = 32 a tile's three go back to back. Each accumulator adds the same terms in the same
-//      order either way: the same bits. Measured on an H100 at N = 4 Mi, D = 32: at K = 64,
-//      0.387 ms against 0.421; at K = 32 the term order was 3-5% slower (fewer accumulators,
-//      and the three fragments of each tile live longer).
+//      order either way: the same bits. Faster at K = 64, slower at K = 32, where there are fewer
+//      accumulators and the three fragments of each tile live longer (docs/tuning-log.md).
 //  10. A membership is written only where it changed: once most points have settled, the pass
-//      writes a few of the N memberships instead of all (16 MiB a pass at N = 4 Mi). Measured on
-//      an H100 at N = 4 Mi, D = 32, median of six interleaved rounds: 0.2299 ms against 0.2345
-//      at K = 32, 0.1979 against 0.2057 at K = 8 (an L2::256B prefetch size on the points'
-//      loads, tried beside it, cost 5%).
+//      writes a few of the N memberships instead of all (16 MiB a pass at N = 4 Mi): less time
+//      at K = 8 and K = 32 (docs/tuning-log.md).
 // Compile-time constants: K (<= 64: 2 x ceil(K / 8) x 4 scores per lane in registers), D (<= 32:
 // D floats per lane in registers), THREADS (a multiple of 32), COPIES (1 or 8), MIN_WARPS (warps
 // per SM the compiler must leave registers for). Tensor-core TF32 needs compute

@@ -220,3 +220,40 @@ def test_source_fingerprint_covers_the_kernel_headers(monkeypatch, tmp_path):
     before = provenance.source_fingerprint(None, {})["kernels"]
     _edit(folder / "add_min.cuh", (folder / "add_min.cuh").read_text() + "// edited\n")
     assert provenance.source_fingerprint(None, {})["kernels"] != before
+
+
+# ---- code two kernels share is written once; a kernel's comments carry no measured result
+
+
+def test_the_tiled_and_fixed_point_passes_share_their_shape_and_staging_through_one_header():
+    header = KERNELS_DIR / "km_tile_staging.cuh"
+    for name in ("km_04_tiled.cu", "km_05_fixed_point.cu"):
+        assert header.resolve() in kernels.included_headers(name), name
+    sources = sorted([*KERNELS_DIR.glob("*.cu"), *KERNELS_DIR.glob("*.cuh")])
+    for definition in (r"\bvoid\s+stage_tile\s*\(", r"#\s*define\s+PITCH\b", r"#\s*define\s+OWNED\b"):
+        defining = [p.name for p in sources if re.search(definition, _code(p))]
+        assert defining == ["km_tile_staging.cuh"], (definition, defining)
+
+
+# A number with a unit of time or rate: what a measurement says, not what a design says (a bare
+# "s" is left out: kernel comments index by s, "8 s + t").
+MEASURED = re.compile(
+    r"\d(?:[\d,]*\.\d+|[\d,]*)\s*(?:ms|us|µs|ns|seconds?|GB/s|TB/s|MB/s|GFLOP/s|TFLOP/s|GFLOPS|TFLOPS)(?![\w/])"
+)
+
+
+def test_no_kernel_comment_states_a_measured_time_or_rate():
+    """Handouts list the kernels in full: a header that logs a measurement ("0.387 ms against
+    0.421") would hand the student the answer. Measurements live in docs/tuning-log.md."""
+    found = []
+    for path in sorted([*KERNELS_DIR.glob("*.cu"), *KERNELS_DIR.glob("*.cuh")]):
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            comment = line.split("//", 1)[1] if "//" in line else ""
+            found += [f"{path.name}:{number}: {m.group(0)}" for m in MEASURED.finditer(comment)]
+    assert not found, found
+
+
+def test_the_measured_pattern_finds_what_a_log_would_say():
+    said = "0.387 ms against 0.421; 5 us of a 0.25 ms iteration; 3,350 GB/s; 50.7 TFLOP/s; 2 seconds"
+    assert len(MEASURED.findall(said)) == 6
+    assert not MEASURED.findall("8 x 8 cells, 16 MiB a pass, K = 32, sm_90, 2 x KT, 4 warps/SM")
