@@ -36,7 +36,7 @@ report: venv
 	$(PY) build_report.py --gpu $(PROFILE)
 
 # The linter and the formatter first (seconds): the tree must pass both, as CI checks.
-LINTED := cudalab tools tests build_report.py
+LINTED := cudalab tools tests notebooks build_report.py
 
 lint: venv
 	$(VENV)/bin/ruff check $(LINTED)

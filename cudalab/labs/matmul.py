@@ -39,10 +39,11 @@ from cudalab.core.errors import KernelCompileError, MeasurementError
 from cudalab.core.gpu import attributes, gpu_available, require_cupy
 from cudalab.core.kernels import load_kernel
 from cudalab.core.launch import Dim3, Launch, allow_shared_memory, refusal_types, require_memory
-from cudalab.core.occupancy import present_sm, resident_blocks  # noqa: F401  (the chapter shows occupancy)
+from cudalab.core.occupancy import present_sm, resident_blocks
 from cudalab.core.rates import gflop_per_s
 from cudalab.core.sweep import run_sweep
 from cudalab.core.timing import back_to_back, summarize, time_gpu
+from cudalab.labs.points import PointRecipe, require_used, seed_of, with_occupancy
 
 FLOAT32 = 4
 TOLERANCE_FACTOR = 8.0
@@ -487,6 +488,34 @@ def intensity(kernel: MatmulKernel) -> dict[str, float]:
     return {"fma_per_shared_float": tm * tn / (tm + tn), "fma_per_global_float": bm * bn / (bm + bn)}
 
 
+def reuse_table(ladder: pd.DataFrame, kernels: Sequence[MatmulKernel], occupancy: bool = True) -> pd.DataFrame:
+    """The ladder's kernels that ran, one row each: the reuse their design gives (``intensity``),
+    their registers, threads and shared memory, their GFLOP/s, and, with ``occupancy``, the
+    blocks per SM that those resources allow on the present GPU (``resident_blocks``). ``ladder``
+    is the ladder table's correct rows; ``kernels`` the configurations it ran, found by label."""
+    by_label = {k.label: k for k in kernels}
+    rows = [
+        {
+            "kernel": r["kernel"],
+            **intensity(by_label[r["kernel"]]),
+            "registers_per_thread": r["registers_per_thread"],
+            "threads": r["threads"],
+            "shared_bytes": r["shared_bytes"],
+            "gflop_per_s": r["gflop_per_s"],
+        }
+        for _, r in ladder.iterrows()
+    ]
+    out = pd.DataFrame(rows)
+    if occupancy:
+        sm = present_sm()
+        blocks = [
+            resident_blocks(int(r.threads), int(r.registers_per_thread), int(r.shared_bytes), sm)
+            for r in out.itertuples()
+        ]
+        out = pd.concat([out, pd.DataFrame(blocks)], axis=1)
+    return out
+
+
 # ------------------------------------------------------------------------------- measuring
 
 
@@ -801,3 +830,35 @@ def plot_footprint(block_edge: int, foot: int, ax=None, title: str = ""):
     )
     ax.grid(False)
     return ax
+
+
+# ------------------------------------------------------------------------------- the explorer's point
+
+
+def _footprint_point(
+    point: dict[str, Any], kernel_file: str | os.PathLike | None = None, params: dict[str, Any] | None = None
+) -> pd.DataFrame:
+    """Lab 002's footprint kernel at one block, footprint and n, through ``sweep`` (cuBLAS timed in
+    the same run, in its columns), with its launch's occupancy."""
+
+    n, b, foot = point["n"], point["block_x"], point["footprint"]
+    kernel = footprint(b, foot).from_copy(kernel_file)
+    require_used(kernel_file, [kernel.launch()], "lab 002's footprint kernel")
+    if not refusal(kernel, present_limits()):
+        kernel.compile()  # a copy that does not compile says where, here (the sweep would only mark it failed)
+    frame = sweep([kernel], [n], seed=seed_of(params or {}), desc="footprint point")
+    rows = frame[~frame["kernel"].eq(CUBLAS)].reset_index(drop=True)  # cuBLAS: in its columns, same run
+    return with_occupancy(rows, kernel.launch(n))
+
+
+# Chapter 05's recipe for the explorer.
+FOOTPRINT_POINT = PointRecipe(
+    "05_matmul_footprint",
+    "footprint_sweep",
+    {"n": int, "block_x": int, "footprint": int},
+    {"n": 1024, "block_x": 8, "footprint": 40},
+    "mm_02_footprint.cu",
+    {},
+    _footprint_point,
+    "lab 002's footprint kernel: block_x x block_x threads, a footprint x footprint patch, at one n",
+)
