@@ -94,3 +94,23 @@ def ctrl_c(proc, ready) -> tuple[int, str]:
         if proc.poll() is None:
             proc.kill()
     return proc.returncode, stderr
+
+
+def chapter_recipe(chapter_id: str):
+    """The point recipe a chapter's notebook hands its explorer: the name passed as ``point=`` in
+    its cell tagged ``explore``, imported as that cell imports it (from the chapter's own module)."""
+    import json
+    import re
+
+    from cudalab.chapter import catalog
+
+    (chapter,) = catalog.select([chapter_id])  # by id (01_block_size) or number (01)
+    for cell in json.loads(chapter.path.read_text())["cells"]:
+        code = "".join(cell["source"])
+        if cell["cell_type"] == "code" and "explore" in cell.get("metadata", {}).get("tags", []):
+            name = re.search(r"point=(\w+)", code)
+            if name:
+                namespace: dict = {}
+                exec("\n".join(line for line in code.splitlines() if line.startswith("from cudalab.labs")), namespace)
+                return namespace[name.group(1)]
+    raise LookupError(f"{chapter.id}: no explore cell hands a point recipe to the explorer")

@@ -3,6 +3,7 @@ frame; figures that change with the controls; wrong or skipped points never draw
 shown in a batch build, nothing left of it in the report."""
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -346,7 +347,14 @@ def test_each_chapter_ends_its_results_with_an_explore_cell(chapter_id):
     questions = next(i for i, c in enumerate(cells) if "questions" in c.get("metadata", {}).get("tags", []))
     assert len(tagged) == 2 and tagged[-1] + 1 == questions, "an Explore markdown and code cell before the questions"
     code = "".join(cells[tagged[-1]]["source"])
-    assert f'explore(lab, "{MAIN_TABLES[chapter_id]}", point=points.recipe("{chapter_id}"))' in code
+    call = re.search(rf'explore\(lab, "{MAIN_TABLES[chapter_id]}", point=(\w+)\)', code)
+    assert call, code
+    # the recipe is the chapter's own, imported from its kernel family's module
+    imports = "\n".join(line for line in code.splitlines() if line.startswith("from cudalab.labs"))
+    namespace: dict = {}
+    exec(imports, namespace)
+    recipe = namespace[call.group(1)]
+    assert recipe.chapter == chapter_id and recipe.measure.__module__.startswith("cudalab.labs.")
 
 
 def test_the_stitched_report_and_the_handout_leave_explore_cells_out(tmp_path):

@@ -12,13 +12,18 @@ from types import SimpleNamespace
 
 import pandas as pd
 import pytest
+from conftest import notebook_defaults
 
 from cudalab.core.kernels import source_digest
 from cudalab.core.paths import KERNELS_DIR, NOTEBOOKS_DIR
 from cudalab.explore import figure, yours
 from cudalab.explore.measure import measure_now, why_no_gpu
 from cudalab.explore.scratch import scratch_kernel
-from cudalab.labs import points
+from cudalab.labs.bandwidth import COPY_POINT
+from cudalab.labs.fw.blocked.point import POINT as BLOCKING_FACTOR
+from cudalab.labs.fw.points import BLOCK_SIZE, COALESCING, SHARED_MEMORY
+from cudalab.labs.kmeans.point import POINT as KMEANS
+from cudalab.labs.matmul import FOOTPRINT_POINT
 
 pytestmark = pytest.mark.gpu
 
@@ -29,7 +34,10 @@ def kernels_digests() -> dict[str, str]:
 
 @pytest.fixture
 def lab(tmp_path):
-    return SimpleNamespace(out_dir=tmp_path / "data")
+    """What the explorer's ``lab`` gives a point: its data folder and the chapter's parameters (a
+    seed, chapter 06's iterations and check size, each notebook's default)."""
+    params = {"seed": 2016, "iterations": notebook_defaults("06")["iterations"], "check_n": 20000}
+    return SimpleNamespace(out_dir=tmp_path / "data", params=params)
 
 
 def assert_ok(got, table: str):
@@ -44,7 +52,7 @@ def test_a_gpu_is_here():
 
 
 def test_chapter_01_point_is_measured_checked_and_kept(lab):
-    recipe = points.recipe("01_block_size")
+    recipe = BLOCK_SIZE
     got = measure_now(lab, recipe, {"n": 300, "block_edge": 24})
     assert_ok(got, "block_sweep")
     row = got.rows.iloc[0]
@@ -63,7 +71,7 @@ def test_point_beyond_the_limits_is_skipped_with_the_sweeps_reason(lab):
     from cudalab.labs.fw import per_k
 
     swept, _ = fw.sweep([fw.Variant("48x48", {}, per_k.basic(48))], [100], seed=1, cpu_max_n=0)
-    got = measure_now(lab, points.recipe("01_block_size"), {"n": 100, "block_edge": 48})
+    got = measure_now(lab, BLOCK_SIZE, {"n": 100, "block_edge": 48})
     assert got.status == "skipped"
     assert got.rows["reason"].iloc[0] == swept["reason"].iloc[0]
     assert "2304 threads" in got.message
@@ -76,7 +84,7 @@ def test_scratch_copy_compile_error_names_the_copy_and_line(lab, tmp_path):
     statement = "int j = threadIdx.y + blockIdx.y * blockDim.y;"
     line = text[: text.index(statement)].count("\n") + 1
     copy.write_text(text.replace(statement, statement.rstrip(";")))
-    got = measure_now(lab, points.recipe("01_block_size"), {"n": 300, "block_edge": 16}, kernel_file=copy)
+    got = measure_now(lab, BLOCK_SIZE, {"n": 300, "block_edge": 16}, kernel_file=copy)
     assert got.status == "compile error", got.message
     where = re.match(r"scratch/fw_basic_2d\.cu:(\d+): \S", got.message)
     assert where and int(where.group(1)) in (line, line + 1), got.message  # the compiler may name the next line
@@ -88,12 +96,12 @@ def test_scratch_copy_compile_error_names_the_copy_and_line(lab, tmp_path):
 def test_scratch_copy_with_a_wrong_relaxation_is_wrong(lab, tmp_path):
     before = kernels_digests()
     copy = scratch_kernel("fw_basic_2d.cu", tmp_path / "scratch")
-    good = measure_now(lab, points.recipe("01_block_size"), {"n": 300, "block_edge": 16}, kernel_file=copy)
+    good = measure_now(lab, BLOCK_SIZE, {"n": 300, "block_edge": 16}, kernel_file=copy)
     assert_ok(good, "block_sweep")  # an unedited copy measures as the original does
     text = copy.read_text()
     assert "= Min(" in text
     copy.write_text(text.replace("= Min(", "= max("))  # keeps the longer path: not Floyd-Warshall
-    got = measure_now(lab, points.recipe("01_block_size"), {"n": 300, "block_edge": 16}, kernel_file=copy)
+    got = measure_now(lab, BLOCK_SIZE, {"n": 300, "block_edge": 16}, kernel_file=copy)
     assert got.status == "wrong", got.message
     assert got.rows["mismatches"].iloc[0] > 0 and "WRONG" in got.message
     saved = yours.load(lab, "block_sweep")
@@ -104,45 +112,43 @@ def test_scratch_copy_with_a_wrong_relaxation_is_wrong(lab, tmp_path):
 
 
 def test_chapter_00_point(lab):
-    got = measure_now(lab, points.recipe("00_gpu_capabilities"), {"transfer_bytes": 1 << 20})
+    got = measure_now(lab, COPY_POINT, {"transfer_bytes": 1 << 20})
     assert_ok(got, "copy_bandwidth")
     assert got.rows["bandwidth_GBps"].iloc[0] > 0
 
 
 def test_chapter_02_and_03_points(lab):
-    assert_ok(measure_now(lab, points.recipe("02_coalescing"), {"n": 300, "threads_per_block": 96}), "fw_sweep")
+    assert_ok(measure_now(lab, COALESCING, {"n": 300, "threads_per_block": 96}), "fw_sweep")
     segment = {"n": 300, "threads_per_block": 64, "segment_size": 3, "kernel": "coalesced_segment"}
-    assert_ok(measure_now(lab, points.recipe("02_coalescing"), segment), "fw_sweep")
-    got = measure_now(lab, points.recipe("03_shared_memory"), {"n": 300, "block": 24})
+    assert_ok(measure_now(lab, COALESCING, segment), "fw_sweep")
+    got = measure_now(lab, SHARED_MEMORY, {"n": 300, "block": 24})
     assert_ok(got, "shared_sweep")
     assert got.rows["variant"].iloc[0] == "tile 24x24 (fixed)"
 
 
 @pytest.mark.parametrize("kernel,bf", [("shared", 24), ("registers", 64), ("min-plus", 64)])
 def test_chapter_04_point(lab, kernel, bf):
-    got = measure_now(lab, points.recipe("04_blocking_factor"), {"n": 300, "block_factor": bf, "kernel": kernel})
+    got = measure_now(lab, BLOCKING_FACTOR, {"n": 300, "block_factor": bf, "kernel": kernel})
     assert_ok(got, "blocking_factor_sweep")
     assert got.rows["block_factor"].iloc[0] == bf and got.rows["relaxations_per_s"].iloc[0] > 0
 
 
 def test_chapter_04_scratch_copy_of_another_kernel_is_refused(lab, tmp_path):
     copy = scratch_kernel("fw_blocked_minplus.cu", tmp_path / "scratch")
-    got = measure_now(
-        lab, points.recipe("04_blocking_factor"), {"n": 300, "block_factor": 32, "kernel": "shared"}, kernel_file=copy
-    )
+    got = measure_now(lab, BLOCKING_FACTOR, {"n": 300, "block_factor": 32, "kernel": "shared"}, kernel_file=copy)
     assert got.status == "error" and "is not a kernel file of the shared kernel" in got.message
 
 
 def test_chapter_05_point(lab):
-    got = measure_now(lab, points.recipe("05_matmul_footprint"), {"n": 256, "block_x": 8, "footprint": 40})
+    got = measure_now(lab, FOOTPRINT_POINT, {"n": 256, "block_x": 8, "footprint": 40})
     assert_ok(got, "footprint_sweep")
     assert 0 < got.rows["fraction_of_cublas"].iloc[0] and got.rows["kernel"].iloc[0] == "footprint 40, 8x8 threads"
 
 
 def test_chapter_06_point(lab):
-    got = measure_now(lab, points.recipe("06_kmeans_device_update"), {"n": 65536, "d": 8, "k": 48, "variant": "tiled"})
+    got = measure_now(lab, KMEANS, {"n": 65536, "d": 8, "k": 48, "variant": "tiled"})
     assert_ok(got, "stage_times")
-    assert set(got.rows["iteration"]) == set(range(points.KMEANS_ITERATIONS))
+    assert set(got.rows["iteration"]) == set(range(lab.params["iterations"]))
     assert "per iteration" in got.message
 
 
@@ -177,8 +183,8 @@ def measured_explorer(tmp_path, monkeypatch):
     namespace = {name: p.default for name, p in catalog.chapter("01_block_size").parameters().items()}
     namespace.update(profile="gtx680", mode="measure", data_dir=str(tmp_path / "data"), recorded_dir="", progress=False)
     lab = open_chapter("01_block_size", namespace)
-    recipe = points.recipe("01_block_size")
-    sweep = [recipe.measure({"n": n, "block_edge": b}) for n in (256, 512) for b in (8, 16)]
+    recipe = BLOCK_SIZE
+    sweep = [recipe.measure({"n": n, "block_edge": b}, params=lab.params) for n in (256, 512) for b in (8, 16)]
     lab.table("block_sweep", lambda: pd.concat(sweep, ignore_index=True), axes=("n", "variant"))
     explorer = widgets.explore(lab, "block_sweep", point=recipe)
     assert explorer is not None and not explorer.measure_button.disabled, explorer.measure_status.value

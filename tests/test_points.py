@@ -4,13 +4,13 @@ GPU, compile errors and refusals as statuses, scratch copies that never touch ke
 
 import dataclasses
 import json
-import re
 import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
 import pandas as pd
 import pytest
+from conftest import chapter_recipe
 
 from cudalab.core.errors import CudalabError, KernelCompileError, LaunchRefused, NoGPU, SkipPoint
 from cudalab.core.kernels import compile_error, included_headers, source_digest
@@ -29,7 +29,7 @@ def kernels_digests() -> dict[str, str]:
 
 @pytest.fixture
 def lab(tmp_path):
-    return SimpleNamespace(id="01_block_size", out_dir=tmp_path / "data" / "01_block_size")
+    return SimpleNamespace(id="01_block_size", out_dir=tmp_path / "data" / "01_block_size", params={"seed": 2016})
 
 
 @pytest.fixture
@@ -42,11 +42,11 @@ def gpu_here(monkeypatch):
 # ---------------------------------------------------------------- recipes
 
 
-def test_every_chapter_has_a_recipe():
-    assert sorted(points.recipes()) == CHAPTERS
-    assert points.recipe("01").chapter == "01_block_size"
-    with pytest.raises(CudalabError, match="chapters with one: 00_gpu_capabilities"):
-        points.recipe("99_nothing")
+def test_every_chapter_hands_its_explorer_its_own_recipe():
+    for chapter in CHAPTERS:
+        recipe = chapter_recipe(chapter)
+        assert recipe.chapter == chapter and isinstance(recipe, points.PointRecipe)
+    assert chapter_recipe("01").chapter == "01_block_size"
 
 
 def _recordings(chapter: str, table: str) -> list[Path]:
@@ -55,7 +55,7 @@ def _recordings(chapter: str, table: str) -> list[Path]:
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_recipe_axes_are_columns_of_the_recorded_table(chapter):
-    r = points.recipe(chapter)
+    r = chapter_recipe(chapter)
     folders = _recordings(chapter, r.table)
     assert folders, f"no recording of {chapter}'s {r.table}"
     for folder in folders:
@@ -75,7 +75,7 @@ def test_recipe_axes_are_columns_of_the_recorded_table(chapter):
 
 @pytest.mark.parametrize("chapter", [c for c in CHAPTERS if c != "00_gpu_capabilities"])
 def test_default_point_is_one_the_recorded_sweeps_did_not_have(chapter):
-    r = points.recipe(chapter)
+    r = chapter_recipe(chapter)
     for folder in _recordings(chapter, r.table):
         frame = pd.read_csv(folder / f"{r.table}.csv")
         same = pd.Series(True, index=frame.index)
@@ -84,11 +84,21 @@ def test_default_point_is_one_the_recorded_sweeps_did_not_have(chapter):
         assert not same.any(), f"{folder}: the default point {r.defaults} was recorded already"
 
 
-@pytest.mark.parametrize("chapter", sorted(points.SEEDS))
-def test_recipe_seed_is_the_chapter_parameter(chapter):
-    cells = json.loads((NOTEBOOKS_DIR / f"{chapter}.ipynb").read_text())["cells"]
-    parameters = next("".join(c["source"]) for c in cells if "parameters" in c["metadata"].get("tags", []))
-    assert int(re.search(r"^seed: int = (\d+)", parameters, re.M).group(1)) == points.SEEDS[chapter]
+def test_a_point_draws_its_input_with_the_chapters_own_seed(lab, gpu_here):
+    """The recipe reads the seed (and the rest) from the chapter's parameters, as its sweep: the
+    explorer hands it ``lab.params``; no table beside the notebook repeats a seed."""
+    seen = {}
+
+    def fake(point, kernel_file=None, params=None):
+        seen.update(params)
+        return pd.DataFrame([{**point, "variant": "x", "status": "ok", "reason": "", "time_ms": 1.0}])
+
+    recipe = dataclasses.replace(chapter_recipe("01_block_size"), measure=fake)
+    measure.measure_now(SimpleNamespace(**{**vars(lab), "params": {"seed": 7}}), recipe, {"n": 300})
+    assert seen == {"seed": 7}
+    assert points.seed_of({"seed": "2016"}) == 2016
+    with pytest.raises(CudalabError, match="no seed"):
+        points.seed_of({})
 
 
 def test_a_scratch_copy_stands_in_for_its_own_file_only(tmp_path):
@@ -112,7 +122,7 @@ def test_a_scratch_copy_stands_in_for_its_own_file_only(tmp_path):
 
 
 def test_point_is_checked_against_its_recipe():
-    r = points.recipe("02_coalescing")
+    r = chapter_recipe("02_coalescing")
     got = measure.check_point(r, {"n": "2048", "threads_per_block": 96.0})
     assert got == {"n": 2048, "threads_per_block": 96, "segment_size": 1, "kernel": "coalesced"}
     with pytest.raises(measure.BadPoint, match="unknown 'block'; a point of fw_sweep sets n, threads_per_block"):
@@ -123,16 +133,16 @@ def test_point_is_checked_against_its_recipe():
         measure.check_point(r, {"n": -5})
     with pytest.raises(measure.BadPoint, match="kernel = 'tiled': expected one of coalesced, coalesced_segment"):
         measure.check_point(r, {"kernel": "tiled"})
-    assert measure.check_point(points.recipe("03"), {"published": "true"})["published"] is True
+    assert measure.check_point(chapter_recipe("03"), {"published": "true"})["published"] is True
 
 
 def test_measure_now_without_a_gpu_says_why(lab):
     assert measure.why_no_gpu() and "GPU host" in measure.why_no_gpu()
     with pytest.raises(NoGPU, match="replays recorded results"):
-        measure.measure_now(lab, points.recipe("01_block_size"), {"n": 300})
+        measure.measure_now(lab, chapter_recipe("01_block_size"), {"n": 300})
     assert not yours.path(lab, "block_sweep").exists()
     with pytest.raises(measure.BadPoint):  # the point is checked first, GPU or not
-        measure.measure_now(lab, points.recipe("01_block_size"), {"n": 0})
+        measure.measure_now(lab, chapter_recipe("01_block_size"), {"n": 0})
 
 
 # ---------------------------------------------------------------- outcomes as statuses
@@ -141,10 +151,10 @@ def test_measure_now_without_a_gpu_says_why(lab):
 def test_compile_error_in_a_scratch_copy_is_a_status_with_file_and_line(lab, tmp_path, gpu_here):
     copy = scratch_kernel("fw_basic_2d.cu", tmp_path / "scratch")
 
-    def broken(point, kernel_file=None):
+    def broken(point, kernel_file=None, params=None):
         raise compile_error(Path(kernel_file), f'{kernel_file}(12): error: expected a ";"\n\n1 error detected')
 
-    recipe = dataclasses.replace(points.recipe("01_block_size"), measure=broken)
+    recipe = dataclasses.replace(chapter_recipe("01_block_size"), measure=broken)
     got = measure.measure_now(lab, recipe, {"n": 300, "block_edge": 24}, kernel_file=copy)
     assert got.status == "compile error"
     assert got.message == 'scratch/fw_basic_2d.cu:12: expected a ";"'
@@ -155,9 +165,9 @@ def test_compile_error_in_a_scratch_copy_is_a_status_with_file_and_line(lab, tmp
 
 
 def test_refusal_is_skipped_with_its_reason_and_wrong_stays_wrong(lab, gpu_here):
-    r = points.recipe("01_block_size")
+    r = chapter_recipe("01_block_size")
 
-    def refused(point, kernel_file=None):
+    def refused(point, kernel_file=None, params=None):
         raise LaunchRefused("block 48x48x1 = 2304 threads exceeds this GPU's limit of 1024 threads per block")
 
     got = measure.measure_now(lab, dataclasses.replace(r, measure=refused), {"block_edge": 48})
@@ -165,7 +175,7 @@ def test_refusal_is_skipped_with_its_reason_and_wrong_stays_wrong(lab, gpu_here)
     wrong_rows = pd.DataFrame(
         [{"n": 300, "variant": "24x24", "time_ms": 1.5, "repeats": 30, "status": "wrong", "reason": "12 mismatches"}]
     )
-    got = measure.measure_now(lab, dataclasses.replace(r, measure=lambda p, kernel_file=None: wrong_rows), {"n": 300})
+    got = measure.measure_now(lab, dataclasses.replace(r, measure=lambda p, kernel_file=None, params=None: wrong_rows), {"n": 300})
     assert got.status == "wrong" and "WRONG" in got.message and "12 mismatches" in got.message
     assert got.rows["block_edge"].iloc[0] == 24  # the point's own columns, where the rows lack them
     assert yours.load(lab, "block_sweep")["status"].tolist() == ["skipped", "wrong"]

@@ -174,7 +174,7 @@ def measure_now(
     from cudalab.core.launch import refusal_types
 
     try:
-        rows = recipe.measure(point, kernel_file=str(copy) if copy else None)
+        rows = recipe.measure(point, kernel_file=str(copy) if copy else None, params=dict(lab.params))
         rows = rows.assign(**{k: v for k, v in point.items() if k not in rows})
         status = _status(rows)
         message = _message(status, rows, point, source)

@@ -1,7 +1,7 @@
 """The explorer in JupyterLab: controls over a chapter's tables, a figure, the selected rows, and
 a control that measures one new point.
 
-``explore(lab, "block_sweep", point=points.recipe("01_block_size"))`` is each chapter's "Explore"
+``explore(lab, "block_sweep", point=BLOCK_SIZE)`` (the recipe from ``labs.fw.points``) is each chapter's "Explore"
 cell. The controls are apart from the output (ipywidgets' ``interactive_output`` pattern): a change
 redraws from the frames in memory (``data.load`` once per table), never re-running the chapter.
 In a batch build (``build_report.py`` sets ``CUDALAB_BATCH=1`` for its kernels) it shows nothing,

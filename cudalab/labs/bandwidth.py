@@ -18,6 +18,7 @@ from cudalab.core.gpu import require_cupy
 from cudalab.core.launch import refusal_types, require_memory
 from cudalab.core.sweep import run_sweep
 from cudalab.core.timing import summarize, time_gpu
+from cudalab.labs.points import PointRecipe
 
 DIRECTIONS = ("host_to_device", "device_to_host", "device_to_device")
 
@@ -111,3 +112,25 @@ def from_bandwidthtest_MBps(mbps):
     """GB/s (10^9 bytes/s) from the MB/s that the CUDA samples' bandwidthTest printed: it computes
     ``1024 * bytes / (ms * 2^20)``, i.e. 1 MB = 1,024,000 bytes, so 1 MB/s = 0.001024 GB/s."""
     return mbps * 1.024e6 / 1e9
+
+
+# ------------------------------------------------------------------------------ the explorer's point
+
+
+def _copy_point(point: dict[str, Any], kernel_file: str | None = None, params: dict[str, Any] | None = None):
+    if kernel_file is not None:
+        raise MeasurementError("chapter 00 times the CUDA runtime's copies (cudaMemcpy): it has no kernel to edit")
+    return bandwidth_sweep([point["transfer_bytes"]], directions=[point["direction"]])
+
+
+# Chapter 00's recipe for the explorer: one copy size, one direction.
+COPY_POINT = PointRecipe(
+    "00_gpu_capabilities",
+    "copy_bandwidth",
+    {"transfer_bytes": int},
+    {"transfer_bytes": 4 << 20, "direction": DIRECTIONS[2]},
+    "",
+    {"direction": DIRECTIONS[2:] + DIRECTIONS[:2]},
+    _copy_point,
+    "one copy size in one direction (cudaMemcpy, no kernel of ours)",
+)
