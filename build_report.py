@@ -11,11 +11,14 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from cudalab.chapter.profiles import available_profiles
 from cudalab.core.errors import CudalabError
 from cudalab.core.paths import RESULTS_DIR
+from cudalab.report.options import BuildOptions
 
 DESCRIPTION = """\
 Build the cudalab lab report: execute every chapter notebook (notebooks/NN_*.ipynb) with
@@ -215,36 +218,64 @@ def _log(msg: str) -> None:
         _log_open = False
 
 
+def options(args: argparse.Namespace) -> BuildOptions:
+    """The command line's build options, one typed value for every kind of build (one profile,
+    several, a comparison)."""
+    return BuildOptions(
+        only=tuple(args.only or ()),
+        quick=args.quick,
+        record=args.record,
+        replay=args.replay,
+        results=args.results,
+        from_gpu=args.from_gpu,
+        pdf="pdf" in args.formats and not args.no_pdf,
+        cell_timeout=args.cell_timeout,
+        progress_bar=sys.stderr.isatty(),
+        force=args.force,
+        fail_fast=args.fail_fast,
+        point_time_limit=args.point_time_limit,
+        handout=args.handout,
+        answers=args.answers,
+        workers=args.workers,
+        scheduler=args.scheduler,
+    )
+
+
+def _guarded(build: Callable[[], Any], args: argparse.Namespace, interrupted: str) -> tuple[Any, int | None]:
+    """``build()``'s result, or the exit status of what stopped it, said in one line: a request that
+    cannot start (``CudalabError``: 2), Ctrl-C (130, ``interrupted``), a bug (1; ``--debug`` shows
+    its traceback)."""
+    try:
+        return build(), None
+    except CudalabError as exc:
+        _log(f"error: {exc}")
+        return None, 2
+    except KeyboardInterrupt:
+        _log(interrupted)
+        return None, 130
+    except Exception as exc:  # a bug, not a bad request: one line unless asked for the traceback
+        if args.debug:
+            raise
+        _log(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)")
+        return None, 1
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from cudalab.report.build import run  # after --help: papermill and nbconvert load slowly
-
     command = "python build_report.py " + shlex.join(argv if argv is not None else sys.argv[1:])
     if args.compare:
         return _compare(args, command)
     if "," in args.gpu:
         return _several(args, command)
-    try:
-        summary = run(
-            args.gpu,
-            out=args.out,
-            command=command,
-            log=_log,
-            workers=args.workers,
-            scheduler=args.scheduler,
-            **_build_options(args),
-        )
-    except CudalabError as exc:
-        _log(f"error: {exc}")
-        return 2
-    except Exception as exc:  # a bug, not a bad request: one line unless asked for the traceback
-        if args.debug:
-            raise
-        _log(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)")
-        return 1
-    except KeyboardInterrupt:
-        _log("interrupted; chapters that finished keep their tables in the output folder, the report was not written")
-        return 130
+    from cudalab.report.build import run  # after --help: papermill and nbconvert load slowly
+
+    summary, status = _guarded(
+        lambda: run(args.gpu, options(args), out=args.out, command=command, log=_log),
+        args,
+        "interrupted; chapters that finished keep their tables in the output folder, the report was not written",
+    )
+    if status is not None:
+        return status
     if summary.interrupted:
         return 130
     if summary.reused:
@@ -256,53 +287,18 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _build_options(args: argparse.Namespace) -> dict:
-    """What one profile's build takes from the command line, the same for ``--gpu a`` and for each
-    profile of ``--gpu a,b``."""
-    return {
-        "only": args.only,
-        "quick": args.quick,
-        "record": args.record,
-        "replay": args.replay,
-        "results": args.results,
-        "from_gpu": args.from_gpu,
-        "pdf": "pdf" in args.formats and not args.no_pdf,
-        "cell_timeout": args.cell_timeout,
-        "progress_bar": sys.stderr.isatty(),
-        "force": args.force,
-        "fail_fast": args.fail_fast,
-        "point_time_limit": args.point_time_limit,
-        "handout": args.handout,
-        "answers": args.answers,
-    }
-
-
 def _several(args: argparse.Namespace, command: str) -> int:
     """``--gpu a,b``: one report per profile and an index; every profile is checked first (a bad
     one is one line and exit status 2, with nothing written)."""
     from cudalab.report import multi
 
-    try:
-        summary = multi.run(
-            multi.split_profiles(args.gpu),
-            out=args.out,
-            workers=args.workers,
-            scheduler=args.scheduler,
-            command=command,
-            log=_log,
-            **_build_options(args),
-        )
-    except CudalabError as exc:
-        _log(f"error: {exc}")
-        return 2
-    except Exception as exc:
-        if args.debug:
-            raise
-        _log(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)")
-        return 1
-    except KeyboardInterrupt:
-        _log("interrupted; finished chapters are kept in each profile's folder")
-        return 130
+    summary, status = _guarded(
+        lambda: multi.run(multi.split_profiles(args.gpu), options(args), out=args.out, command=command, log=_log),
+        args,
+        "interrupted; finished chapters are kept in each profile's folder",
+    )
+    if status is not None:
+        return status
     if summary.interrupted:
         return 130
     if summary.failed:
@@ -315,31 +311,22 @@ def _several(args: argparse.Namespace, command: str) -> int:
 def _compare(args: argparse.Namespace, command: str) -> int:
     """``--compare``: the comparison report; a bad source (missing, single, nothing in common) is
     one line and exit status 2, with nothing written."""
-    from cudalab.report.compare_report import run as compare
+    from cudalab.report.compare.report import run as compare
 
-    try:
-        summary = compare(
+    summary, status = _guarded(
+        lambda: compare(
             args.compare,
+            options(args),
             profile=None if args.gpu == "auto" else args.gpu,
             out=args.out,
-            results=args.results,
-            pdf="pdf" in args.formats and not args.no_pdf,
             command=command,
             log=_log,
-            workers=args.workers,
-            scheduler=args.scheduler,
-        )
-    except CudalabError as exc:
-        _log(f"error: {exc}")
-        return 2
-    except KeyboardInterrupt:
-        _log("interrupted; nothing written")
-        return 130
-    except Exception as exc:
-        if args.debug:
-            raise
-        _log(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)")
-        return 1
+        ),
+        args,
+        "interrupted; nothing written",
+    )
+    if status is not None:
+        return status
     if summary.failed:
         _log(f"FAILED chapters: {', '.join(summary.failed)} (each shows its reason in the report); exit status 1")
         return 1

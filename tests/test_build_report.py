@@ -397,3 +397,32 @@ def test_printed_tables_fit_the_page_and_narrow_tables_keep_their_header_words(r
     assert found["over"] == [], f"tables wider than the printed page: {found['over']}"
     assert found["split"] == [], f"header words split in tables with the room: {found['split']}"
     assert found["marked"] > found["tables"] // 2, "most of the chapters' tables keep whole header words"
+
+
+# ---- one list of build options
+
+
+def test_the_command_line_gives_every_build_option_once_and_its_defaults_are_the_options_defaults():
+    """``BuildOptions`` is the one list: the face maps its arguments onto it, and with no argument
+    the result is ``BuildOptions()`` (the terminal's progress bar aside)."""
+    import dataclasses
+
+    sys.path.insert(0, str(ROOT))
+    import build_report
+    from cudalab.report.options import BuildOptions
+
+    parsed = build_report.options(build_report.parse_args([]))
+    assert dataclasses.replace(parsed, progress_bar=False) == BuildOptions()
+    chosen = build_report.options(
+        build_report.parse_args(["--only", "01", "--quick", "--format", "html", "--workers", "2", "--handout"])
+    )
+    assert chosen.only == ("01",) and chosen.quick and not chosen.pdf and chosen.workers == 2 and chosen.handout
+
+
+def test_an_option_that_does_not_exist_is_a_clear_error():
+    from cudalab.core.errors import CudalabError
+    from cudalab.report.options import BuildOptions
+
+    assert BuildOptions().with_changes(only=["01"]).only == ("01",)
+    with pytest.raises(CudalabError, match="no build option onyl; options: answers, cell_timeout"):
+        BuildOptions().with_changes(onyl=["01"])

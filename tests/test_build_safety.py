@@ -201,8 +201,10 @@ def test_a_recording_always_measures_chapter_00_beside_the_chapters_it_judges(mo
 
     monkeypatch.setattr(gpu, "gpu_available", lambda: True)
     monkeypatch.setattr(gpu, "attributes", lambda: {"MaxThreadsPerBlock": 1024})
-    request = report_build._resolve_request("h100", only, None, quick=False, record=True, replay=False)
+    from cudalab.report.options import BuildOptions
+
+    request = report_build._resolve_request("h100", BuildOptions(only=only, record=True), None)
     assert [c.number for c in request.chapters] == want
     assert any("00_gpu_capabilities" in note for note in request.notes) == (want != only)
-    plain = report_build._resolve_request("h100", only, None, quick=False, record=False, replay=False)
+    plain = report_build._resolve_request("h100", BuildOptions(only=only), None)
     assert [c.number for c in plain.chapters] == sorted(only), "only a recording adds chapter 00"

@@ -174,13 +174,16 @@ def _recorded_ceilings(tmp_path, mode: str = "replay", **tables: str):
     holds ``tables`` (file stem -> CSV text)."""
     from types import SimpleNamespace
 
-    from cudalab.chapter.handle import CEILINGS_CHAPTER
+    from cudalab.chapter import declarations
 
-    folder = tmp_path / "rec" / CEILINGS_CHAPTER
+    (offering,) = declarations.offering_ceilings()  # chapter 00 declares the ceilings it measures
+    folder = tmp_path / "rec" / offering
     folder.mkdir(parents=True, exist_ok=True)
     for stem, text in tables.items():
         (folder / f"{stem}.csv").write_text(text)
-    return SimpleNamespace(mode=mode, recorded_dir=tmp_path / "rec", data_dir=tmp_path / "none")
+    return SimpleNamespace(
+        id="04_blocking_factor", mode=mode, recorded_dir=tmp_path / "rec", data_dir=tmp_path / "none"
+    )
 
 
 def test_chapters_read_the_ceilings_chapter_00_measured_in_the_same_run(tmp_path):
@@ -244,3 +247,63 @@ def test_line_figures_take_the_report_colours_for_labels_of_any_string_dtype():
         ax = plots.lines(frame, "n", "y", "kernel", xlabel="n", ylabel="y", title=dtype)
         drawn = {label: to_rgb(h.get_color()) for h, label in zip(*ax.get_legend_handles_labels())}
         assert drawn == {k: to_rgb(c) for k, c in plots.palette(kernels).items()}, dtype
+
+
+# ---- a chapter declares itself beside its notebook; nothing central lists chapters
+
+
+def test_each_chapters_declared_figures_name_columns_of_its_recorded_tables():
+    import pandas as pd
+
+    from cudalab.chapter import catalog, declarations
+    from cudalab.core.paths import RESULTS_DIR
+
+    for chapter in catalog.discover():
+        figures = declarations.of(chapter).figures
+        assert figures, f"{chapter.id} declares no figure for --compare"
+        for figure in figures:
+            recorded = sorted(RESULTS_DIR.glob(f"*/*/{chapter.id}/{figure.table}.csv"))
+            assert recorded, f"{chapter.id}: no recording holds {figure.table}"
+            columns = set(pd.read_csv(recorded[0], nrows=1).columns)
+            wanted = {figure.x, figure.y, *([figure.series] if figure.series else []), *figure.best_over}
+            assert wanted <= columns, f"{chapter.id}: {sorted(wanted - columns)} are not columns of {figure.table}"
+
+
+def test_a_declarations_file_that_is_wrong_names_itself_and_the_key(tmp_path):
+    import shutil
+
+    from cudalab.chapter import declarations
+    from cudalab.core.errors import CudalabError
+
+    nb = tmp_path / "07_toy.ipynb"
+    shutil.copy(catalog_path("01_block_size"), nb)
+    (tmp_path / "07_toy.yaml").write_text(
+        "figures:\n  - {table: t, x: n, y: time_ms, ylabel: ms, title: T, colour: red}\n"
+    )
+    with pytest.raises(CudalabError, match=r"07_toy.yaml: figures.0.colour: Extra inputs"):
+        declarations.of("07_toy", tmp_path)
+    (tmp_path / "07_toy.yaml").write_text("ceilings: [\n")
+    with pytest.raises(CudalabError, match="07_toy.yaml: not valid YAML"):
+        declarations.of("07_toy", tmp_path)
+    (tmp_path / "07_toy.yaml").unlink()
+    assert declarations.of("07_toy", tmp_path) == declarations.Declarations(), "no file: nothing declared"
+
+
+def catalog_path(chapter_id: str):
+    from cudalab.chapter import catalog
+
+    return catalog.chapter(chapter_id).path
+
+
+def test_no_chapter_is_named_in_the_report_the_explorer_or_the_point_machinery():
+    """Adding a chapter is adding files: the report, --compare, the explorer and labs/points.py
+    find what a chapter declares; none of them names a chapter."""
+    import re
+
+    from cudalab.core.paths import PACKAGE_DIR
+
+    named = re.compile(r"""["'](0\d(?:_[a-z0-9_]+)?)["']""")
+    places = [*(PACKAGE_DIR / "report").rglob("*.py"), *(PACKAGE_DIR / "explore").rglob("*.py")]
+    places.append(PACKAGE_DIR / "labs" / "points.py")
+    found = [f"{p.relative_to(PACKAGE_DIR)}: {m}" for p in places for m in named.findall(p.read_text())]
+    assert not found, found

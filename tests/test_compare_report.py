@@ -12,8 +12,8 @@ import pytest
 
 from cudalab.chapter import recorded
 from cudalab.core.paths import RESULTS_DIR, ROOT
-from cudalab.report import compare_points
-from cudalab.report.compare_sources import resolve
+from cudalab.report.compare import points as compare_points
+from cudalab.report.compare.sources import resolve
 from cudalab.report.stitch import find_browser
 
 PDF_TOOLS = find_browser() is not None and shutil.which("pdftotext") is not None

@@ -100,7 +100,7 @@ def test_every_chapter_asks_three_to_five_questions_and_answers_each_from_data(c
     qs = questions(nb)
     assert 3 <= len(qs) <= 5, f"{chapter.id}: {len(qs)} discussion questions"
     code = "".join("".join(c["source"]) for c in nb["cells"] if "answers" in c.get("metadata", {}).get("tags", []))
-    numbers = {int(n) for n in re.findall(r"lab\.answer\((\d+),", code)}
+    numbers = {int(n) for n in re.findall(r"lab\.answer\(\s*(\d+),", code)}
     assert numbers == set(range(1, len(qs) + 1)), f"{chapter.id}: answers for {sorted(numbers)} of {len(qs)} questions"
     assert "{" in code, "model answers quote the run's data (f-strings), not typed text"
 

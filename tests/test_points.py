@@ -175,7 +175,9 @@ def test_refusal_is_skipped_with_its_reason_and_wrong_stays_wrong(lab, gpu_here)
     wrong_rows = pd.DataFrame(
         [{"n": 300, "variant": "24x24", "time_ms": 1.5, "repeats": 30, "status": "wrong", "reason": "12 mismatches"}]
     )
-    got = measure.measure_now(lab, dataclasses.replace(r, measure=lambda p, kernel_file=None, params=None: wrong_rows), {"n": 300})
+    got = measure.measure_now(
+        lab, dataclasses.replace(r, measure=lambda p, kernel_file=None, params=None: wrong_rows), {"n": 300}
+    )
     assert got.status == "wrong" and "WRONG" in got.message and "12 mismatches" in got.message
     assert got.rows["block_edge"].iloc[0] == 24  # the point's own columns, where the rows lack them
     assert yours.load(lab, "block_sweep")["status"].tolist() == ["skipped", "wrong"]

@@ -12,7 +12,7 @@ from cudalab.core import provenance
 from cudalab.core.errors import NoRecordedResults
 from cudalab.core.paths import RESULTS_DIR, ROOT
 from cudalab.report.benchmarks import README_BEGIN, render, with_readme_table
-from cudalab.report.compare import compare_recordings, compare_table, to_markdown
+from cudalab.report.compare.pairwise import compare_recordings, compare_table, to_markdown
 from cudalab.report.recordings import merge_recordings
 
 RECORDINGS = recorded.all_recordings()

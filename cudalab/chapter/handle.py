@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from cudalab.chapter import catalog, parameters, recorded, staleness
-from cudalab.chapter.profiles import Profile, open_profile, profile_for_gpu, unknown_profile
+from cudalab.chapter import catalog, declarations, parameters, recorded, staleness
+from cudalab.chapter.profiles import Profile, open_profile, resolve_profile_name, unknown_profile
 from cudalab.chapter.recorded import ANSWERS, PROVENANCE, SCORECARD, SUMMARY
 from cudalab.core import gpu, provenance, sweep, timing
 from cudalab.core.errors import CudalabError, NoGPU, NoRecordedResults, ParameterError
@@ -30,18 +30,8 @@ if TYPE_CHECKING:  # the occupancy computation (nvcc) is imported only when a ch
     from cudalab.core.launch import Launch
     from cudalab.toolchain.occupancy_report import Launches
 
-DEFAULT_REPLAY_PROFILE = "gtx680"
 # Parameters every chapter notebook declares; the others are the chapter's own.
-CEILINGS_CHAPTER = "00_gpu_capabilities"  # measures the ceilings the later chapters are judged by
 STANDARD_PARAMETERS = ("profile", "mode", "data_dir", "recorded_dir", "progress", "point_time_limit_s")
-
-
-def resolve_profile_name(profile: str) -> str:
-    """``auto`` means the present GPU's profile, or the lab's own profile for replay."""
-    if profile != "auto":
-        return profile
-    name = gpu.gpu_name()
-    return profile_for_gpu(name) if name else DEFAULT_REPLAY_PROFILE
 
 
 def resolve_mode(mode: str) -> str:
@@ -261,34 +251,15 @@ class Chapter:
         atomic_write_text(path, json.dumps(answers, indent=2) + "\n")
 
     def ceilings(self) -> dict[str, float]:
-        """The ceilings chapter 00 measured for the chapters that follow, in this build (measure:
-        this run's data folder) or in the recording replayed: ``dram_Bps`` (device-to-device copy,
-        bytes read + written per second), ``dram_read_Bps`` (the read-only streaming kernel, bytes
-        read per second; absent from recordings made before chapter 00 measured it), with
-        ``dram_read_fast_Bps`` (the same launch at its faster quartile: the reach of the ceiling's
-        own spread), and ``add_min_per_s`` (int32 add+min relaxations per second, the faster
-        form). Empty where chapter 00 was not part of the run."""
-        folder = (self.data_dir if self.mode == "measure" else self.recorded_dir) / CEILINGS_CHAPTER
+        """The ceilings the chapters before this one declared (``declarations``: chapter 00's
+        ``dram_Bps``, ``dram_read_Bps``, ``dram_read_fast_Bps``, ``add_min_per_s``), read from
+        their tables in this build (measure: this run's data folder) or in the recording replayed.
+        Empty where no chapter that offers them was part of the run."""
+        folder = self.data_dir if self.mode == "measure" else self.recorded_dir
         found: dict[str, float] = {}
-        if (folder / "ceilings.csv").is_file():
-            c = pd.read_csv(folder / "ceilings.csv").set_index("ceiling")
-            if "dram_copy_bandwidth" in c.index:
-                found["dram_Bps"] = float(c.loc["dram_copy_bandwidth", "value"]) * 1e9
-            if "dram_read_bandwidth" in c.index:
-                found["dram_read_Bps"] = float(c.loc["dram_read_bandwidth", "value"]) * 1e9
-        if "dram_read_Bps" in found and (folder / "read_stream.csv").is_file():
-            # the launch the ceiling row quotes (read_stream.with_read_ceiling: the fastest correct)
-            # at its faster quartile: how far the ceiling's own samples reach
-            r = pd.read_csv(folder / "read_stream.csv")
-            r = r[r["status"].eq("ok")]
-            if len(r) and {"bytes_read", "time_ms_q1"} <= set(r.columns):
-                best = r.loc[r["bandwidth_GBps"].idxmax()]
-                found["dram_read_fast_Bps"] = float(best["bytes_read"] / (best["time_ms_q1"] * 1e-3))
-        if (folder / "add_min_ceiling.csv").is_file():
-            a = pd.read_csv(folder / "add_min_ceiling.csv")
-            a = a[a["status"].eq("ok")] if "status" in a else a
-            if len(a):
-                found["add_min_per_s"] = float(a["relaxations_per_s"].max())
+        for chapter_id in declarations.offering_ceilings():
+            if chapter_id != self.id:
+                found.update(declarations.of(chapter_id).read_ceilings(folder / chapter_id))
         return found
 
     @property

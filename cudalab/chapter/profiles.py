@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from cudalab.chapter import catalog, parameters
 from cudalab.chapter.parameters import Declared
+from cudalab.core import gpu
 from cudalab.core.errors import ProfileError
 from cudalab.core.files import atomic_write_text
 from cudalab.core.paths import PARAMS_DIR
@@ -285,9 +286,25 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _with_chapter_files(path: Path, data: dict[str, Any]) -> dict[str, Any]:
+    """The profile with the chapters that declare their data in files of their own beside it:
+    ``params/<profile>/<chapter id>.yaml`` holds what ``chapters.<chapter id>`` would (``params``,
+    ``quick``, ``published``), so a new chapter adds its grid for a profile without editing it. A
+    chapter in both places is an error naming both."""
+    folder = path.with_suffix("")
+    if not folder.is_dir():
+        return data
+    chapters = dict(data.get("chapters") or {})
+    for part in sorted(folder.glob("*.yaml")):
+        if part.stem in chapters:
+            raise ProfileError(f"{part}: chapter {part.stem} is also under chapters: in {path}; keep one of the two")
+        chapters[part.stem] = _read_yaml(part)
+    return {**data, "chapters": chapters}
+
+
 def _raw_profile(name_or_path: str, params_dir: Path, seen: tuple[str, ...] = ()) -> tuple[Path, dict[str, Any]]:
     path = _resolve_path(name_or_path, params_dir)
-    data = _read_yaml(path)
+    data = _with_chapter_files(path, _read_yaml(path))
     parent = data.get("extends")
     if parent:
         if parent in seen:
@@ -489,3 +506,15 @@ def profile_for_gpu(gpu_name: str, params_dir: Path = PARAMS_DIR) -> str:
         if any(s.lower() in gpu_name.lower() for s in data.get("match") or []):
             return name
     return "generic"
+
+
+DEFAULT_REPLAY_PROFILE = "gtx680"
+
+
+def resolve_profile_name(profile: str) -> str:
+    """The profile a build or a notebook asked for: ``auto`` means the present GPU's profile
+    (``profile_for_gpu``), or, without a GPU, the lab's own (``DEFAULT_REPLAY_PROFILE``), for replay."""
+    if profile != "auto":
+        return profile
+    name = gpu.gpu_name()
+    return profile_for_gpu(name) if name else DEFAULT_REPLAY_PROFILE

@@ -15,8 +15,8 @@ from cudalab.chapter import catalog
 from cudalab.chapter.profiles import profile_for_gpu
 from cudalab.chapter.recorded import PROVENANCE, SUMMARY, Recording, all_recordings
 from cudalab.core.paths import RESULTS_DIR
-from cudalab.report.compare_points import fmt_value, headlines, where_of
-from cudalab.report.compare_sources import common_chapters, recording_source
+from cudalab.report.compare.points import fmt_value, headlines, where_of
+from cudalab.report.compare.sources import common_chapters, recording_source
 
 
 def _title(chapter_id: str) -> str:

@@ -23,17 +23,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cudalab.chapter import catalog, recorded
-from cudalab.chapter.handle import CEILINGS_CHAPTER, resolve_profile_name
-from cudalab.chapter.profiles import RESOLVED, Profile, load_profile, write_resolved
+from cudalab.chapter import catalog, declarations, recorded
+from cudalab.chapter.profiles import RESOLVED, Profile, load_profile, resolve_profile_name, write_resolved
 from cudalab.chapter.recorded import PROVENANCE, SCORECARD, SUMMARY
 from cudalab.core import gpu
 from cudalab.core.errors import CudalabError
 from cudalab.core.files import atomic_write_text
-from cudalab.core.paths import BUILD_DIR, RESULTS_DIR, require_checkout
+from cudalab.core.paths import BUILD_DIR, require_checkout
 from cudalab.report import handout as handouts
 from cudalab.report import outdir, recordings
 from cudalab.report.execute import run_notebook as _run_chapter
+from cudalab.report.options import BuildOptions, dask_pool, options_from
 from cudalab.report.stitch import ChapterOutcome, cover_cell, references_cell, render_html, render_pdf, stitch
 
 Log = Callable[[str], None]
@@ -205,11 +205,10 @@ class _Report:
     extra: list[str] = field(default_factory=list)  # files besides the chapters' that build.json lists
 
 
-def _resolve_request(
-    profile: str, only: list[str] | None, out: Path | None, quick: bool, record: bool, replay: bool
-) -> _Request:
+def _resolve_request(profile: str, opts: BuildOptions, out: Path | None) -> _Request:
     """Step 1: the request checked and resolved: mode (measure on the GPU, or replay), the profile
     loaded and fully validated (the only time in the build), the chapters by name."""
+    quick, record, replay = opts.quick, opts.record, opts.replay
     if record and quick:
         raise CudalabError("--record with --quick would replace the recorded full grid with the smoke-run grid")
     has_gpu = gpu.gpu_available()
@@ -219,14 +218,16 @@ def _resolve_request(
     name_or_path = resolve_profile_name(profile)
     gpu_max_threads = gpu.attributes()["MaxThreadsPerBlock"] if has_gpu else None
     prof = load_profile(name_or_path, gpu_max_threads=gpu_max_threads)
-    chapters = catalog.select(only)
+    chapters = catalog.select(list(opts.only))
     notes = []
-    if record and chapters and CEILINGS_CHAPTER not in {c.id for c in chapters}:
+    missing = [c for c in declarations.offering_ceilings() if c not in {ch.id for ch in chapters}]
+    if record and chapters and missing:
         # Later chapters judge their kernels by the ceilings chapter 00 measures in the same run
-        # (lab.ceilings): a recording without it would keep fractions of no ceiling.
-        chapters = catalog.select([CEILINGS_CHAPTER, *(c.id for c in chapters)])
+        # (lab.ceilings; the chapters that offer them declare so): a recording without it would
+        # keep fractions of no ceiling.
+        chapters = catalog.select([*missing, *(c.id for c in chapters)])
         notes.append(
-            f"--record measures {CEILINGS_CHAPTER} too: the chapters recorded with it are judged by its ceilings"
+            f"--record measures {', '.join(missing)} too: the chapters recorded with it are judged by its ceilings"
         )
     out = (out or BUILD_DIR / f"report-{prof.name}").resolve()
     yaml_file = Path(name_or_path).suffix in (".yaml", ".yml")
@@ -234,18 +235,18 @@ def _resolve_request(
     return _Request(prof, source, gpu_max_threads, mode, quick, chapters, out, notes)
 
 
-def _pick_recording(request: _Request, only: list[str] | None, results: Path, from_gpu: str | None) -> None:
+def _pick_recording(request: _Request, opts: BuildOptions) -> None:
     """Step 2, in a replay: the recording to read (``from_gpu`` picks one of several GPUs'); the
     chapters it holds, where the whole book was asked for; and the recorded grid (``--quick``
     changes only what is measured)."""
     if request.mode != "replay":
         return
-    prof, chapters = request.prof, request.chapters
-    rec, request.why = recorded.find(prof.name, results, from_gpu)
+    prof, chapters, results = request.prof, request.chapters, opts.results
+    rec, request.why = recorded.find(prof.name, results, opts.from_gpu)
     request.recording_dir = rec.path.resolve()
     request.recording_name = f"{results.name}/{rec.gpu}/{rec.profile}/"
     held = [c for c in chapters if (request.recording_dir / c.id / PROVENANCE).is_file()]
-    if not only and held and len(held) < len(chapters):  # a profile recorded for some chapters only
+    if not opts.only and held and len(held) < len(chapters):  # a profile recorded for some chapters only
         left_out = ", ".join(c.id for c in chapters if c not in held)
         request.notes.append(
             f"the recording of {prof.name} holds {len(held)} of {len(chapters)} chapters; "
@@ -312,16 +313,7 @@ def _jobs(request: _Request, plan: _Plan, profile_file: Path, point_time_limit: 
 
 
 def _run_chapters(
-    request: _Request,
-    plan: _Plan,
-    profile_file: Path,
-    *,
-    cell_timeout: int,
-    point_time_limit: float,
-    progress_bar: bool,
-    fail_fast: bool,
-    log: Log,
-    pool: Any = None,
+    request: _Request, plan: _Plan, profile_file: Path, opts: BuildOptions, log: Log, pool: Any = None
 ) -> _Ran:
     """Step 5: the build announced, then each chapter kept from the last build, or run by papermill
     with the resolved profile and its parameters: one after another here, or as tasks on the Dask
@@ -349,7 +341,7 @@ def _run_chapters(
                     f"[{i}/{len(chapters)}] {chapter.id}: unchanged since the last build here, kept "
                     f"(--force runs it again)"
                 )
-        jobs = _jobs(request, plan, profile_file, point_time_limit)
+        jobs = _jobs(request, plan, profile_file, opts.point_time_limit)
         if mode == "replay":
             for job in jobs:
                 for line in recorded.not_shown(
@@ -357,11 +349,17 @@ def _run_chapters(
                 ):
                     log(f"note: {job.chapter.id}: {line}; the replay shows the recording")
         if pool is not None:
-            pool.run_chapters(jobs, out, ran, cell_timeout=cell_timeout, fail_fast=fail_fast, log=log)
+            pool.run_chapters(jobs, out, ran, cell_timeout=opts.cell_timeout, fail_fast=opts.fail_fast, log=log)
             request.notes += _ceilings_elsewhere(ran.outcomes) if mode == "measure" else []
         else:
             _run_serially(
-                jobs, out, ran, cell_timeout=cell_timeout, progress_bar=progress_bar, fail_fast=fail_fast, log=log
+                jobs,
+                out,
+                ran,
+                cell_timeout=opts.cell_timeout,
+                progress_bar=opts.progress_bar,
+                fail_fast=opts.fail_fast,
+                log=log,
             )
     except KeyboardInterrupt:
         ran.interrupted = True
@@ -374,14 +372,16 @@ def _ceilings_elsewhere(outcomes: list[ChapterOutcome]) -> list[str]:
     """On Dask, chapters measured on a GPU model other than chapter 00's: their fractions of the
     ceiling divide by ceilings chapter 00 measured on that other model, and the report says so."""
     by_id = {o.id: o.provenance.get("gpu_name") for o in outcomes if o.provenance}
-    ceilings_gpu = by_id.get(CEILINGS_CHAPTER)
-    other = [cid for cid, name in by_id.items() if ceilings_gpu and name and name != ceilings_gpu]
-    if not other:
-        return []
-    return [
-        f"{', '.join(other)} ran on another GPU model than {CEILINGS_CHAPTER} ({ceilings_gpu}), whose ceilings "
-        f"their rooflines and fractions of the ceiling use"
-    ]
+    notes = []
+    for offering in declarations.offering_ceilings():
+        ceilings_gpu = by_id.get(offering)
+        other = [cid for cid, name in by_id.items() if ceilings_gpu and name and name != ceilings_gpu]
+        if other:
+            notes.append(
+                f"{', '.join(other)} ran on another GPU model than {offering} ({ceilings_gpu}), whose ceilings "
+                f"their rooflines and fractions of the ceiling use"
+            )
+    return notes
 
 
 def _run_serially(
@@ -530,78 +530,44 @@ def _record(summary: BuildSummary, request: _Request, results: Path, log: Log) -
 
 def run(
     profile: str = "auto",
+    options: BuildOptions | None = None,
     *,
-    only: list[str] | None = None,
     out: Path | None = None,
-    quick: bool = False,
-    record: bool = False,
-    replay: bool = False,
-    results: Path = RESULTS_DIR,
-    from_gpu: str | None = None,
-    pdf: bool = True,
-    cell_timeout: int = 1800,
     command: str = "python build_report.py",
     log: Log = lambda msg: None,
-    progress_bar: bool = False,
-    force: bool = False,
-    fail_fast: bool = False,
-    point_time_limit: float = 120.0,
-    handout: bool = False,
-    answers: bool = False,
-    workers: int | None = None,
-    scheduler: str | None = None,
     pool: Any = None,
+    **changes: Any,
 ) -> BuildSummary:
-    """Build the report for ``profile`` (a name in params/, a YAML path, or ``auto``); see the
-    module docstring. ``log`` receives a line per step; ``from_gpu`` picks the recording to
-    replay where several GPUs recorded the profile.
+    """Build the report for ``profile`` (a name in params/, a YAML path, or ``auto``) with
+    ``options`` (``report.options.BuildOptions``; keyword ``changes`` adjust a few, as
+    ``run("gtx680", force=True)``) into ``out``; see the module docstring. ``log`` receives a
+    line per step.
 
     Resuming: a chapter that the previous build in ``out`` finished, with the same inputs (mode,
     GPU or recording, parameters, and the fingerprint of kernels, package, notebook and profile),
-    is kept, not run again; ``force`` runs every chapter. ``fail_fast`` stops at the first failed
-    chapter. ``point_time_limit`` (seconds) skips a sweep point whose one call runs longer.
-    ``handout`` and ``answers`` also write the student handout and the instructor's answer key
-    (``handout/`` and ``answers/`` in ``out``), from the same run.
+    is kept, not run again; ``force`` runs every chapter.
 
-    On Dask: ``workers`` starts a local cluster of that many workers (one per GPU where chapters
-    measure, ``dask_cuda``), ``scheduler`` joins a running one; the chapters run as tasks there
-    (``report.cluster``, imported only then). An unreachable scheduler raises ``CudalabError``
-    before anything is written. ``pool``: a ``cluster.Pool`` already open (several profiles' builds
-    share one, ``report.multi``); the build uses it and leaves it open."""
+    On Dask (``workers`` or ``scheduler``) the chapters run as tasks (``report.cluster``, imported
+    only then); an unreachable scheduler raises ``CudalabError`` before anything is written.
+    ``pool``: a ``cluster.Pool`` already open (several profiles' builds share one,
+    ``report.multi``); the build uses it and leaves it open."""
+    opts = options_from(options, changes)
     require_checkout()
     started = time.time()
-    request = _resolve_request(profile, only, out, quick, record, replay)
-    _pick_recording(request, only, results, from_gpu)
-    plan = _plan_reuse(request, force)
-    own = None
-    if pool is None and (workers or scheduler):
-        from cudalab.report import cluster  # Dask only where asked for: a plain build never imports it
-
-        pool = own = cluster.open_pool(workers=workers, scheduler=scheduler, mode=request.mode, log=log)
-    try:
+    request = _resolve_request(profile, opts, out)
+    _pick_recording(request, opts)
+    plan = _plan_reuse(request, opts.force)
+    with dask_pool(opts, request.mode, log, given=pool) as chapters_pool:
         with outdir.Lock(request.out), _stop_on_sigterm():
             profile_file = _prepare_out(request, plan, log)
-            ran = _run_chapters(
-                request,
-                plan,
-                profile_file,
-                cell_timeout=cell_timeout,
-                point_time_limit=point_time_limit,
-                progress_bar=progress_bar,
-                fail_fast=fail_fast,
-                log=log,
-                pool=pool,
-            )
-            if own is not None:  # the workers are done with this folder before the report reads it
-                own.close()
+            ran = _run_chapters(request, plan, profile_file, opts, log, pool=chapters_pool)
+            if chapters_pool is not None and pool is None:  # our workers are done with this folder
+                chapters_pool.close()  # before the report reads it
             incomplete = _incomplete(request, ran, log)
-            report = _render_report(request, ran, incomplete, command, pdf, log)
-            kinds = [kind for wanted, kind in ((handout, handouts.HANDOUT), (answers, handouts.ANSWER_KEY)) if wanted]
-            _write_handouts(request, ran, report, kinds, pdf, log)
+            report = _render_report(request, ran, incomplete, command, opts.pdf, log)
+            wanted = ((opts.handout, handouts.HANDOUT), (opts.answers, handouts.ANSWER_KEY))
+            _write_handouts(request, ran, report, [kind for asked, kind in wanted if asked], opts.pdf, log)
             summary = _summarise(request, plan, ran, report, command, started)
-    finally:
-        if own is not None:
-            own.close()
-    if record and not ran.interrupted:
-        _record(summary, request, results, log)
+    if opts.record and not ran.interrupted:
+        _record(summary, request, opts.results, log)
     return summary

@@ -37,8 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cudalab.chapter import catalog
-from cudalab.chapter.handle import CEILINGS_CHAPTER
+from cudalab.chapter import catalog, declarations
 from cudalab.chapter.recorded import PROVENANCE
 from cudalab.core.errors import CudalabError
 
@@ -235,7 +234,8 @@ def _run_on(pool: Pool, jobs: list, out: Path, ran: Any, *, cell_timeout: int, f
 
     futures: dict[Any, Any] = {}
     try:
-        first = [j for j in jobs if j.params.get("mode") == "measure" and j.chapter.id == CEILINGS_CHAPTER]
+        offering = set(declarations.offering_ceilings())  # measured first: the others read their ceilings
+        first = [j for j in jobs if j.params.get("mode") == "measure" and j.chapter.id in offering]
         waves = [first, [j for j in jobs if j not in first]] if first else [jobs]
         for wave in waves:
             for job in wave:
@@ -360,9 +360,10 @@ def run_chapter_task(
         shutil.rmtree(work, ignore_errors=True)
         data = work / "data"
         data.mkdir(parents=True)
-        ceilings = out_p / "data" / CEILINGS_CHAPTER
-        if chapter_id != CEILINGS_CHAPTER and ceilings.is_dir():  # chapter 00's ceilings, as in the serial build
-            (data / CEILINGS_CHAPTER).symlink_to(ceilings, target_is_directory=True)
+        for offering in declarations.offering_ceilings():  # chapter 00's ceilings, as in the serial build
+            ceilings = out_p / "data" / offering
+            if chapter_id != offering and ceilings.is_dir():
+                (data / offering).symlink_to(ceilings, target_is_directory=True)
         out_nb = work / chapter.path.name
         ok, error = _papermill(chapter, out_nb, {**params, "data_dir": str(data)}, cell_timeout, kernel_threads)
         if not (staging_p / ACTIVE).is_file():  # interrupted meanwhile: leave nothing behind

@@ -24,10 +24,11 @@ from typing import Any
 
 from cudalab.core.errors import CudalabError
 from cudalab.core.files import atomic_write_text
-from cudalab.core.paths import BUILD_DIR, RESULTS_DIR, require_checkout
+from cudalab.core.paths import BUILD_DIR, require_checkout
 from cudalab.report import outdir
 from cudalab.report.build import BuildSummary, _pick_recording, _resolve_request, _stop_on_sigterm
 from cudalab.report.build import run as build_one
+from cudalab.report.options import BuildOptions, dask_pool, options_from
 
 Log = Callable[[str], None]
 INDEX = "index.html"
@@ -72,13 +73,13 @@ def split_profiles(text: str) -> list[str]:
     return [p.strip() for p in text.split(",") if p.strip()]
 
 
-def _validate(profiles: list[str], out: Path | None, **build: Any) -> tuple[list[str], str, Path]:
+def _validate(profiles: list[str], out: Path | None, opts: BuildOptions) -> tuple[list[str], str, Path]:
     """Each profile resolved as its build will resolve it (``CudalabError`` for a bad one, before
     anything is written); returns the profiles' names, the mode they run in, and the parent folder."""
     names, mode = [], "replay"
     for given in profiles:
-        request = _resolve_request(given, build["only"], None, build["quick"], build["record"], build["replay"])
-        _pick_recording(request, build["only"], build["results"], build["from_gpu"])
+        request = _resolve_request(given, opts, None)
+        _pick_recording(request, opts)
         if request.prof.name in ("", ".", "..") or Path(request.prof.name).name != request.prof.name:
             raise CudalabError(f"profile name {request.prof.name!r} (from {given}) cannot name a folder of --out")
         if request.prof.name in names:
@@ -92,12 +93,12 @@ def _validate(profiles: list[str], out: Path | None, **build: Any) -> tuple[list
     return names, mode, parent
 
 
-def _one(given: str, name: str, parent: Path, log: Log, pool: Any, build: dict[str, Any]) -> ProfileResult:
+def _one(given: str, name: str, parent: Path, log: Log, pool: Any, opts: BuildOptions, command: str) -> ProfileResult:
     """One profile's build into ``parent/name``; any error is its own, kept for the index."""
     result = ProfileResult(name, name)
     try:
         summary: BuildSummary = build_one(
-            given, out=parent / name, log=lambda m: log(f"{name}: {m}"), pool=pool, **build
+            given, opts, out=parent / name, command=command, log=lambda m: log(f"{name}: {m}"), pool=pool
         )
     except CudalabError as exc:
         result.error = str(exc)
@@ -113,34 +114,21 @@ def _one(given: str, name: str, parent: Path, log: Log, pool: Any, build: dict[s
 
 def run(
     profiles: list[str],
+    options: BuildOptions | None = None,
     *,
     out: Path | None = None,
-    workers: int | None = None,
-    scheduler: str | None = None,
     command: str = "python build_report.py",
     log: Log = lambda msg: None,
-    only: list[str] | None = None,
-    quick: bool = False,
-    record: bool = False,
-    replay: bool = False,
-    results: Path = RESULTS_DIR,
-    from_gpu: str | None = None,
-    **build: Any,
+    **changes: Any,
 ) -> MultiSummary:
-    """Build one report per profile into ``out/<profile>/`` and the index; ``build`` takes the
-    other keywords of ``report.build.run``. Raises ``CudalabError`` for a request that cannot
-    start (any bad profile, an unsafe folder, an unreachable scheduler), with nothing written."""
+    """Build one report per profile into ``out/<profile>/`` and the index, each with ``options``
+    (``report.options.BuildOptions``, adjusted by keyword ``changes``). Raises ``CudalabError``
+    for a request that cannot start (any bad profile, an unsafe folder, an unreachable
+    scheduler), with nothing written."""
+    opts = options_from(options, changes)
     require_checkout()
-    build.update(
-        only=only, quick=quick, record=record, replay=replay, results=results, from_gpu=from_gpu, command=command
-    )
-    names, mode, parent = _validate(profiles, out, **build)
-    pool = None
-    if workers or scheduler:
-        from cudalab.report import cluster  # Dask only where asked for
-
-        pool = cluster.open_pool(workers=workers, scheduler=scheduler, mode=mode, log=log)
-    try:
+    names, mode, parent = _validate(profiles, out, opts)
+    with dask_pool(opts, mode, log) as pool:
         with outdir.Lock(parent), _stop_on_sigterm():
             outdir.remove_previous(parent, outdir.check(parent))  # an earlier index (or single build)
             summary = MultiSummary(str(parent), dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), command, [])
@@ -149,12 +137,12 @@ def run(
             pairs = list(zip(profiles, names, strict=True))
             if pool is None:
                 for given, name in pairs:
-                    summary.profiles.append(_one(given, name, parent, log, None, build))
+                    summary.profiles.append(_one(given, name, parent, log, None, opts, command))
                     if summary.interrupted:  # Ctrl-C stops the build, not just this profile
                         break
             else:
                 with ThreadPoolExecutor(len(pairs)) as threads:
-                    futures = [threads.submit(_one, g, n, parent, log, pool, build) for g, n in pairs]
+                    futures = [threads.submit(_one, g, n, parent, log, pool, opts, command) for g, n in pairs]
                     try:
                         wait(futures)
                     except KeyboardInterrupt:  # only this thread hears it: stop the builds in the others
@@ -162,9 +150,6 @@ def run(
                     summary.profiles = [f.result() for f in futures]
             _write(parent, summary)
             log(f"index: {parent / INDEX}")
-    finally:
-        if pool is not None:
-            pool.close()
     return summary
 
 

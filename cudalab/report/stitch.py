@@ -17,7 +17,7 @@ from typing import Any
 
 import nbformat
 
-from cudalab.chapter import catalog
+from cudalab.chapter import catalog, declarations
 from cudalab.core.files import atomic_write_text
 from cudalab.report.table_fit import fit_tables
 
@@ -322,7 +322,7 @@ def references_cell(profile: Any, chapters: list[tuple[str, str]]) -> nbformat.N
                 )
                 + "</li>"
             )
-        if profile.device is not None and chapter_id.startswith("00") and profile.device.lab:
+        if profile.device is not None and profile.device.lab and declarations.of(chapter_id).shows_lab_device:
             used.setdefault(profile.device.lab, []).append(chapter_id)
             items.append(
                 f"<li>{html.escape(profile.device.source)}: "

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import io
-from dataclasses import dataclass
 
 import matplotlib
 
@@ -19,8 +18,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
+from cudalab.chapter.declarations import Figure  # noqa: E402
 from cudalab.core import plots  # noqa: E402
-from cudalab.report.compare_sources import Source  # noqa: E402
+from cudalab.report.compare.sources import Source  # noqa: E402
 
 MAX_SERIES = 4
 _RECORDING_COLOURS = (0, 4, 2, 9, 5, 7)  # blue, purple, green, sky, brown, grey: never the lab's orange
@@ -42,107 +42,6 @@ def source_colours(sources: list[Source]) -> dict[str, tuple]:
 
 def hex_colour(rgb: tuple) -> str:
     return "#" + "".join(f"{int(round(c * 255)):02x}" for c in rgb[:3])
-
-
-@dataclass(frozen=True)
-class Figure:
-    """A chapter's main figure: ``y`` over ``x`` from ``table``, a line per source and ``series``
-    value (``kind="line"``), or bars of ``y`` per ``x`` value (``kind="bar"``, a bar per source);
-    ``best_over`` reduces the other axes to the best value (smallest time, largest rate)."""
-
-    table: str
-    x: str
-    y: str
-    series: str | None
-    ylabel: str
-    title: str
-    kind: str = "line"
-    logx: bool = False
-    logy: bool = False
-    best_over: tuple[str, ...] = ()
-
-
-FIGURES: dict[str, tuple[Figure, ...]] = {
-    "00_gpu_capabilities": (
-        Figure(
-            "copy_bandwidth",
-            "transfer_bytes",
-            "bandwidth_GBps",
-            "direction",
-            "bandwidth (GB/s)",
-            "Copy bandwidth over transfer size",
-            logx=True,
-            logy=True,
-        ),
-    ),
-    "01_block_size": (
-        Figure(
-            "block_sweep",
-            "n",
-            "time_ms",
-            "variant",
-            "time per solve (ms, log)",
-            "Basic kernel by block shape",
-            logy=True,
-        ),
-    ),
-    "02_coalescing": (
-        Figure(
-            "fw_sweep", "n", "time_ms", "variant", "time per solve (ms, log)", "Row-order Floyd-Warshall", logy=True
-        ),
-        Figure(
-            "vecmax_sweep",
-            "blocks",
-            "bandwidth_GBps",
-            "kernel",
-            "bandwidth (GB/s), best threads per block",
-            "vecMax by number of blocks",
-            logx=True,
-            best_over=("threads_per_block",),
-        ),
-    ),
-    "03_shared_memory": (
-        Figure(
-            "shared_sweep", "n", "time_ms", "variant", "time per solve (ms, log)", "Shared-memory kernels", logy=True
-        ),
-    ),
-    "04_blocking_factor": (
-        Figure(
-            "ladder",
-            "variant",
-            "time_ms",
-            None,
-            "time per solve (ms, log)",
-            "The optimization ladder",
-            kind="bar",
-            logy=True,
-        ),
-        Figure(
-            "blocking_factor_sweep",
-            "n",
-            "time_ms",
-            "variant",
-            "time per solve (ms, log)",
-            "Blocked kernels over N",
-            logy=True,
-        ),
-    ),
-    "05_matmul_footprint": (
-        Figure("size_sweep", "n", "gflop_per_s", "kernel", "GFLOP/s", "Matrix multiply over n", logx=True),
-    ),
-    "06_kmeans_device_update": (
-        Figure(
-            "full_runs",
-            "variant",
-            "total_ms",
-            None,
-            "whole run (ms, log)",
-            "K-means, whole runs",
-            kind="bar",
-            logy=True,
-        ),
-    ),
-}
 
 
 def _lower_is_better(column: str) -> bool:

@@ -1,6 +1,6 @@
 """The numbers of a comparison report: headlines side by side and tables joined point by point.
 
-Every ratio is labelled the way ``report/compare.py`` labels two recordings (``compare_table``):
+Every ratio is labelled the way ``compare.pairwise`` labels two recordings (``compare_table``):
 *same* within the smaller recorded relative spread of the two sides (or ``threshold``), else
 *faster* or *slower*, the later source against the first. Tables recorded on different grids are
 joined on the axis points they share; the points only some sources have are returned as well, so
@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cudalab.report.compare import TIME, compare_table
-from cudalab.report.compare_sources import Source
+from cudalab.report.compare.pairwise import TIME, compare_table
+from cudalab.report.compare.sources import Source
 
 THRESHOLD = 0.01  # as tools/compare_recordings.py: a 1% difference always reads as same
 SIZE_AXES = ("n", "d", "k", "v", "e", "transfer_bytes")  # a headline's size; the other axes its configuration

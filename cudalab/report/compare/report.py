@@ -1,6 +1,6 @@
 """The comparison report: one HTML (and PDF) setting recordings of GPUs side by side.
 
-``build_report.py --compare A B [C ...]`` (see ``compare_sources`` for what A, B, C may be).
+``build_report.py --compare A B [C ...]`` (see ``compare.sources`` for what A, B, C may be).
 Per chapter the sources share: what changed in the lesson (sentences computed from each
 source's headlines and the lab's published tables), the headline numbers side by side with each
 later source's ratio to the first labelled same / faster / slower by the recorded spread, the
@@ -23,13 +23,14 @@ from typing import Any
 import nbformat
 import pandas as pd
 
-from cudalab.chapter import catalog
+from cudalab.chapter import catalog, declarations
 from cudalab.chapter.recorded import gpu_slug
 from cudalab.core.files import atomic_write_text
-from cudalab.core.paths import BUILD_DIR, RESULTS_DIR, require_checkout
-from cudalab.report import compare_figures, outdir
-from cudalab.report.compare import TIME
-from cudalab.report.compare_points import (
+from cudalab.core.paths import BUILD_DIR, require_checkout
+from cudalab.report import outdir
+from cudalab.report.compare import figures as compare_figures
+from cudalab.report.compare.pairwise import TIME
+from cudalab.report.compare.points import (
     CHOICE_AXES,
     SIZE_AXES,
     HeadlineRow,
@@ -43,7 +44,8 @@ from cudalab.report.compare_points import (
     size_of,
     where_of,
 )
-from cudalab.report.compare_sources import Source, common_chapters, resolve
+from cudalab.report.compare.sources import Source, common_chapters, resolve
+from cudalab.report.options import BuildOptions, dask_pool, options_from
 from cudalab.report.stitch import render_html, render_pdf
 
 Log = Callable[[str], None]
@@ -288,9 +290,7 @@ def _chapter_html(sources, chapter, title, colours) -> tuple[str, dict[str, pd.D
             "spread (interquartile range over median, the smaller side's; at least 1%) as "
             "tools/compare_recordings.py labels points.</small></p>" + _headline_table(sources, rows, colours)
         )
-    figures = [
-        compare_figures.draw(spec, sources, chapter, colours) for spec in compare_figures.FIGURES.get(chapter, ())
-    ]
+    figures = [compare_figures.draw(spec, sources, chapter, colours) for spec in declarations.of(chapter).figures]
     if any(figures):
         parts.append("<h2>Main figures</h2>")
         for fig in filter(None, figures):
@@ -356,37 +356,35 @@ def _failed_html(chapter: str, title: str, reason: str) -> str:
     )
 
 
-def _sections(sources, chapters, titles, colours, *, workers, scheduler, log, failed: list[str]):
+def _sections(sources, chapters, titles, colours, opts: BuildOptions, log, failed: list[str]):
     """Each chapter's (HTML, joined CSVs), in order: computed here, or as one Dask task per chapter
-    (retried once where its worker dies) when ``workers`` or ``scheduler`` is given. A chapter that
-    fails (a recorded table that cannot be read, a task that failed twice) shows its reason in its
-    place and is appended to ``failed``; the others are compared. The pool is opened (an
-    unreachable scheduler: ``CudalabError``) before the output folder is touched."""
-    pool = None
-    if workers or scheduler:
-        from cudalab.report import cluster
-
-        pool = cluster.open_pool(workers=workers, scheduler=scheduler, mode="replay", log=log)
-        log(f"cudalab: on Dask: {pool.description}; one task per chapter")
-        futures = [
-            pool.client.submit(_chapter_html, sources, c, titles.get(c, c), colours, key=f"compare-{c}-{i}", retries=1)
-            for i, c in enumerate(chapters)
-        ]
-        pool.submitted.extend(futures)
-    try:
-        for i, chapter in enumerate(chapters):
-            title = titles.get(chapter, chapter)
-            try:
-                yield futures[i].result() if pool else _chapter_html(sources, chapter, title, colours)
-            except Exception as exc:
-                where = " on Dask" if pool else ""
-                log(f"{chapter}: FAILED{where}: {type(exc).__name__}: {exc}")
-                failed.append(chapter)
-                yield _failed_html(chapter, title, f"{type(exc).__name__}: {exc}"), {}
-    finally:
+    (retried once where its worker dies) when ``opts`` ask for Dask. A chapter that fails (a
+    recorded table that cannot be read, a task that failed twice) shows its reason in its place
+    and is appended to ``failed``; the others are compared. The pool is opened (an unreachable
+    scheduler: ``CudalabError``) before the output folder is touched."""
+    with dask_pool(opts, "replay", log) as pool:
         if pool is not None:
-            pool.stop()
-            pool.close()
+            log(f"cudalab: on Dask: {pool.description}; one task per chapter")
+            futures = [
+                pool.client.submit(
+                    _chapter_html, sources, c, titles.get(c, c), colours, key=f"compare-{c}-{i}", retries=1
+                )
+                for i, c in enumerate(chapters)
+            ]
+            pool.submitted.extend(futures)
+        try:
+            for i, chapter in enumerate(chapters):
+                title = titles.get(chapter, chapter)
+                try:
+                    yield futures[i].result() if pool else _chapter_html(sources, chapter, title, colours)
+                except Exception as exc:
+                    where = " on Dask" if pool else ""
+                    log(f"{chapter}: FAILED{where}: {type(exc).__name__}: {exc}")
+                    failed.append(chapter)
+                    yield _failed_html(chapter, title, f"{type(exc).__name__}: {exc}"), {}
+        finally:
+            if pool is not None:
+                pool.stop()  # what is still queued (Ctrl-C, an error here) is cancelled before the close
 
 
 def default_out(sources: list[Source]) -> Path:
@@ -396,23 +394,25 @@ def default_out(sources: list[Source]) -> Path:
 
 def run(
     names: list[str],
+    options: BuildOptions | None = None,
     *,
     profile: str | None = None,
     out: Path | None = None,
-    results: Path = RESULTS_DIR,
-    pdf: bool = True,
     command: str = "python build_report.py --compare",
     log: Log = lambda msg: None,
-    workers: int | None = None,
-    scheduler: str | None = None,
+    **changes: Any,
 ) -> CompareSummary:
-    """Build the comparison report of ``names``; every argument is checked (``CudalabError``, one
-    sentence) before the output folder is created or anything is written.
+    """Build the comparison report of ``names``, with the build ``options`` it uses (``results``,
+    ``pdf``, ``workers``, ``scheduler``; keyword ``changes`` adjust them); every argument is
+    checked (``CudalabError``, one sentence) before the output folder is created or anything is
+    written.
 
-    ``workers`` or ``scheduler``: each chapter's comparison (its tables joined, its figures drawn)
-    is a Dask task (``report.cluster``), as the chapters of a build are; without them Dask is not
-    imported. A chapter whose task fails shows its reason in its place, and the report still builds
-    (``failed`` names it; build_report.py exits 1)."""
+    On Dask (``workers`` or ``scheduler``) each chapter's comparison (its tables joined, its
+    figures drawn) is a task (``report.cluster``), as the chapters of a build are; without them
+    Dask is not imported. A chapter whose task fails shows its reason in its place, and the report
+    still builds (``failed`` names it; build_report.py exits 1)."""
+    opts = options_from(options, changes)
+    results, pdf = opts.results, opts.pdf
     require_checkout()
     started = time.time()
     sources = resolve(names, results, profile)
@@ -429,9 +429,7 @@ def run(
     titles = {c.id: c.title for c in catalog.discover()}
     # every chapter computed before the output folder is touched: Ctrl-C or a failure leaves it as it was
     failed: list[str] = []
-    sections = list(
-        _sections(sources, chapters, titles, colours, workers=workers, scheduler=scheduler, log=log, failed=failed)
-    )
+    sections = list(_sections(sources, chapters, titles, colours, opts, log=log, failed=failed))
     with outdir.Lock(out):
         outdir.remove_previous(out, previous)
         written: list[str] = []

@@ -1,0 +1,141 @@
+"""What a chapter declares about itself, beside its notebook: ``notebooks/NN_name.yaml``.
+
+The notebook tells the story and measures; its declarations say what the rest of cudalab takes
+from it, so that nothing central lists chapters by name:
+
+- ``figures``: the main figures ``build_report.py --compare`` draws of it, one colour per source;
+- ``ceilings``: the ceilings it measures that later chapters judge their kernels by
+  (``lab.ceilings()``): where each is read from its own tables (a table, the rows, a value);
+- ``shows_lab_device``: the references list the lab GPU's deviceQuery values under it.
+
+A chapter's point recipe for the explorer is declared in its kernel family's module and handed to
+the explorer by its notebook (``labs.points``); its seed is its notebook's ``seed`` parameter.
+A chapter without a declarations file declares nothing (no figure in ``--compare``, no ceiling).
+An unknown key or a value of the wrong type is a ``CudalabError`` naming the file and the key.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+import pandas as pd
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from cudalab.chapter import catalog
+from cudalab.core.errors import CudalabError
+from cudalab.core.paths import NOTEBOOKS_DIR
+
+SUFFIX = ".yaml"  # notebooks/NN_name.ipynb declares itself in notebooks/NN_name.yaml
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Figure(_Strict):
+    """A chapter's main figure in ``--compare``: ``y`` over ``x`` from ``table``, a line per source
+    and ``series`` value (``kind: line``), or bars of ``y`` per ``x`` value (``kind: bar``, a bar
+    per source); ``best_over`` reduces the other axes to the best value (smallest time, largest
+    rate)."""
+
+    table: str
+    x: str
+    y: str
+    series: str | None = None
+    ylabel: str
+    title: str
+    kind: Literal["line", "bar"] = "line"
+    logx: bool = False
+    logy: bool = False
+    best_over: tuple[str, ...] = ()
+
+
+class Ceiling(_Strict):
+    """One ceiling a chapter offers the chapters after it, read from its own recorded table.
+
+    The rows of ``table`` (``<table>.csv`` in the chapter's data folder) that match ``where``
+    (column: value), and only those whose ``status`` is ok where ``ok_only``; of them the row with
+    the largest ``best`` column, or all of them; ``value`` (a pandas expression over the table's
+    columns, such as ``value * 1e9``) on those rows, reduced by ``reduce`` (``max``, ``min``) or
+    taken from the first. Nothing is offered where the table, a row, a listed ``columns`` entry or
+    the ceiling named by ``needs`` is missing."""
+
+    about: str
+    table: str
+    value: str
+    where: dict[str, str] = {}
+    ok_only: bool = False
+    best: str | None = None
+    reduce: Literal["max", "min"] | None = None
+    columns: tuple[str, ...] = ()
+    needs: str | None = None
+
+    def read(self, folder: Path) -> float | None:
+        """This ceiling from the chapter's data ``folder`` (this build's, or a recording's), or None."""
+        path = folder / f"{self.table}.csv"
+        if not path.is_file():
+            return None
+        rows = pd.read_csv(path)
+        for column, wanted in self.where.items():
+            rows = rows[rows[column].astype(str).eq(str(wanted))] if column in rows else rows.iloc[0:0]
+        if self.ok_only and "status" in rows:
+            rows = rows[rows["status"].eq("ok")]
+        if not len(rows) or not set(self.columns) <= set(rows.columns):
+            return None
+        if self.best is not None:
+            rows = rows.loc[[rows[self.best].idxmax()]]
+        values = rows.eval(self.value, engine="python")
+        value = getattr(values, self.reduce)() if self.reduce else values.iloc[0]
+        return float(value)
+
+
+class Declarations(_Strict):
+    """Everything one chapter declares (see the module docstring); empty for a chapter without a file."""
+
+    figures: tuple[Figure, ...] = ()
+    ceilings: dict[str, Ceiling] = {}
+    shows_lab_device: bool = False
+
+    def read_ceilings(self, folder: Path) -> dict[str, float]:
+        """The ceilings this chapter offers, as its data ``folder`` holds them (in declaration
+        order, so that a ceiling may need one declared before it)."""
+        found: dict[str, float] = {}
+        for name, ceiling in self.ceilings.items():
+            if ceiling.needs is not None and ceiling.needs not in found:
+                continue
+            value = ceiling.read(folder)
+            if value is not None:
+                found[name] = value
+        return found
+
+
+def path_of(chapter: catalog.ChapterInfo) -> Path:
+    """Where ``chapter`` declares itself: its notebook's name with ``.yaml``."""
+    return chapter.path.with_suffix(SUFFIX)
+
+
+@cache
+def _load(path: Path, stamp: float) -> Declarations:
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+        return Declarations.model_validate(data)
+    except yaml.YAMLError as exc:
+        raise CudalabError(f"{path}: not valid YAML: {exc}") from None
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise CudalabError(f"{path}: {problems}") from None
+
+
+def of(chapter: catalog.ChapterInfo | str, notebooks_dir: Path = NOTEBOOKS_DIR) -> Declarations:
+    """The declarations of ``chapter`` (a ``ChapterInfo`` or its id), read from its file."""
+    info = catalog.chapter(chapter, notebooks_dir) if isinstance(chapter, str) else chapter
+    path = path_of(info)
+    return _load(path, path.stat().st_mtime) if path.is_file() else Declarations()
+
+
+def offering_ceilings(notebooks_dir: Path = NOTEBOOKS_DIR) -> list[str]:
+    """The chapters that declare ceilings for the chapters after them, in order."""
+    return [c.id for c in catalog.discover(notebooks_dir) if of(c).ceilings]
