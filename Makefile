@@ -14,7 +14,7 @@ help:
 	@echo "make test       set up .venv, lint (ruff check, ruff format --check) and run the test suite"
 	@echo "                (GPU tests skip without a GPU)"
 	@echo "make lint       only the linter and the formatter's check (ruff format $(LINTED) fixes the layout)"
-	@echo "                (PYTEST_ARGS=--kernel-resources adds the table of every kernel's registers and spills)"
+	@echo "                (on every core; PYTEST_WORKERS=0 PYTEST_ARGS=--kernel-resources adds the table of every kernel's registers and spills)"
 	@echo "make lab        open the notebooks in JupyterLab (installed once; as root: --allow-root --no-browser)"
 	@echo "make wheelhouse download the wheels an offline GPU node needs (wheelhouse/) and stamp the source"
 	@echo "make stamp      write wheelhouse/source-stamp.json (commit + tree fingerprint) before the tree travels"
@@ -42,8 +42,12 @@ lint: venv
 	$(VENV)/bin/ruff check $(LINTED)
 	$(VENV)/bin/ruff format --check $(LINTED)
 
+# The suite on every core (pytest-xdist; PYTEST_WORKERS=0 runs it in one process), work stolen
+# between workers so the slow report builds spread out.
+PYTEST_WORKERS ?= auto
+
 test: lint
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 test-gpu: venv
 	$(PY) -m pytest -m gpu

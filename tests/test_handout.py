@@ -13,7 +13,7 @@ from cudalab.chapter import catalog
 from cudalab.core.paths import ROOT
 from cudalab.report.handout import questions
 
-CHAPTERS = ("00", "01")
+CHAPTERS = ("00", "01", "06")  # 06: the longest kernel listings, whose headers once logged times
 
 
 @pytest.fixture(scope="module")
@@ -85,6 +85,22 @@ def test_the_handout_holds_no_measured_number_and_the_key_does(built):
     assert all(c.title.split(":")[0] in whole for c in catalog.select(list(CHAPTERS)))
     files = json.loads((built / "build.json").read_text())["files"]
     assert "handout/handout.html" in files and "answers/answers.html" in files, "the build lists what it wrote"
+
+
+# A number with a unit of time or rate, as a measurement states it ("0.387 ms", "2,965 GB/s").
+MEASURED = re.compile(
+    r"\b\d[\d,]*(?:\.\d+)?\s*(?:ms|us|µs|ns|seconds?|GB/s|TB/s|MB/s|GFLOP/s|TFLOP/s|GFLOPS|TFLOPS|T/s|"
+    r"relaxations/s|points/s)(?![\w/])"
+)
+
+
+@pytest.mark.slow
+def test_a_students_handout_states_no_time_or_rate_at_all(built):
+    """Not this run's numbers only: no number with a unit of time or rate anywhere in a handout,
+    kernel listings included (a header's measurement log would hand over an answer)."""
+    for path in sorted((built / "handout").glob("*.html")):
+        found = sorted(set(MEASURED.findall(_text(path))))
+        assert not found, f"{path.name} states {found[:8]}"
 
 
 def test_handouts_and_keys_hold_no_explorer(built):
