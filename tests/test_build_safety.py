@@ -102,6 +102,42 @@ def test_sigterm_keeps_the_finished_chapters_and_marks_the_report_incomplete(tmp
     assert not list(out.rglob("*.tmp")), "no half-written files"
 
 
+@pytest.mark.parametrize("pause", [0.5, 3.0])
+def test_ctrl_c_from_a_terminal_is_quiet_leaves_no_partial_chapter_and_the_rerun_completes(tmp_path, pause):
+    """A terminal's Ctrl-C is SIGINT to the build's whole process group, in the middle of a chapter
+    (0.5 s: its kernel starting; 3 s: its cells running). Required: the interrupt message alone (no
+    kernel's ZMQ traceback, no DeadKernelError, no "Kernel died"), exit 130, no file of the
+    interrupted chapter left, and the same command run again completes."""
+    out = tmp_path / "r"
+    command = [sys.executable, str(ROOT / "build_report.py"), "--replay", "--no-pdf", "--only", "00", "01", "02"]
+    proc = subprocess.Popen(
+        [*command, "--out", str(out)], cwd=ROOT, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    deadline, seen = time.time() + 300, []
+    for line in proc.stderr:
+        seen.append(line)
+        if "] 01_block_size ..." in line or time.time() > deadline:
+            break
+    time.sleep(pause)
+    os.killpg(proc.pid, signal.SIGINT)
+    said = "".join(seen) + proc.stderr.read()
+    assert proc.wait(timeout=120) == 130, said[-3000:]
+    assert "interrupted:" in said
+    for noise in ("Traceback", "ZMQError", "DeadKernelError", "Kernel died", "KeyboardInterrupt", "Task exception"):
+        assert noise not in said, said[-3000:]
+    done = set(json.loads((out / "build.json").read_text())["chapters"])
+    assert "01_block_size" not in done, said[-2000:]
+    assert {p.name for p in (out / "data").iterdir()} == done, "no partial chapter's tables"
+    assert {p.stem for p in (out / "notebooks").glob("*.ipynb")} == done, "no partial chapter's notebook"
+    again = subprocess.run([*command, "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert set(json.loads((out / "build.json").read_text())["chapters"]) == {
+        "00_gpu_capabilities",
+        "01_block_size",
+        "02_coalescing",
+    }
+
+
 def test_a_replay_says_which_requested_parameters_it_cannot_show(tmp_path):
     prof = tmp_path / "small.yaml"
     prof.write_text("name: gtx680\nextends: gtx680\nchapters:\n  01_block_size:\n    params: {sizes: [64, 128]}\n")

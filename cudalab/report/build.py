@@ -392,7 +392,11 @@ def _run_serially(
         chapter, tag = job.chapter, f"[{job.index}/{job.total}] {job.chapter.id}"
         log(f"{tag} ...")
         t0 = time.time()
-        ok, error = _run_chapter(chapter, job.notebook, job.params, cell_timeout, progress_bar)
+        try:
+            ok, error = _run_chapter(chapter, job.notebook, job.params, cell_timeout, progress_bar)
+        except KeyboardInterrupt:  # no partial chapter stays: its notebook and tables so far go
+            _discard_partial(out, job)
+            raise
         prov_path = out / "data" / chapter.id / PROVENANCE
         provenance = json.loads(prov_path.read_text()) if prov_path.is_file() else {}
         ran.outcomes.append(
@@ -402,6 +406,15 @@ def _run_serially(
         if not ok and fail_fast:
             ran.stopped = True
             break
+
+
+def _discard_partial(out: Path, job: ChapterJob) -> None:
+    """An interrupted chapter's files removed: its executed notebook so far and its data folder
+    (tables and provenance of the points it reached), which this build created."""
+    import shutil
+
+    job.notebook.unlink(missing_ok=True)
+    shutil.rmtree(out / "data" / job.chapter.id, ignore_errors=True)
 
 
 def _incomplete(request: _Request, ran: _Ran, log: Log) -> str:

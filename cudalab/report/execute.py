@@ -1,9 +1,23 @@
 """One chapter notebook through papermill: the call a serial build makes in its own process and a
-Dask task makes in its worker (``report.cluster``), kept apart from both so neither imports the other."""
+Dask task makes in its worker (``report.cluster``), kept apart from both so neither imports the other.
+
+Ctrl-C: a terminal sends SIGINT to the build's process group. The chapter's kernel runs in a
+session of its own (jupyter_client starts it so) and never hears it; but the cleanup that the
+interrupt sets off in papermill asks the kernel to shut down while it is still answering, and the
+kernel then prints a ZMQ traceback on the terminal. So, while a notebook runs in the main thread,
+SIGINT first kills the kernels this process started (SIGKILL to each one's own process group: a
+kernel holds no result worth a graceful exit once the chapter is abandoned), then raises
+KeyboardInterrupt as usual; the build removes the interrupted chapter's partial files.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+import signal
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 from cudalab.chapter import catalog
@@ -11,6 +25,56 @@ from cudalab.core.paths import NOTEBOOKS_DIR
 
 # A kernel may start slowly on a loaded node (several chapters starting at once on Dask workers).
 KERNEL_START_TIMEOUT_S = 120
+
+
+_KERNELS: set[int] = set()  # the process ids of the kernels this process started and has not seen end
+
+
+def _kernel_manager_class():
+    """A kernel manager that remembers its kernel's process id (for ``_killing_kernels_on_sigint``)."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    class RememberedKernel(AsyncKernelManager):
+        async def _async_launch_kernel(self, kernel_cmd, **kw):
+            await super()._async_launch_kernel(kernel_cmd, **kw)
+            pid = getattr(self.provisioner, "pid", None)
+            if pid:
+                _KERNELS.add(pid)
+
+        async def _async_cleanup_resources(self, restart: bool = False) -> None:
+            _KERNELS.discard(getattr(self.provisioner, "pid", None))
+            await super()._async_cleanup_resources(restart=restart)
+
+    return RememberedKernel
+
+
+def kill_kernels() -> None:
+    """SIGKILL every kernel this process started that is still running (each leads its own group)."""
+    for pid in list(_KERNELS):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+        _KERNELS.discard(pid)
+
+
+@contextlib.contextmanager
+def _killing_kernels_on_sigint() -> Iterator[None]:
+    """While a notebook runs in the main thread: Ctrl-C kills its kernel before papermill's cleanup
+    can talk to it, then interrupts as Python does. Elsewhere (a Dask worker's thread): nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupted(signum, frame):
+        kill_kernels()
+        for name in ("asyncio", "papermill", "traitlets"):  # no "Task exception was never retrieved",
+            logging.getLogger(name).setLevel(logging.CRITICAL)  # no "Kernel died while waiting"
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, interrupted)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def run_notebook(
@@ -27,17 +91,19 @@ def run_notebook(
     try:
         # The kernel's own log stays quiet below errors: its "running over TCP" warning (a local kernel
         # on loopback, started and stopped by this build) would otherwise print once per chapter.
-        papermill.execute_notebook(
-            str(chapter.path),
-            str(out_nb),
-            parameters=params,
-            kernel_name="python3",
-            cwd=str(NOTEBOOKS_DIR),
-            progress_bar=progress_bar,
-            execution_timeout=cell_timeout,
-            start_timeout=KERNEL_START_TIMEOUT_S,
-            extra_arguments=["--IPKernelApp.log_level=ERROR"],
-        )
+        with _killing_kernels_on_sigint():
+            papermill.execute_notebook(
+                str(chapter.path),
+                str(out_nb),
+                parameters=params,
+                kernel_name="python3",
+                cwd=str(NOTEBOOKS_DIR),
+                progress_bar=progress_bar,
+                execution_timeout=cell_timeout,
+                start_timeout=KERNEL_START_TIMEOUT_S,
+                extra_arguments=["--IPKernelApp.log_level=ERROR"],
+                kernel_manager_class=_kernel_manager_class(),
+            )
         return True, ""
     except PapermillExecutionError as exc:
         return False, f"{exc.ename}: {exc.evalue}"
