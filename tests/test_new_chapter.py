@@ -30,6 +30,14 @@ def _python(checkout, code: str, *args: str, timeout: int = 300) -> subprocess.C
     return subprocess.run(command, cwd=checkout, env=env, capture_output=True, text=True, timeout=timeout)
 
 
+def _build(checkout, name: str, *args: str):
+    """``build_report.py ARGS`` in the copy (a replay, HTML only) into ``build/NAME``; its output folder."""
+    out = checkout / "build" / name
+    proc = _python(checkout, "", "build_report.py", *args, "--replay", "--format", "html", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out
+
+
 @pytest.fixture(scope="module")
 def checkout(tmp_path_factory):
     """A copy of this checkout with the toy chapter's files added (none of them there before) and
@@ -65,15 +73,7 @@ def checkout(tmp_path_factory):
 
 
 def test_the_new_chapter_replays_into_the_report_without_a_gpu(checkout):
-    out = checkout / "build" / "toy-report"
-    proc = _python(
-        checkout,
-        "",
-        "build_report.py",
-        *("--gpu", "gtx680", "--only", "07", "--from", "toy-gpu-a", "--replay", "--format", "html"),
-        *("--handout", "--out", str(out)),
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = _build(checkout, "toy-report", "--gpu", "gtx680", "--only", "07", "--from", "toy-gpu-a", "--handout")
     report = (out / "report.html").read_text()
     assert "07 Toy scale: one kernel over n" in report and "scale at n = 65536" in report
     summary = json.loads((out / "data" / CHAPTER / "summary.json").read_text())
@@ -84,14 +84,7 @@ def test_the_new_chapter_replays_into_the_report_without_a_gpu(checkout):
 
 
 def test_compare_draws_the_figure_the_new_chapter_declares(checkout):
-    out = checkout / "build" / "toy-compare"
-    proc = _python(
-        checkout,
-        "",
-        "build_report.py",
-        *("--compare", "toy-gpu-a/gtx680", "toy-gpu-b/gtx680", "--format", "html", "--out", str(out)),
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = _build(checkout, "toy-compare", "--compare", "toy-gpu-a/gtx680", "toy-gpu-b/gtx680")
     page = (out / "report.html").read_text()
     section = page[re.search(rf"id=.chapter-{CHAPTER}.", page).start() :]
     assert "scale_sweep: time_ms over n, a colour per source" in section, "the declared figure's caption"
