@@ -47,7 +47,9 @@ examples:
 
 profiles: {profiles}
 output folder: a build writes only inside --out, and deletes only what an earlier cudalab build listed
-  in its build.json there; it refuses the checkout's own folders and a non-empty folder it did not make.
+  in its build.json there and this one replaces: --only keeps the earlier build's other chapters (same
+  profile, mode and grid) in the report, --format html keeps its PDF; it refuses the checkout's own
+  folders and a non-empty folder it did not make.
 on Dask (--workers, --scheduler): chapters run as tasks, one GPU each; a chapter whose worker dies runs once
   more on another worker, then fails with the reason (exit 1) while the others complete. With several
   profiles, all their chapters are tasks on the one cluster, and each report is stitched when its own are done.

@@ -54,7 +54,9 @@ def test_a_rebuild_removes_only_what_the_last_build_wrote(tmp_path):
     assert manifest["made_by"] == outdir.MARKER and "notebooks/01_block_size.ipynb" in manifest["files"]
     (out / "notes.txt").write_text("mine")
     (out / "data" / "00_gpu_capabilities" / "my_extra.csv").write_text("mine too")
-    assert build("--only", "01", "--out", str(out)).returncode == 0
+    # another profile's build replaces this one's book (an --only build of the same one keeps it:
+    # test_only_into_an_earlier_build_keeps_its_other_chapters_and_an_html_build_keeps_its_pdf)
+    assert build("--gpu", "h100", "--only", "01", "--out", str(out)).returncode == 0
     assert (out / "notes.txt").read_text() == "mine"
     assert (out / "data" / "00_gpu_capabilities" / "my_extra.csv").read_text() == "mine too"
     assert not (out / "notebooks" / "00_gpu_capabilities.ipynb").exists(), "the old chapter 00 is gone with its build"
@@ -244,3 +246,39 @@ def test_a_recording_always_measures_chapter_00_beside_the_chapters_it_judges(mo
     assert any("00_gpu_capabilities" in note for note in request.notes) == (want != only)
     plain = report_build._resolve_request("h100", BuildOptions(only=only), None)
     assert [c.number for c in plain.chapters] == sorted(only), "only a recording adds chapter 00"
+
+
+def test_only_into_an_earlier_build_keeps_its_other_chapters_and_an_html_build_keeps_its_pdf(tmp_path):
+    """``--only`` rebuilds what it names and leaves the rest of an earlier build of the same kind
+    in the folder: the report stitches all of them, the kept ones marked; a build without a PDF
+    leaves the earlier PDF. A build removes only what it replaces."""
+    out = tmp_path / "r"
+    first = subprocess.run(
+        [sys.executable, str(ROOT / "build_report.py"), "--replay", "--only", "00", "01", "02", "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert first.returncode == 0, first.stderr[-2000:]
+    had_pdf = (out / "report.pdf").is_file()
+    before = {p.relative_to(out): p.read_bytes() for p in (out / "data").rglob("*") if p.is_file()}
+    again = build("--only", "01", "--force", "--out", str(out))
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "kept from the earlier build" in again.stderr and "00_gpu_capabilities, 02_coalescing" in again.stderr
+    for rel, data in before.items():
+        if rel.parts[1] != "01_block_size":
+            assert (out / rel).read_bytes() == data, f"{rel} changed or went"
+    summary = json.loads((out / "build.json").read_text())
+    assert set(summary["chapters"]) == {"00_gpu_capabilities", "01_block_size", "02_coalescing"}
+    assert [c for c, v in summary["chapters"].items() if v.get("kept")] == ["00_gpu_capabilities", "02_coalescing"]
+    report = (out / "report.html").read_text()
+    assert report.count("kept from the earlier build in this folder") == 2
+    assert all(f"{c}.ipynb" in " ".join(summary["files"]) for c in summary["chapters"])
+    if had_pdf:
+        assert (out / "report.pdf").is_file() and "report.pdf" in summary["files"]
+        assert "report.pdf is the earlier build's" in again.stderr
+    # another profile is another book: nothing of the gtx680 build is stitched into it
+    other = build("--gpu", "h100", "--only", "01", "--out", str(out))
+    assert other.returncode == 0, other.stderr[-2000:]
+    assert set(json.loads((out / "build.json").read_text())["chapters"]) == {"01_block_size"}

@@ -67,7 +67,12 @@ class BuildSummary:
 
     @property
     def reused(self) -> list[str]:
-        return [cid for cid, c in self.chapters.items() if c.get("reused")]
+        return [cid for cid, c in self.chapters.items() if c.get("reused") and not c.get("kept")]
+
+    @property
+    def kept(self) -> list[str]:
+        """The earlier build's chapters that this one was not asked for (``--only``), left in place."""
+        return [cid for cid, c in self.chapters.items() if c.get("kept")]
 
 
 def _inputs(chapter: catalog.ChapterInfo, prof, mode: str, quick: bool, recording_dir: Path) -> str:
@@ -173,11 +178,14 @@ class _Request:
 
 @dataclass
 class _Plan:
-    """The chapters' inputs and what the previous build into the same folder leaves to keep."""
+    """The chapters' inputs and what the previous build into the same folder leaves to keep:
+    ``reuse``, requested chapters it finished with the same inputs; ``carried``, chapters it
+    finished that this build was not asked for (``--only``), left as they are and stitched in."""
 
     previous: dict[str, Any]
     inputs: dict[str, str]
     reuse: dict[str, dict[str, Any]]
+    carried: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -259,19 +267,53 @@ def _pick_recording(request: _Request, opts: BuildOptions) -> None:
 
 
 def _plan_reuse(request: _Request, force: bool) -> _Plan:
-    """Step 3: the output folder checked (ours, or new), each chapter's inputs, and the chapters
-    the previous build there finished with the same inputs (kept unless ``force``)."""
+    """Step 3: the output folder checked (ours, or new), each chapter's inputs, the chapters the
+    previous build there finished with the same inputs (kept unless ``force``), and those it
+    finished that this build does not run (``_carried``)."""
     previous = outdir.check(request.out)
     inputs = {
         c.id: _inputs(c, request.prof, request.mode, request.quick, request.recording_dir) for c in request.chapters
     }
-    return _Plan(previous, inputs, {} if force else _reusable(request.out, previous, inputs))
+    reuse = {} if force else _reusable(request.out, previous, inputs)
+    return _Plan(previous, inputs, reuse, _carried(request, previous))
 
 
-def _prepare_out(request: _Request, plan: _Plan, log: Log) -> Path:
-    """Step 4: the previous build's files removed, but for the chapters kept, and the resolved
-    profile written for the notebooks. Returns the resolved profile's path."""
-    keep = {f for cid in plan.reuse for f in _chapter_files(plan.previous, cid)}
+def _carried(request: _Request, previous: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The chapters an earlier build of the same kind in this folder finished (the same profile,
+    mode, grid and recording, or GPU) that this build was not asked for: a ``--only`` build
+    replaces its own chapters and leaves the others, whose files must all still be there."""
+    asked = {c.id for c in request.chapters}
+    same = (
+        previous.get("profile") == request.prof.name
+        and previous.get("mode") == request.mode
+        and bool(previous.get("quick")) == request.quick
+        and (request.mode != "replay" or previous.get("recording") == request.why)
+    )
+    if not same:
+        return {}
+    here = gpu.gpu_name() if request.mode == "measure" else None
+    carried = {}
+    for cid, c in (previous.get("chapters") or {}).items():
+        files = _chapter_files(previous, cid)
+        if (
+            cid not in asked
+            and c.get("ok")
+            and files
+            and all((request.out / f).is_file() for f in files)
+            and (here is None or (c.get("provenance") or {}).get("gpu_name") == here)
+        ):
+            carried[cid] = c
+    return carried
+
+
+def _prepare_out(request: _Request, plan: _Plan, pdf: bool, log: Log) -> Path:
+    """Step 4: the previous build's files that this build replaces removed (not the chapters it
+    keeps or carries, nor a PDF a build without one leaves), and the resolved profile written
+    for the notebooks. Returns the resolved profile's path."""
+    keep = {f for cid in [*plan.reuse, *plan.carried] for f in _chapter_files(plan.previous, cid)}
+    if not pdf and "report.pdf" in plan.previous.get("files", []):
+        keep.add("report.pdf")
+        log("note: report.pdf is the earlier build's: this one writes no PDF (--format html)")
     outdir.remove_previous(request.out, plan.previous, keep=keep)
     for sub in ("notebooks", "data"):
         (request.out / sub).mkdir(parents=True, exist_ok=True)
@@ -328,6 +370,14 @@ def _run_chapters(
         log(f"cudalab: profile {request.prof.name}, {where}; {len(chapters)} chapter(s) -> {out}")
         for note in request.notes:
             log(f"note: {note}")
+        if plan.carried:
+            log(f"kept from the earlier build in {out} (not asked for): {', '.join(plan.carried)}")
+        for cid, old in plan.carried.items():
+            info = catalog.chapter(cid)
+            notebook = out / "notebooks" / info.path.name
+            ran.outcomes.append(
+                ChapterOutcome(cid, info.title, notebook, True, "", old["seconds"], old["provenance"], True, True)
+            )
         for i, chapter in enumerate(chapters, 1):
             if chapter.id in plan.reuse:
                 old = plan.reuse[chapter.id]
@@ -363,8 +413,8 @@ def _run_chapters(
             )
     except KeyboardInterrupt:
         ran.interrupted = True
-    order = [c.id for c in chapters]
-    ran.outcomes.sort(key=lambda o: order.index(o.id))
+    order = [c.id for c in catalog.discover()]
+    ran.outcomes.sort(key=lambda o: order.index(o.id) if o.id in order else len(order))
     return ran
 
 
@@ -419,7 +469,8 @@ def _discard_partial(out: Path, job: ChapterJob) -> None:
 
 def _incomplete(request: _Request, ran: _Ran, log: Log) -> str:
     """Step 6: the cover page's sentence on chapters not run (interrupted or --fail-fast), or ""."""
-    done, chapters = ran.done, request.chapters
+    chapters = request.chapters
+    done = [cid for cid in ran.done if cid in {c.id for c in chapters}]  # not the chapters carried over
     not_run = [c.id for c in chapters if c.id not in done]
     if ran.interrupted:
         log(
@@ -481,8 +532,8 @@ def _write_handouts(
 ) -> None:
     """Step 8: the student handout and the instructor's answer key, where asked, from the chapters
     that finished; their files join the report's."""
-    source = {c.id: c.path for c in request.chapters}
-    finished = [(o.id, o.title, source[o.id]) for o in ran.outcomes if o.ok]
+    source = {c.id: c.path for c in catalog.discover()}
+    finished = [(o.id, o.title, source[o.id]) for o in ran.outcomes if o.ok and o.id in source]
     if ran.interrupted or not finished:
         return
     for kind in kinds:
@@ -522,8 +573,9 @@ def _summarise(
                 "error": o.error,
                 "seconds": round(o.seconds, 1),
                 "provenance": o.provenance,
-                "inputs": plan.inputs[o.id],
-                "reused": o.id in plan.reuse,
+                "inputs": plan.inputs.get(o.id) or plan.carried.get(o.id, {}).get("inputs"),
+                "reused": o.id in plan.reuse or o.id in plan.carried,
+                **({"kept": True} if o.id in plan.carried else {}),
                 **({"worker": o.worker} if o.worker else {}),
             }
             for o in ran.outcomes
@@ -572,7 +624,7 @@ def run(
     plan = _plan_reuse(request, opts.force)
     with dask_pool(opts, request.mode, log, given=pool) as chapters_pool:
         with outdir.Lock(request.out), _stop_on_sigterm():
-            profile_file = _prepare_out(request, plan, log)
+            profile_file = _prepare_out(request, plan, opts.pdf, log)
             ran = _run_chapters(request, plan, profile_file, opts, log, pool=chapters_pool)
             if chapters_pool is not None and pool is None:  # our workers are done with this folder
                 chapters_pool.close()  # before the report reads it

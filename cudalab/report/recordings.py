@@ -35,7 +35,7 @@ def merge_recordings(previous: dict[str, Any], build: dict[str, Any], gpu_name: 
     last. Chapters that failed in ``build`` keep their earlier recording."""
     chapters = dict(previous.get("chapters", {}))
     for chapter_id, c in build["chapters"].items():
-        if c["ok"]:
+        if c["ok"] and not c.get("kept"):  # a chapter kept from an earlier build was not measured here
             chapters[chapter_id] = {
                 "seconds": c["seconds"],
                 "git_commit": c["provenance"].get("git_commit"),
@@ -58,7 +58,7 @@ def record(summary: Any, data: Path, results: Path, gpu_name: str) -> Path:
     dest = results / gpu_slug(gpu_name) / build["profile"]
     dest.mkdir(parents=True, exist_ok=True)
     for chapter_id, c in build["chapters"].items():
-        if c["ok"]:  # copied beside, then swapped in: an interrupted copy never replaces a recording
+        if c["ok"] and not c.get("kept"):  # copied beside, then swapped in: never half a recording
             staging = dest / f".{chapter_id}.incoming"
             shutil.rmtree(staging, ignore_errors=True)
             shutil.copytree(data / chapter_id, staging)

@@ -34,6 +34,7 @@ class ChapterOutcome:
     seconds: float = 0.0
     provenance: dict[str, Any] = field(default_factory=dict)
     reused: bool = False  # kept from the last build into the same folder: same inputs, not run again
+    kept: bool = False  # not asked for (--only): the earlier build's chapter in this folder, left as it was
     worker: str = ""  # on Dask: the worker that ran it (address, and a retry after a worker died)
 
 
@@ -178,7 +179,13 @@ def cover_cell(
     for o in outcomes:
         gpu_cell = f"<td>{html.escape(gpu_label(o.provenance)) if o.provenance else '-'}</td>" if several else ""
         status = (
-            ("ok, from cache (unchanged since the last build)" if o.reused else "ok")
+            (
+                "ok, kept from the earlier build in this folder (not rebuilt: --only)"
+                if o.kept
+                else "ok, from cache (unchanged since the last build)"
+                if o.reused
+                else "ok"
+            )
             if o.ok
             else "<b style='color:#c00'>FAILED</b>"
         )
