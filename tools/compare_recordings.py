@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from cudalab.core.errors import CudalabError  # noqa: E402
-from cudalab.report.compare import compare_recordings, to_markdown  # noqa: E402
+from cudalab.report.compare.pairwise import compare_recordings, to_markdown  # noqa: E402
 
 
 def main() -> int:
