@@ -307,3 +307,15 @@ def test_no_chapter_is_named_in_the_report_the_explorer_or_the_point_machinery()
     places.append(PACKAGE_DIR / "labs" / "points.py")
     found = [f"{p.relative_to(PACKAGE_DIR)}: {m}" for p in places for m in named.findall(p.read_text())]
     assert not found, found
+
+
+def test_only_what_someone_set_is_a_request():
+    """A replay tells of the requested parameters it cannot show: those injected (a build,
+    papermill -p) or edited away from the notebook's default, never a default nobody set."""
+    from cudalab.chapter.handle import _requested
+    from cudalab.chapter.parameters import Declared
+
+    declared = {"sizes": Declared("sizes", "list[int]", "[256, 512]"), "seed": Declared("seed", "int", "2016")}
+    assert _requested({"sizes": [256, 512], "seed": 2016}, declared, set()) == {}
+    assert _requested({"sizes": [64], "seed": 2016}, declared, set()) == {"sizes": [64]}
+    assert _requested({"sizes": [256, 512], "seed": 2016}, declared, {"seed"}) == {"seed": 2016}

@@ -57,3 +57,5 @@ def test_a_notebook_runs_top_to_bottom_with_its_defaults(tmp_path):
     )
     text = out.read_text()
     assert "Data: replayed." in text and "What the lab measured." in text
+    # nobody set a parameter: the banner complains of none (issue 42, item 8)
+    assert "Not shown as requested" not in text

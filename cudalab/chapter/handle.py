@@ -53,6 +53,9 @@ class Chapter:
     recorded_dir: Path
     params: dict[str, Any] = field(default_factory=dict)
     notebook: Path | None = None
+    # the parameters someone set (papermill or a build injected them, or the parameters cell was
+    # edited away from its defaults); None: all of ``params``
+    requested: dict[str, Any] | None = None
     _stale: str | None = field(default=None, repr=False)
 
     @property
@@ -351,8 +354,10 @@ class Chapter:
     @property
     def not_shown(self) -> list[str]:
         """In replay: each requested parameter whose recorded value differs (what was asked for
-        cannot take effect; the recording is shown)."""
-        return recorded.not_shown(self.out_dir, self.params) if self.mode == "replay" else []
+        cannot take effect; the recording is shown). A notebook run with its own defaults
+        requested nothing, and is told of nothing."""
+        wanted = self.params if self.requested is None else self.requested
+        return recorded.not_shown(self.out_dir, wanted) if self.mode == "replay" else []
 
     def banner(self):
         """A Markdown note on where this chapter's numbers come from (and, in replay, which
@@ -424,6 +429,23 @@ def checked_parameters(chapter_id: str, namespace: dict[str, Any]) -> dict[str, 
     return values
 
 
+def _requested(params: dict[str, Any], declared: dict[str, Any], injected: set[str]) -> dict[str, Any]:
+    """The parameters someone set: injected (a build, ``papermill -p``), or unlike the notebook's
+    own default (its parameters cell edited). Defaults nobody set are not requests."""
+    import ast
+
+    def default(name: str) -> Any:
+        try:
+            return ast.literal_eval(declared[name].default)
+        except (KeyError, ValueError, SyntaxError):
+            return _UNKNOWN
+
+    return {k: v for k, v in params.items() if k in injected or v != default(k)}
+
+
+_UNKNOWN = object()  # a default that cannot be read back: every value counts as set
+
+
 def open_chapter(chapter_id: str, namespace: dict[str, Any]) -> Chapter:
     """Open a chapter for its notebook: ``lab = open_chapter("01_block_size", globals())``.
 
@@ -444,6 +466,7 @@ def open_chapter(chapter_id: str, namespace: dict[str, Any]) -> Chapter:
     if not recorded_dir and mode == "replay":
         recorded_dir = str(recorded.find(prof.name)[0].path)
     params = {k: v for k, v in values.items() if k not in STANDARD_PARAMETERS}
-    chapter = Chapter(chapter_id, prof, mode, data, Path(recorded_dir), params, notebook=info.path)
+    requested = _requested(params, info.parameters(), set(parameters.injected_names(namespace)))
+    chapter = Chapter(chapter_id, prof, mode, data, Path(recorded_dir), params, info.path, requested)
     chapter._start()
     return chapter
