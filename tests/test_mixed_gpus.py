@@ -33,10 +33,14 @@ def test_one_gpu_is_named_with_its_uuid_and_no_mixed_warning(tmp_path):
     assert H100["gpu_uuid"] in cover and "different GPU models" not in cover and "<th>GPU</th>" not in cover
 
 
-def test_two_cards_of_one_model_name_each_chapters_card(tmp_path):
+def test_two_cards_of_one_model_read_as_one_model_with_the_cards_in_the_details(tmp_path):
+    """The first page speaks to people: one model and how many cards; the UUIDs are in the
+    folded provenance block, not in the contents."""
     cover = _cover(_outcomes(tmp_path, H100, H100_B))
-    assert "2 GPUs, one model" in cover and "<th>GPU</th>" in cover
-    assert H100["gpu_uuid"] in cover and H100_B["gpu_uuid"] in cover
+    assert "one NVIDIA H100 80GB HBM3 (2 cards)" in cover and "<th>GPU</th>" not in cover
+    details = cover[cover.index("<details>") :]
+    assert H100["gpu_uuid"] in details and H100_B["gpu_uuid"] in details
+    assert H100["gpu_uuid"] not in cover[: cover.index("<details>")]
 
 
 def test_chapters_on_different_models_are_never_shown_as_one_gpus_report(tmp_path):

@@ -227,7 +227,8 @@ def _run_on(pool: Pool, jobs: list, out: Path, ran: Any, *, cell_timeout: int, f
                 worker=where,
             )
         )
-        gpu = f" on {provenance.get('gpu_name')}" if provenance.get("gpu_name") and provenance.get("gpu_uuid") else ""
+        measured = job.params.get("mode") == "measure"  # a replay ran on no GPU: it read a recording
+        gpu = f" on {provenance.get('gpu_name')}" if measured and provenance.get("gpu_name") else ""
         status = "ok" if result["ok"] else "FAILED: " + (result["error"].splitlines() or [""])[0][:300]
         log(f"[{job.index}/{job.total}] {chapter.id}: {status}{gpu} ({where or 'no worker'}, {seconds:.0f} s)")
         return result["ok"]

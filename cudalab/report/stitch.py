@@ -49,38 +49,66 @@ def gpu_models(outcomes: list[ChapterOutcome]) -> list[str]:
     return sorted({o.provenance.get("gpu_name") or "?" for o in outcomes if o.provenance})
 
 
-def _several_gpus(outcomes: list[ChapterOutcome]) -> bool:
-    """Whether the chapters ran on more than one GPU (another card, or another model)."""
-    return len({gpu_label(o.provenance) for o in outcomes if o.provenance}) > 1
-
-
 def _anchor(chapter_id: str) -> str:
     return f"chapter-{chapter_id}"
 
 
-def _data_source(mode: str, outcomes: list[ChapterOutcome], recording: str = "") -> str:
+def _commits(outcomes: list[ChapterOutcome]) -> str:
+    """The commits that made the chapters' numbers, in words ("one commit", "5 commits"); the ids
+    themselves are in the details block and in each chapter's provenance.json."""
+    commits = {str(o.provenance.get("git_commit", "?"))[:10] for o in outcomes if o.provenance}
+    return "one commit" if len(commits) == 1 else f"{len(commits)} commits"
+
+
+def _sources_match(outcomes: list[ChapterOutcome], scorecards: dict[str, dict[str, Any]]) -> str:
+    """A replay's word on its recordings against today's sources: all match, or which do not."""
+    stale = [o.id for o in outcomes if (scorecards.get(o.id) or {}).get("stale")]
+    if not stale:
+        return "Every recording matches today's sources."
+    which = "every chapter" if len(stale) == len([o for o in outcomes if o.provenance]) else ", ".join(stale)
+    others = "" if which == "every chapter" else "; the others match"
+    return f"The recordings of {which} predate changes to today's sources (the summary names the files){others}."
+
+
+def _data_source(
+    mode: str, outcomes: list[ChapterOutcome], recording: str = "", scorecards: dict[str, dict[str, Any]] | None = None
+) -> str:
     recorded = [o.provenance for o in outcomes if o.provenance]
     gpus = gpu_models(outcomes)
     dates = sorted({str(p.get("date_utc", "?"))[:10] for p in recorded})
-    commits = sorted({str(p.get("git_commit", "?"))[:10] for p in recorded})
     if len(gpus) > 1:  # never presented as one GPU's report
         return (
             f"<div class='cudalab-chapter-failed'><b>{'Measured now' if mode == 'measure' else 'Replayed'} on "
             f"{len(gpus)} different GPU models: {html.escape(', '.join(gpus))}.</b> The chapters of this "
             f"report ran on different GPUs, so numbers from two chapters are not one GPU's; the contents "
-            f"below and each chapter's first lines name its GPU ({', '.join(dates)}, commit "
-            f"{', '.join(commits)}).</div>"
+            f"below and each chapter's first lines name its GPU ({', '.join(dates)}, {_commits(outcomes)}).</div>"
         )
     if mode == "measure":
-        return (
-            f"<b>Measured now</b> on {', '.join(gpus) or 'this GPU'}, {', '.join(dates)}, "
-            f"by commit {', '.join(commits)}."
-        )
+        return f"<b>Measured now</b> on {', '.join(gpus) or 'this GPU'}, {', '.join(dates)}, by {_commits(outcomes)}."
     return (
         f"<div class='cudalab-replayed'><b>Replayed, not measured here.</b> No CUDA device was present when "
         f"this report was built, so every measured number in it was recorded by this pipeline on "
-        f"<b>{', '.join(gpus) or 'a GPU'}</b> on {', '.join(dates) or '?'} (commit {', '.join(commits)}) "
-        f"and read back from <code>{html.escape(recording or 'results/')}</code>.</div>"
+        f"<b>{', '.join(gpus) or 'a GPU'}</b> on {', '.join(dates) or '?'} ({_commits(outcomes)}) "
+        f"and read back from <code>{html.escape(recording or 'results/')}</code>. "
+        f"{_sources_match(outcomes, scorecards or {})}</div>"
+    )
+
+
+def _details(outcomes: list[ChapterOutcome]) -> str:
+    """A folded block for whoever needs them: each chapter's card (UUID) and commit."""
+    rows = "".join(
+        f"<tr><td>{html.escape(o.id)}</td><td>{html.escape(gpu_label(o.provenance))}</td>"
+        f"<td><code>{html.escape(str(o.provenance.get('git_commit', '?'))[:10])}</code></td>"
+        f"<td>{html.escape(str(o.provenance.get('date_utc', '?')))}</td></tr>"
+        for o in outcomes
+        if o.provenance
+    )
+    if not rows:
+        return ""
+    return (
+        "<details><summary>Provenance: each chapter's GPU card, commit and date (all of it in "
+        "<code>data/&lt;chapter&gt;/provenance.json</code>)</summary><table><tr><th>chapter</th><th>GPU (UUID)"
+        f"</th><th>commit</th><th>recorded</th></tr>{rows}</table></details>"
     )
 
 
@@ -145,14 +173,19 @@ def _summary(outcomes: list[ChapterOutcome], scorecards: dict[str, dict[str, Any
 
 
 def _measured_on(outcomes: list[ChapterOutcome], first: dict[str, Any]) -> str:
-    """The cover's "Measured on": one GPU by name and UUID, or, where chapters ran on several
-    cards, how many of which models (the contents name each chapter's)."""
-    if not _several_gpus(outcomes):
-        return html.escape(gpu_label(first)) if first else "?"
-    cards = {gpu_label(o.provenance) for o in outcomes if o.provenance}
+    """The cover's "Measured on", in words a reader takes in: one GPU by name, or one model and how
+    many of its cards, or how many models (the contents name each chapter's); the UUIDs are in
+    the details block."""
+    if not first:
+        return "?"
     models = gpu_models(outcomes)
-    kind = "one model" if len(models) == 1 else f"{len(models)} different models"
-    return f"<b>{len(cards)} GPUs, {kind}</b> ({html.escape(', '.join(models))}); each chapter's in the contents"
+    cards = {gpu_label(o.provenance) for o in outcomes if o.provenance}
+    if len(models) == 1:
+        many = f" ({len(cards)} cards)" if len(cards) > 1 else ""
+        return f"one {html.escape(models[0])}{many}" if many else html.escape(models[0])
+    return (
+        f"<b>{len(models)} different GPU models</b> ({html.escape(', '.join(models))}); each chapter's in the contents"
+    )
 
 
 def cover_cell(
@@ -175,9 +208,10 @@ def cover_cell(
     ``notes`` (a request that could not take effect, chapters a recording lacks) under the contents,
     then ``findings``: each chapter's first headlines (its ``summary.json``), the run in brief."""
     rows = []
-    several = _several_gpus(outcomes)
+    several = len(gpu_models(outcomes)) > 1  # the contents name each chapter's model where they differ
     for o in outcomes:
-        gpu_cell = f"<td>{html.escape(gpu_label(o.provenance)) if o.provenance else '-'}</td>" if several else ""
+        model = o.provenance.get("gpu_name") if o.provenance else None
+        gpu_cell = f"<td>{html.escape(model or '-')}</td>" if several else ""
         status = (
             (
                 "ok, kept from the earlier build in this folder (not rebuilt: --only)"
@@ -202,7 +236,7 @@ def cover_cell(
     body = f"""<div class="cudalab-cover">
 <h1>{html.escape(title)}</h1>
 {f"<div class='cudalab-chapter-failed'><b>Incomplete report.</b> {html.escape(incomplete)}</div>" if incomplete else ""}
-<p>{_data_source(mode, outcomes, recording)}</p>
+<p>{_data_source(mode, outcomes, recording, scorecards)}</p>
 <table>
 <tr><th style="text-align:left">GPU profile</th><td><code>{html.escape(profile)}</code></td></tr>
 <tr><th style="text-align:left">Lab GPU (published numbers)</th><td>{html.escape(lab_gpu)}</td></tr>
@@ -218,6 +252,7 @@ def cover_cell(
 </table>
 {"".join(f"<p><b>Note.</b> {html.escape(n)}.</p>" for n in notes)}
 {_findings(outcomes, findings or {})}
+{_details(outcomes)}
 <p>Code is folded under <i>Show code</i> in every chapter; each chapter's tidy tables and provenance
 (<code>data/&lt;chapter&gt;/</code>) and executed notebook (<code>notebooks/</code>) sit beside this file.</p>
 </div>"""
