@@ -95,20 +95,20 @@ def _data_source(
 
 
 def _details(outcomes: list[ChapterOutcome]) -> str:
-    """A folded block for whoever needs them: each chapter's card (UUID) and commit."""
-    rows = "".join(
-        f"<tr><td>{html.escape(o.id)}</td><td>{html.escape(gpu_label(o.provenance))}</td>"
-        f"<td><code>{html.escape(str(o.provenance.get('git_commit', '?'))[:10])}</code></td>"
-        f"<td>{html.escape(str(o.provenance.get('date_utc', '?')))}</td></tr>"
+    """A folded block for whoever needs them: each chapter's card (UUID), commit and date (a list,
+    not a table: folded, it prints as its one summary line)."""
+    items = "".join(
+        f"<li>{html.escape(o.id)}: {html.escape(gpu_label(o.provenance))}, commit "
+        f"<code>{html.escape(str(o.provenance.get('git_commit', '?'))[:10])}</code>, "
+        f"{html.escape(str(o.provenance.get('date_utc', '?')))}</li>"
         for o in outcomes
         if o.provenance
     )
-    if not rows:
+    if not items:
         return ""
     return (
         "<details><summary>Provenance: each chapter's GPU card, commit and date (all of it in "
-        "<code>data/&lt;chapter&gt;/provenance.json</code>)</summary><table><tr><th>chapter</th><th>GPU (UUID)"
-        f"</th><th>commit</th><th>recorded</th></tr>{rows}</table></details>"
+        f"<code>data/&lt;chapter&gt;/provenance.json</code>)</summary><ul>{items}</ul></details>"
     )
 
 
