@@ -103,21 +103,21 @@ def _chapter_files(previous: dict[str, Any], chapter_id: str) -> list[str]:
     ]
 
 
+def _finished(out: Path, previous: dict) -> dict[str, dict]:
+    """The chapters the previous build in ``out`` finished whose files are all still there: what
+    a build may keep (``_reusable``) or carry over (``_carried``)."""
+    done = {}
+    for cid, c in (previous.get("chapters") or {}).items():
+        files = _chapter_files(previous, cid)
+        if c.get("ok") and files and all((out / f).is_file() for f in files):
+            done[cid] = c
+    return done
+
+
 def _reusable(out: Path, previous: dict, inputs: dict[str, str]) -> dict[str, dict]:
     """The chapters of the previous build in ``out`` that finished with the same inputs and whose
     files are all still there."""
-    keep = {}
-    for cid, c in (previous.get("chapters") or {}).items():
-        files = _chapter_files(previous, cid)
-        if (
-            c.get("ok")
-            and c.get("inputs")
-            and c["inputs"] == inputs.get(cid)
-            and files
-            and all((out / f).is_file() for f in files)
-        ):
-            keep[cid] = c
-    return keep
+    return {cid: c for cid, c in _finished(out, previous).items() if c.get("inputs") and c["inputs"] == inputs.get(cid)}
 
 
 class _stop_on_sigterm:
@@ -292,18 +292,11 @@ def _carried(request: _Request, previous: dict[str, Any]) -> dict[str, dict[str,
     if not same:
         return {}
     here = gpu.gpu_name() if request.mode == "measure" else None
-    carried = {}
-    for cid, c in (previous.get("chapters") or {}).items():
-        files = _chapter_files(previous, cid)
-        if (
-            cid not in asked
-            and c.get("ok")
-            and files
-            and all((request.out / f).is_file() for f in files)
-            and (here is None or (c.get("provenance") or {}).get("gpu_name") == here)
-        ):
-            carried[cid] = c
-    return carried
+    return {
+        cid: c
+        for cid, c in _finished(request.out, previous).items()
+        if cid not in asked and (here is None or (c.get("provenance") or {}).get("gpu_name") == here)
+    }
 
 
 def _prepare_out(request: _Request, plan: _Plan, pdf: bool, log: Log) -> Path:
