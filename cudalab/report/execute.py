@@ -13,6 +13,7 @@ KeyboardInterrupt as usual; the build removes the interrupted chapter's partial 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import signal
@@ -30,8 +31,10 @@ KERNEL_START_TIMEOUT_S = 120
 _KERNELS: set[int] = set()  # the process ids of the kernels this process started and has not seen end
 
 
+@functools.cache
 def _kernel_manager_class():
-    """A kernel manager that remembers its kernel's process id (for ``_killing_kernels_on_sigint``)."""
+    """A kernel manager that remembers its kernel's process id (for ``_killing_kernels_on_sigint``)
+    and does not interrupt a kernel it is about to shut down."""
     from jupyter_client.manager import AsyncKernelManager
 
     class RememberedKernel(AsyncKernelManager):
@@ -40,6 +43,13 @@ def _kernel_manager_class():
             pid = getattr(self.provisioner, "pid", None)
             if pid:
                 _KERNELS.add(pid)
+
+        async def _async_interrupt_kernel(self) -> None:
+            # jupyter_client sends SIGINT before every shutdown, to stop whatever runs; a chapter's
+            # kernel is shut down once its last cell has ended, and an interrupt then only makes
+            # ipykernel print "KeyboardInterrupt caught in kernel" in the middle of a clean build.
+            if not self.shutting_down:
+                await super()._async_interrupt_kernel()
 
         async def _async_cleanup_resources(self, restart: bool = False) -> None:
             _KERNELS.discard(getattr(self.provisioner, "pid", None))
