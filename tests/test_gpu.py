@@ -124,13 +124,10 @@ def test_a_size_beyond_gpu_memory_is_skipped(cp, basic_kernel):
 
 
 def test_a_point_over_the_time_limit_is_skipped_and_the_sweep_goes_on(cp, basic_kernel):
-    from cudalab.core.timing import set_point_time_limit
-
-    set_point_time_limit(0.002)  # the basic kernel at n=1024 takes far longer than 2 ms per call
-    try:
-        gpu, _ = fw.sweep([basic_variant(basic_kernel, 16)], [32, 1024], seed=1, cpu_max_n=32)
-    finally:
-        set_point_time_limit(None)
+    # the basic kernel at n=1024 takes far longer than 2 ms per call
+    gpu, _ = fw.sweep(
+        [basic_variant(basic_kernel, 16)], [32, 1024], seed=1, cpu_max_n=32, timing={"time_limit_s": 0.002}
+    )
     assert gpu["status"].tolist() == ["ok", "skipped"]
     assert "over the per-point time limit of 0.002 s" in gpu.iloc[1]["reason"]
 

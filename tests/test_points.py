@@ -29,7 +29,9 @@ def kernels_digests() -> dict[str, str]:
 
 @pytest.fixture
 def lab(tmp_path):
-    return SimpleNamespace(id="01_block_size", out_dir=tmp_path / "data" / "01_block_size", params={"seed": 2016})
+    return SimpleNamespace(
+        id="01_block_size", out_dir=tmp_path / "data" / "01_block_size", params={"seed": 2016}, point_time_limit_s=None
+    )
 
 
 @pytest.fixture
@@ -86,7 +88,8 @@ def test_default_point_is_one_the_recorded_sweeps_did_not_have(chapter):
 
 def test_a_point_draws_its_input_with_the_chapters_own_seed(lab, gpu_here):
     """The recipe reads the seed (and the rest) from the chapter's parameters, as its sweep: the
-    explorer hands it ``lab.params``; no table beside the notebook repeats a seed."""
+    explorer hands it ``lab.params`` and the chapter's time limit; no table beside the notebook
+    repeats a seed."""
     seen = {}
 
     def fake(point, kernel_file=None, params=None):
@@ -94,8 +97,11 @@ def test_a_point_draws_its_input_with_the_chapters_own_seed(lab, gpu_here):
         return pd.DataFrame([{**point, "variant": "x", "status": "ok", "reason": "", "time_ms": 1.0}])
 
     recipe = dataclasses.replace(chapter_recipe("01_block_size"), measure=fake)
-    measure.measure_now(SimpleNamespace(**{**vars(lab), "params": {"seed": 7}}), recipe, {"n": 300})
-    assert seen == {"seed": 7}
+    measure.measure_now(
+        SimpleNamespace(**{**vars(lab), "params": {"seed": 7}, "point_time_limit_s": 30.0}), recipe, {"n": 300}
+    )
+    assert seen == {"seed": 7, "point_time_limit_s": 30.0}
+    assert points.timing_of(seen) == {"time_limit_s": 30.0}
     assert points.seed_of({"seed": "2016"}) == 2016
     with pytest.raises(CudalabError, match="no seed"):
         points.seed_of({})

@@ -1,3 +1,4 @@
+import inspect
 import math
 
 import numpy as np
@@ -37,16 +38,23 @@ def test_point_time_limit_is_checked_after_each_call():
     from cudalab.core import timing
     from cudalab.core.errors import PointTimeLimit, SkipPoint
 
-    timing.set_point_time_limit(0.5)
-    try:
-        timing._over_limit(0.4, "one call")  # within the limit: nothing happens
-        with pytest.raises(PointTimeLimit, match="0.7 s, over the per-point time limit of 0.5 s") as err:
-            timing._over_limit(0.7, "one call")
-        assert isinstance(err.value, SkipPoint)  # a sweep records it as a skipped point
-        timing.set_point_time_limit(0)  # 0 means no limit
-        timing._over_limit(1e9, "one call")
-    finally:
-        timing.set_point_time_limit(None)
+    limit = timing._limit(0.5)
+    timing._over_limit(0.4, "one call", limit)  # within the limit: nothing happens
+    with pytest.raises(PointTimeLimit, match="0.7 s, over the per-point time limit of 0.5 s") as err:
+        timing._over_limit(0.7, "one call", limit)
+    assert isinstance(err.value, SkipPoint)  # a sweep records it as a skipped point
+    assert timing._limit(0) is None and timing._limit(None) is None  # 0 means no limit
+    timing._over_limit(1e9, "one call", timing._limit(0))
+
+
+def test_the_settings_are_arguments_not_process_state():
+    """Two chapters in one process (a Dask worker's threads, a test session) cannot change each
+    other's progress bars or time limit: neither is a module global any more."""
+    from cudalab.core import sweep, timing
+
+    assert not hasattr(timing, "set_point_time_limit") and not hasattr(sweep, "show_progress")
+    assert "time_limit_s" in inspect.signature(timing.time_gpu).parameters
+    assert "show_progress" in inspect.signature(sweep.run_sweep).parameters
 
 
 def test_cubic_fit_recovers_exact_model():

@@ -21,7 +21,7 @@ import pandas as pd
 from cudalab.chapter import catalog, declarations, parameters, recorded, staleness
 from cudalab.chapter.profiles import Profile, open_profile, resolve_profile_name, unknown_profile
 from cudalab.chapter.recorded import ANSWERS, PROVENANCE, SCORECARD, SUMMARY
-from cudalab.core import gpu, provenance, sweep, timing
+from cudalab.core import gpu, provenance
 from cudalab.core.errors import CudalabError, NoGPU, NoRecordedResults, ParameterError
 from cudalab.core.files import atomic_write, atomic_write_text
 from cudalab.core.paths import BUILD_DIR
@@ -56,11 +56,21 @@ class Chapter:
     # the parameters someone set (papermill or a build injected them, or the parameters cell was
     # edited away from its defaults); None: all of ``params``
     requested: dict[str, Any] | None = None
+    # progress bars on long sweeps, and the per-point time limit (seconds; None: none): the
+    # notebook's standard parameters ``progress`` and ``point_time_limit_s``, handed to the labs'
+    # sweeps as arguments (``lab.progress``, ``lab.timing``)
+    progress: bool = True
+    point_time_limit_s: float | None = None
     _stale: str | None = field(default=None, repr=False)
 
     @property
     def out_dir(self) -> Path:
         return self.data_dir / self.id
+
+    @property
+    def timing(self) -> dict[str, Any]:
+        """``time_gpu``'s options for this chapter's sweeps: its per-point time limit."""
+        return {"time_limit_s": self.point_time_limit_s}
 
     @property
     def provenance(self) -> dict[str, Any]:
@@ -456,8 +466,6 @@ def open_chapter(chapter_id: str, namespace: dict[str, Any]) -> Chapter:
     validated here), or the resolved profile file a build wrote (read as the build validated it)."""
     values = checked_parameters(chapter_id, namespace)
     info = catalog.chapter(chapter_id)
-    sweep.show_progress(values.get("progress", True))
-    timing.set_point_time_limit(values.get("point_time_limit_s"))
     mode = resolve_mode(values.get("mode", "auto"))
     name = resolve_profile_name(values.get("profile", "auto"))
     prof = open_profile(name, gpu_max_threads=gpu.attributes()["MaxThreadsPerBlock"] if mode == "measure" else None)
@@ -467,6 +475,18 @@ def open_chapter(chapter_id: str, namespace: dict[str, Any]) -> Chapter:
         recorded_dir = str(recorded.find(prof.name)[0].path)
     params = {k: v for k, v in values.items() if k not in STANDARD_PARAMETERS}
     requested = _requested(params, info.parameters(), set(parameters.injected_names(namespace)))
-    chapter = Chapter(chapter_id, prof, mode, data, Path(recorded_dir), params, info.path, requested)
+    limit = values.get("point_time_limit_s")
+    chapter = Chapter(
+        chapter_id,
+        prof,
+        mode,
+        data,
+        Path(recorded_dir),
+        params,
+        info.path,
+        requested,
+        progress=bool(values.get("progress", True)),
+        point_time_limit_s=float(limit) if limit and limit > 0 else None,
+    )
     chapter._start()
     return chapter

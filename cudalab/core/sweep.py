@@ -11,20 +11,12 @@ from tqdm import tqdm
 
 from cudalab.core.errors import MeasurementError
 
-_show_progress = True
 
-
-def show_progress(enabled: bool) -> None:
-    """Turn the progress bars of long sweeps on or off for this process. A chapter run by
-    ``build_report.py`` turns them off (its notebook parameter ``progress``): the build prints
-    a line per chapter, and a bar would land in the report as stderr."""
-    global _show_progress
-    _show_progress = bool(enabled)
-
-
-def progress(iterable: Iterable, desc: str, total: int | None = None) -> Iterable:
-    """A progress bar over ``iterable`` (see ``show_progress``)."""
-    return tqdm(iterable, desc=desc, total=total, disable=not _show_progress, leave=False)
+def progress(iterable: Iterable, desc: str, total: int | None = None, *, enabled: bool = True) -> Iterable:
+    """A progress bar over ``iterable``, shown where ``enabled``. A chapter run by
+    ``build_report.py`` passes its notebook parameter ``progress`` (off there: the build prints a
+    line per chapter, and a bar would land in the report as stderr)."""
+    return tqdm(iterable, desc=desc, total=total, disable=not enabled, leave=False)
 
 
 def run_sweep(
@@ -32,12 +24,15 @@ def run_sweep(
     measure: Callable[[dict[str, Any]], dict[str, Any]],
     desc: str = "sweep",
     skip_on: tuple[type[BaseException], ...] = (),
+    *,
+    show_progress: bool = True,
 ) -> pd.DataFrame:
     """Measure every point; a point that raises one of ``skip_on`` becomes a row with
-    ``status='skipped'`` and the reason, and the sweep goes on."""
+    ``status='skipped'`` and the reason, and the sweep goes on. ``show_progress``: a bar over the
+    points (``progress``)."""
     points = list(points)
     rows = []
-    for point in progress(points, desc=desc, total=len(points)):
+    for point in progress(points, desc=desc, total=len(points), enabled=show_progress):
         try:
             row = {**point, **measure(point)}
             row.setdefault("status", "ok")

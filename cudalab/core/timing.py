@@ -15,29 +15,27 @@ import numpy as np
 
 from cudalab.core.errors import MeasurementError, PointTimeLimit
 
-# The most wall-clock seconds one sweep point may take (None: no limit). A running kernel cannot
-# be interrupted, so the limit is checked after each call: a point whose single call overruns it
-# is skipped with its reason; a point that is merely slow to repeat stops repeating at the limit.
-_point_limit_s: float | None = None
+# ``time_limit_s``, the most wall-clock seconds one timed point may take (None or <= 0: no limit),
+# comes from a chapter's notebook parameter ``point_time_limit_s`` (``Chapter.timing``). A running
+# kernel cannot be interrupted, so the limit is checked after each call: a point whose single call
+# overruns it is skipped with its reason; a point that is merely slow to repeat stops repeating at
+# the limit.
 
 
-def set_point_time_limit(seconds: float | None) -> None:
-    """Limit every timed point of this process to ``seconds`` of wall clock (None or <= 0: none).
-    A chapter sets it from its notebook parameter ``point_time_limit_s``."""
-    global _point_limit_s
-    _point_limit_s = float(seconds) if seconds and seconds > 0 else None
+def _limit(seconds: float | None) -> float | None:
+    return float(seconds) if seconds and seconds > 0 else None
 
 
-def _over_limit(elapsed_s: float, what: str) -> None:
-    if _point_limit_s is not None and elapsed_s > _point_limit_s:
+def _over_limit(elapsed_s: float, what: str, limit_s: float | None) -> None:
+    if limit_s is not None and elapsed_s > limit_s:
         raise PointTimeLimit(
-            f"{what} took {elapsed_s:.3g} s, over the per-point time limit of {_point_limit_s:g} s (point_time_limit_s)"
+            f"{what} took {elapsed_s:.3g} s, over the per-point time limit of {limit_s:g} s (point_time_limit_s)"
         )
 
 
-def _enough_time(samples: list[float], t0: float) -> bool:
+def _enough_time(samples: list[float], t0: float, limit_s: float | None) -> bool:
     """Stop repeating once the point has used its time limit, keeping the samples taken."""
-    return _point_limit_s is not None and len(samples) > 0 and time.perf_counter() - t0 > _point_limit_s
+    return limit_s is not None and len(samples) > 0 and time.perf_counter() - t0 > limit_s
 
 
 def summarize(samples_ms: np.ndarray | list[float], prefix: str = "time_ms") -> dict[str, float]:
@@ -185,6 +183,7 @@ def time_gpu(
     max_repeats: int = 30,
     min_total_s: float = 0.3,
     stream=None,
+    time_limit_s: float | None = None,
 ) -> Samples:
     """Milliseconds per call of ``run`` on the GPU, measured with CUDA events: one event pair per
     call, so the median and spread are per call.
@@ -208,10 +207,14 @@ def time_gpu(
     with events and kept as the first sample (what a warm-up removes, module loads and cold
     caches, is a millisecond or two, under 1% of a quarter second), so a slow solve costs three
     calls, not four.
+
+    ``time_limit_s`` bounds the point's wall clock (see ``_over_limit``): a call over it raises
+    ``PointTimeLimit``; repeats stop at it.
     """
     from cudalab.core.gpu import require_cupy
 
     cp = require_cupy()
+    limit_s = _limit(time_limit_s)
     stream = stream or cp.cuda.get_current_stream()
     start, end = cp.cuda.Event(), cp.cuda.Event()
     t0 = time.perf_counter()
@@ -227,7 +230,7 @@ def time_gpu(
         end.record(stream)
         host_ms = (time.perf_counter() - t1) * 1e3
         end.synchronize()
-        _over_limit(time.perf_counter() - t1, "one warm-up call")
+        _over_limit(time.perf_counter() - t1, "one warm-up call", limit_s)
         call_ms = cp.cuda.get_elapsed_time(start, end)
         if time.perf_counter() - t1 >= SLOW_CALL_S:
             samples.append(call_ms)
@@ -246,8 +249,8 @@ def time_gpu(
     behind = 0
     events: list[tuple] = []
     group = 1
-    while not _enough(samples, min_repeats, max_repeats, min_total_s * 1e3) and not _enough_time(samples, t0):
-        left = None if _point_limit_s is None else max(0.0, _point_limit_s - (time.perf_counter() - t0))
+    while not _enough(samples, min_repeats, max_repeats, min_total_s * 1e3) and not _enough_time(samples, t0, limit_s):
+        left = None if limit_s is None else max(0.0, limit_s - (time.perf_counter() - t0))
         group = calls_per_sample(call_ms or 1.0, has_setup=setup is not None)
         size = batch_size(
             (call_ms or 1.0) * group,
@@ -284,7 +287,7 @@ def time_gpu(
         samples.extend(batch)
         call_ms = float(np.median(batch))
         for ms in batch:
-            _over_limit(ms / 1e3, "one call")
+            _over_limit(ms / 1e3, "one call", limit_s)
     return _samples(samples, behind)
 
 

@@ -174,7 +174,8 @@ def measure_now(
     from cudalab.core.launch import refusal_types
 
     try:
-        rows = recipe.measure(point, kernel_file=str(copy) if copy else None, params=dict(lab.params))
+        params = {**lab.params, "point_time_limit_s": lab.point_time_limit_s}  # the chapter's seed and time limit
+        rows = recipe.measure(point, kernel_file=str(copy) if copy else None, params=params)
         rows = rows.assign(**{k: v for k, v in point.items() if k not in rows})
         status = _status(rows)
         message = _message(status, rows, point, source)

@@ -18,7 +18,7 @@ from cudalab.core.gpu import require_cupy
 from cudalab.core.launch import refusal_types, require_memory
 from cudalab.core.sweep import run_sweep
 from cudalab.core.timing import summarize, time_gpu
-from cudalab.labs.points import PointRecipe
+from cudalab.labs.points import PointRecipe, timing_of
 
 DIRECTIONS = ("host_to_device", "device_to_host", "device_to_device")
 
@@ -65,9 +65,14 @@ def copy_bandwidth(direction: str, nbytes: int, timing: dict[str, Any] | None = 
 
 
 def bandwidth_sweep(
-    sizes_bytes: Sequence[int], directions: Sequence[str] = DIRECTIONS, timing: dict[str, Any] | None = None
+    sizes_bytes: Sequence[int],
+    directions: Sequence[str] = DIRECTIONS,
+    timing: dict[str, Any] | None = None,
+    *,
+    show_progress: bool = True,
 ) -> pd.DataFrame:
-    """One row per (direction, transfer size); sizes that do not fit are skipped."""
+    """One row per (direction, transfer size); sizes that do not fit are skipped. ``timing``:
+    ``time_gpu``'s options (``Chapter.timing`` carries the chapter's time limit)."""
 
     points = [{"direction": d, "transfer_bytes": int(s)} for d in directions for s in sizes_bytes]
     return run_sweep(
@@ -75,6 +80,7 @@ def bandwidth_sweep(
         lambda p: copy_bandwidth(p["direction"], p["transfer_bytes"], timing),
         desc="copy bandwidth",
         skip_on=refusal_types(),
+        show_progress=show_progress,
     )
 
 
@@ -120,7 +126,9 @@ def from_bandwidthtest_MBps(mbps):
 def _copy_point(point: dict[str, Any], kernel_file: str | None = None, params: dict[str, Any] | None = None):
     if kernel_file is not None:
         raise MeasurementError("chapter 00 times the CUDA runtime's copies (cudaMemcpy): it has no kernel to edit")
-    return bandwidth_sweep([point["transfer_bytes"]], directions=[point["direction"]])
+    return bandwidth_sweep(
+        [point["transfer_bytes"]], [point["direction"]], timing=timing_of(params or {}), show_progress=False
+    )
 
 
 # Chapter 00's recipe for the explorer: one copy size, one direction.

@@ -43,7 +43,7 @@ from cudalab.core.occupancy import present_sm, resident_blocks
 from cudalab.core.rates import gflop_per_s
 from cudalab.core.sweep import run_sweep
 from cudalab.core.timing import back_to_back, summarize, time_gpu
-from cudalab.labs.points import PointRecipe, require_used, seed_of, with_occupancy
+from cudalab.labs.points import PointRecipe, require_used, seed_of, timing_of, with_occupancy
 
 FLOAT32 = 4
 TOLERANCE_FACTOR = 8.0
@@ -488,6 +488,28 @@ def intensity(kernel: MatmulKernel) -> dict[str, float]:
     return {"fma_per_shared_float": tm * tn / (tm + tn), "fma_per_global_float": bm * bn / (bm + bn)}
 
 
+def beside_table2(table2: pd.DataFrame, ok: pd.DataFrame, basic: str, footprint: str) -> pd.DataFrame:
+    """Lab 002's Table 2 beside this run, one row per n the lab timed: the footprint's gain as a
+    ratio of each machine's own times (matmult00 over matmult01; ours: ``basic`` over
+    ``footprint``, kernel labels of the correct rows ``ok``) and matmult01's GFLOP/s. Ours is NaN
+    at an n this run did not time."""
+    ours = ok.pivot_table(index="n", columns="kernel", values="time_ms")
+    rows = []
+    for n, g in table2.groupby("n"):
+        t = g.set_index("kernel")["time_s"]
+        here = ours.loc[n] if n in ours.index else None
+        rows.append(
+            {
+                "n": n,
+                "lab 002, 00 / 01 time": t["matmult00"] / t["matmult01"],
+                "lab 002, 01 GFLOP/s": 2 * n**3 / t["matmult01"] / 1e9,
+                "ours, 00 / 01 time": here[basic] / here[footprint] if here is not None else None,
+                "ours, 01 GFLOP/s": 2 * n**3 / here[footprint] / 1e6 if here is not None else None,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
 def reuse_table(ladder: pd.DataFrame, kernels: Sequence[MatmulKernel], occupancy: bool = True) -> pd.DataFrame:
     """The ladder's kernels that ran, one row each: the reuse their design gives (``intensity``),
     their registers, threads and shared memory, their GFLOP/s, and, with ``occupancy``, the
@@ -651,6 +673,7 @@ def sweep(
     timing: dict[str, Any] | None = None,
     limits: dict[str, int] | None = None,
     desc: str = "matmul",
+    show_progress: bool = True,
 ) -> pd.DataFrame:
     """Every configuration at every n, and cuBLAS at every n in the same run: one tidy row each.
 
@@ -692,7 +715,7 @@ def sweep(
             excluded[k.label] = ("failed", f"does not compile: {str(exc).splitlines()[0]}")
             return {**described, "status": "failed", "reason": excluded[k.label][1]}
 
-    frame = run_sweep(points, one, desc=desc)
+    frame = run_sweep(points, one, desc=desc, show_progress=show_progress)
     return with_cublas(frame)
 
 
@@ -846,7 +869,10 @@ def _footprint_point(
     require_used(kernel_file, [kernel.launch()], "lab 002's footprint kernel")
     if not refusal(kernel, present_limits()):
         kernel.compile()  # a copy that does not compile says where, here (the sweep would only mark it failed)
-    frame = sweep([kernel], [n], seed=seed_of(params or {}), desc="footprint point")
+    params = params or {}
+    frame = sweep(
+        [kernel], [n], seed=seed_of(params), timing=timing_of(params), desc="footprint point", show_progress=False
+    )
     rows = frame[~frame["kernel"].eq(CUBLAS)].reset_index(drop=True)  # cuBLAS: in its columns, same run
     return with_occupancy(rows, kernel.launch(n))
 

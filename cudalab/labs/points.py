@@ -47,7 +47,8 @@ class PointRecipe:
     ``axes`` are what the user sets (name: type), ``kernel_choices`` the further choices (name:
     the allowed values, the first the default), ``defaults`` a first point over both.
     ``measure(point, kernel_file=None, params={})`` returns the point's rows, shaped like the
-    table's, drawn from the chapter's parameters ``params`` (its seed, its iterations);
+    table's, drawn from the chapter's parameters ``params`` (its seed, its iterations, its time
+    limit: ``seed_of``, ``timing_of``);
     ``kernel_file`` names the ``kernels_cu`` file a scratch copy starts from ("" where the chapter
     times no kernel of its own). ``about`` says in one line what a point is."""
 
@@ -116,3 +117,9 @@ def seed_of(params: dict[str, Any]) -> int:
     if "seed" not in params:
         raise CudalabError("this chapter's parameters have no seed: open the chapter (open_chapter) before measuring")
     return int(params["seed"])
+
+
+def timing_of(params: dict[str, Any]) -> dict[str, Any]:
+    """``time_gpu``'s options for a point: the chapter's per-point time limit (its standard
+    parameter ``point_time_limit_s``, which ``measure_now`` passes with the chapter's own)."""
+    return {"time_limit_s": params.get("point_time_limit_s")}

@@ -53,6 +53,8 @@ def read_stream_sweep(
     threads: Sequence[int] = READ_THREADS,
     seed: int = 0,
     timing: dict[str, Any] | None = None,
+    *,
+    show_progress: bool = True,
 ) -> pd.DataFrame:
     """The read-only streaming kernel on ``words`` random 32-bit words at every (blocks, threads):
     one row per launch with its median time, the bytes it read and its bandwidth; a launch whose
@@ -93,7 +95,7 @@ def read_stream_sweep(
             "reason": "" if ok else f"XOR {got:#010x} vs the CuPy reduction's {expected:#010x}",
         }
 
-    return run_sweep(points, one, desc="read-only stream", skip_on=refusal_types())
+    return run_sweep(points, one, desc="read-only stream", skip_on=refusal_types(), show_progress=show_progress)
 
 
 def with_read_ceiling(ceilings: pd.DataFrame, read: pd.DataFrame | None, spec: pd.DataFrame) -> pd.DataFrame:

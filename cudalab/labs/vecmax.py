@@ -137,6 +137,8 @@ def sweep(
     threads: Sequence[int],
     seed: int,
     timing: dict[str, Any] | None = None,
+    *,
+    show_progress: bool = True,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Every kernel at every (blocks, threads); returns (configurations, ceilings, the check of
     ``cupy.max`` against a back-to-back timing: ``check_cupy_max``)."""
@@ -153,7 +155,7 @@ def sweep(
         row = measure(kernels[p["kernel"]], spec, a, expected, timing)
         return {**row, "n": n, "fills_gpu": row["threads_total"] >= full}
 
-    configs = run_sweep(points, one, desc="vecMax", skip_on=refusal_types())
+    configs = run_sweep(points, one, desc="vecMax", skip_on=refusal_types(), show_progress=show_progress)
     return (configs, *check_cupy_max(a, ceilings(a, timing), timing))
 
 

@@ -221,13 +221,15 @@ def solve_once(variant: Variant, mat: np.ndarray, use_graph: bool = True) -> tup
         return cp.asnumpy(plan.finish(work, n), stream=stream, blocking=True), solver.launch_mode
 
 
-def correctness(variants: Sequence[Variant], sizes: Sequence[int], seed: int) -> pd.DataFrame:
+def correctness(
+    variants: Sequence[Variant], sizes: Sequence[int], seed: int, *, show_progress: bool = True
+) -> pd.DataFrame:
     """Every variant at every n on each kind of input, against the CPU reference: which
     kernels compute Floyd-Warshall, and which only look right on the labs' inputs."""
     rows = []
     points = [(n, kind, v) for n in sizes for kind in INPUTS for v in variants]
     refs: dict[tuple[int, str], tuple[np.ndarray, np.ndarray]] = {}
-    for n, kind, variant in progress(points, desc="correctness", total=len(points)):
+    for n, kind, variant in progress(points, desc="correctness", total=len(points), enabled=show_progress):
         if (n, kind) not in refs:
             mat = INPUTS[kind](n, seed)
             refs[(n, kind)] = (mat, floyd_warshall_c(mat))
@@ -287,6 +289,7 @@ def sweep(
     timing: dict[str, Any] | None = None,
     desc: str = "Floyd-Warshall",
     point_budget_s: float = 0.0,
+    show_progress: bool = True,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Measure every variant at every n, each on a fresh seeded random graph.
 
@@ -306,7 +309,7 @@ def sweep(
     stream = cp.cuda.Stream(non_blocking=True)  # one stream orders upload, reference, solves and checks
     gpu_rows, cpu_rows = [], []
     points = [(n, v) for n in sizes for v in variants]
-    bar = progress(points, desc=desc, total=len(points))
+    bar = progress(points, desc=desc, total=len(points), enabled=show_progress)
     current_n, reference, d_input, checked_by = None, None, None, ""
     for n, variant in bar:
         base = {"n": n, "variant": variant.label, **variant.fields}

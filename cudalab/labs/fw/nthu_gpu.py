@@ -197,18 +197,21 @@ def time_split(
     repeats: int = 3,
     *,
     plan_factory: Callable[[], BlockedPlan],
+    show_progress: bool = True,
 ) -> pd.DataFrame:
     """Lab 001's time distribution: for each V a generated case is solved ``repeats`` times from
     file to file (in ``workdir``, else a temporary folder); one row per (case, stage) with the
     median and range, and the check's verdict."""
     if workdir is None:
         with tempfile.TemporaryDirectory(prefix="cudalab-cases-") as tmp:
-            return time_split(vertices, density, seed, tmp, repeats, plan_factory=plan_factory)
+            return time_split(
+                vertices, density, seed, tmp, repeats, plan_factory=plan_factory, show_progress=show_progress
+            )
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     plan = plan_factory()
     rows = []
-    for v in progress(vertices, desc="time split", total=len(vertices)):
+    for v in progress(vertices, desc="time split", total=len(vertices), enabled=show_progress):
         case = workdir / f"case_v{v}.in"
         edges = nthu.generate_case(v, density, seed)
         nthu.write_case(case, v, edges)

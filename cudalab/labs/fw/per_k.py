@@ -194,3 +194,61 @@ def roofline_points(frame: pd.DataFrame) -> pd.DataFrame:
         intensity=1.0 / BYTES_PER_RELAXATION,
         ops_per_s=frame["n"].astype(float) ** 3 / (frame["time_ms"] / 1e3),
     )
+
+
+# --------------------------------------------------------------- chapter 03: gains over the basic kernel
+
+
+def shared_results(gpu: pd.DataFrame, cpu: pd.DataFrame, copy_GBps: float) -> pd.DataFrame:
+    """Chapter 03's sweep with its comparisons: the speedup over the CPU (``with_speedups``), over
+    the basic 16x16 kernel, over the basic kernel on the same block (correct rows only), the
+    effective bandwidth of a solve (``solve_bytes``) and its fraction of the copy ceiling
+    ``copy_GBps`` measured in the same run."""
+    from cudalab.core.rates import effective_GBps
+    from cudalab.labs.fw.scaling import speedup_over, with_speedups
+
+    results = with_speedups(gpu, cpu)
+    results["speedup_vs_basic16"] = speedup_over(results, results[results["variant"].eq("basic 16x16")])
+    basic_same = results[results["kernel"].eq("basic")].set_index(["n", "block"])["time_ms"]
+    results["speedup_vs_basic_same_block"] = (
+        results.set_index(["n", "block"]).index.map(basic_same) / results["time_ms"]
+    ).where(results["status"].eq("ok"))
+    results["effective_GBps"] = effective_GBps(results["n"].map(solve_bytes), results["time_ms"])
+    results["fraction_of_copy"] = results["effective_GBps"] / copy_GBps
+    return results
+
+
+def gain_over_lab_basic(published: dict[str, pd.DataFrame | None], at: pd.DataFrame, ours: str) -> pd.DataFrame:
+    """Each shared-memory kernel's gain over its own lab's basic kernel, one row per (source,
+    kernel, block, n): the labs' from their published speedups over the CPU (lab 000 against its
+    basic 16x16, lab 003 against the basic kernel on the same block and n), ours (source
+    ``ours``) from this run's rows ``at`` (k-slices against the basic kernel on the same block,
+    the others against basic 16x16, as the labs did). ``config`` names the kernel and block."""
+    rows = []
+    for name, pub in published.items():
+        if pub is None:
+            continue
+        basic = pub[pub["kernel"].eq("basic")]
+        key = ["n", "block"] if name == "lab003" else ["n"]
+        ref = basic[basic["block"].eq(16)] if name == "lab000" else basic
+        base = ref.set_index(key)["speedup_vs_cpu"]
+        for r in pub[~pub["kernel"].eq("basic")].to_dict("records"):
+            b = base.get(tuple(r[k] for k in key) if len(key) > 1 else r["n"])
+            if b is not None and not np.isnan(b):
+                rows.append(
+                    {
+                        "kernel": r["kernel"],
+                        "block": r["block"],
+                        "n": r["n"],
+                        "ratio": r["speedup_vs_cpu"] / b,
+                        "source": pub.attrs["label"],
+                    }
+                )
+    for r in at[~at["kernel"].eq("basic")].to_dict("records"):
+        same_block = r["kernel"] == "shared_kslices"
+        ratio = r["speedup_vs_basic_same_block"] if same_block else r["speedup_vs_basic16"]
+        rows.append({"kernel": r["kernel"], "block": r["block"], "n": r["n"], "ratio": ratio, "source": ours})
+    ratios = pd.DataFrame(rows, columns=["kernel", "block", "n", "ratio", "source"])
+    return ratios.assign(
+        config=ratios["kernel"].str.replace("shared_", "") + " " + ratios["block"].astype(int).astype(str)
+    )

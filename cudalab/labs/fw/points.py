@@ -15,20 +15,23 @@ import pandas as pd
 
 from cudalab.core.errors import CudalabError
 from cudalab.core.launch import Launch
-from cudalab.labs.points import PointRecipe, require_used, seed_of, with_occupancy
+from cudalab.labs.points import PointRecipe, require_used, seed_of, timing_of, with_occupancy
 
 
 def fw_point(
-    variant: Any, n: int, launches: Sequence[Launch], kernel_file: str | Path | None, what: str, seed: int
+    variant: Any, n: int, launches: Sequence[Launch], kernel_file: str | Path | None, what: str, params: dict[str, Any]
 ) -> pd.DataFrame:
     """One Floyd-Warshall variant at one n through ``labs.fw.harness.sweep`` (its reference checked
     by CuPy's min-plus solve on the GPU, as the sweep does beyond ``cpu_max_n``), with the
-    occupancy of its last launch (the one that does the work)."""
+    occupancy of its last launch (the one that does the work). ``params``: the chapter's (its seed
+    and time limit)."""
     from cudalab.labs.fw import harness as fw
 
     if launches:
         require_used(kernel_file, launches, what)
-    gpu, _ = fw.sweep([variant], [n], seed=seed, cpu_max_n=0, desc="point")
+    gpu, _ = fw.sweep(
+        [variant], [n], seed=seed_of(params), cpu_max_n=0, timing=timing_of(params), desc="point", show_progress=False
+    )
     return with_occupancy(gpu, launches[-1] if launches else None)
 
 
@@ -46,7 +49,7 @@ def _block_size_point(
     b, n = point["block_edge"], point["n"]
     spec = per_k.launch("basic", b, file=kernel_file)
     variant = fw.Variant(f"{b}x{b}", {"block_edge": b, "threads_per_block": b * b}, per_k.basic(b, file=kernel_file))
-    rows = fw_point(variant, n, [spec], kernel_file, "the basic kernel", seed_of(params or {}))
+    rows = fw_point(variant, n, [spec], kernel_file, "the basic kernel", params or {})
     return rows.assign(**kernel_resources(spec.compiled()), l2_cache_bytes=attributes()["L2CacheSize"])
 
 
@@ -85,7 +88,7 @@ def _coalescing_point(
         spec = per_k.launch("segment", s, t, file=kernel_file)
         fields = {"kernel": kernel, "threads_per_block": t, "segment_size": s}
         variant = fw.Variant(label, fields, per_k.segment(s, t, kernel_file))
-    return fw_point(variant, n, [spec], kernel_file, f"the {kernel} kernel", seed_of(params or {}))
+    return fw_point(variant, n, [spec], kernel_file, f"the {kernel} kernel", params or {})
 
 
 COALESCING = PointRecipe(
@@ -126,7 +129,7 @@ def _shared_point(
         spec = per_k.launch(recipe, b, published=published, file=kernel_file)
         plan = getattr(per_k, recipe)(b, published, kernel_file)
     variant = fw.Variant(label(b, version), {"kernel": kernel, "block": b, "published": published}, plan)
-    return fw_point(variant, n, [spec], kernel_file, f"the {kernel} kernel", seed_of(params or {}))
+    return fw_point(variant, n, [spec], kernel_file, f"the {kernel} kernel", params or {})
 
 
 SHARED_MEMORY = PointRecipe(

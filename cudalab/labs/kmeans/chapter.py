@@ -67,6 +67,8 @@ def correctness(
     iterations: int,
     variants: Iterable[str] = tuple(VARIANTS),
     file: str | Path | None = None,
+    *,
+    show_progress: bool = True,
 ) -> pd.DataFrame:
     """Every variant (of ``variants``) in lockstep with the float64 reference
     (``gpu.check_against_float64``); ``file``: a copy of a kernel file to build instead."""
@@ -75,12 +77,24 @@ def correctness(
 
     problem = gpu.Problem(reference.blobs(n, d, k, seed), k)
     frames = []
-    for variant in progress(list(variants), desc="correctness"):
+    for variant in progress(list(variants), desc="correctness", enabled=show_progress):
         try:
             frames.append(gpu.check_against_float64(problem, variant, iterations, file=file))
         except refusal_types() as exc:
             frames.append(pd.DataFrame([{"variant": variant, "iteration": 0, "n": n, "d": d, "k": k, **_skipped(exc)}]))
     return pd.concat(frames, ignore_index=True)
+
+
+def correctness_summary(check: pd.DataFrame) -> pd.DataFrame:
+    """``correctness`` summed per variant (in run order): iterations checked, membership
+    mismatches, near ties, the worst centre error, and "ok" only where every iteration was."""
+    return check.groupby("variant", sort=False).agg(
+        iterations=("iteration", "count"),
+        membership_mismatches=("membership_mismatches", "sum"),
+        near_ties=("near_ties", "sum"),
+        worst_centre_error=("centre_rel_error", "max"),
+        status=("status", lambda s: "ok" if s.eq("ok").all() else "wrong"),
+    )
 
 
 def configurations(
@@ -106,6 +120,8 @@ def sweep(
     seed: int,
     variants: Iterable[str] = SWEPT,
     file: str | Path | None = None,
+    *,
+    show_progress: bool = True,
 ) -> pd.DataFrame:
     """Stage times of every swept variant (of ``variants``) at every configuration: one row per (n, d,
     k, variant, iteration, stage); a variant a configuration refuses is one row with its reason.
@@ -119,7 +135,7 @@ def sweep(
     variants = list(variants)
     points = [(cfg, v) for cfg in configurations(sizes, dims, clusters, base_d, base_k) for v in variants]
     problem, current = None, None
-    for (n, d, k), variant in progress(points, desc="k-means sweep"):
+    for (n, d, k), variant in progress(points, desc="k-means sweep", enabled=show_progress):
         base = {"n": n, "d": d, "k": k, "variant": variant}
         try:
             if current != (n, d, k):
@@ -293,7 +309,7 @@ def plot_stage_split(stages: pd.DataFrame, floors: pd.Series, ax=None, title: st
     return ax
 
 
-def full_runs(n: int, d: int, k: int, seed: int) -> pd.DataFrame:
+def full_runs(n: int, d: int, k: int, seed: int, *, show_progress: bool = True) -> pd.DataFrame:
     """Every variant run to convergence from the same initial centres: iterations, wall time,
     and the summed time of each stage."""
     from cudalab.core.launch import refusal_types
@@ -301,7 +317,7 @@ def full_runs(n: int, d: int, k: int, seed: int) -> pd.DataFrame:
 
     problem = gpu.Problem(gpu.blobs_on_device(n, d, k, seed), k)
     rows = []
-    for variant in progress(VARIANTS, desc="whole runs"):
+    for variant in progress(VARIANTS, desc="whole runs", enabled=show_progress):
         base = {"variant": variant, "n": n, "d": d, "k": k}
         try:
             run = gpu.run_to_convergence(problem, variant)
@@ -394,7 +410,9 @@ def _against_classic(run: dict[str, Any], classic: Any) -> dict[str, Any]:
     }
 
 
-def agreement(n: int, d: int, k: int, seed: int, variants: Iterable[str]) -> pd.DataFrame:
+def agreement(
+    n: int, d: int, k: int, seed: int, variants: Iterable[str], *, show_progress: bool = True
+) -> pd.DataFrame:
     """Each of ``variants`` run to convergence on seeded blobs, twice, against the classic
     sequential code from the same initial centres (``_against_classic``: the share of points in
     the same cluster, the largest centre difference, both iteration counts, whether the centres
@@ -407,7 +425,7 @@ def agreement(n: int, d: int, k: int, seed: int, variants: Iterable[str]) -> pd.
     classic = reference.classic(points, k)
     problem = gpu.Problem(points, k)
     rows = []
-    for variant in progress(list(dict.fromkeys(variants)), desc="agreement"):
+    for variant in progress(list(dict.fromkeys(variants)), desc="agreement", enabled=show_progress):
         base = {"variant": variant, "n": n, "d": d, "k": k}
         try:
             first, second = (gpu.run_to_convergence(problem, variant) for _ in range(2))
@@ -429,7 +447,23 @@ def agreement(n: int, d: int, k: int, seed: int, variants: Iterable[str]) -> pd.
     return pd.DataFrame(rows)
 
 
-def real_data_agreement(ks: Iterable[int], variants: Iterable[str], data: str = "colour") -> pd.DataFrame:
+def real_data_summary(ok: pd.DataFrame) -> pd.DataFrame:
+    """``real_data_agreement``'s correct rows summed per variant (named as ``VARIANTS`` names it):
+    the K run, the least share of points in the sequential code's cluster, how many K fall below
+    99.9%, how many K gave the sequential code's bits, and the largest centre difference."""
+    summary = ok.groupby("variant").agg(
+        ks=("k", "size"),
+        least_same=("membership_agreement", "min"),
+        below_999=("membership_agreement", lambda s: int((s < 0.999).sum())),
+        same_bits=("same_bits", "sum"),
+        largest_difference=("max_centre_difference", "max"),
+    )
+    return summary.rename(index=VARIANTS).rename_axis(index="variant").reset_index()
+
+
+def real_data_agreement(
+    ks: Iterable[int], variants: Iterable[str], data: str = "colour", *, show_progress: bool = True
+) -> pd.DataFrame:
     """Each of ``variants`` run to convergence on real clustered data (``sample_data``'s image
     features: ``data`` is colour or texture) at every K of ``ks``, against the classic sequential
     code from the same initial centres (the first K points), as ``_against_classic`` compares
@@ -446,7 +480,9 @@ def real_data_agreement(ks: Iterable[int], variants: Iterable[str], data: str = 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         classic = dict(zip(ks, pool.map(lambda k: reference.classic(points, k), ks)))
     rows = []
-    for k, variant in progress([(k, v) for k in ks for v in dict.fromkeys(variants)], desc="real data"):
+    for k, variant in progress(
+        [(k, v) for k in ks for v in dict.fromkeys(variants)], desc="real data", enabled=show_progress
+    ):
         base = {"data": data, "n": n, "d": d, "k": k, "variant": variant}
         try:
             run = gpu.run_to_convergence(gpu.Problem(points, k), variant)

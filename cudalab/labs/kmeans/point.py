@@ -26,10 +26,12 @@ def _kmeans_point(
     seed, iterations = seed_of(params), int(params.get("iterations", ITERATIONS))
     launches = list(gpu.stage_launches(variant, n, d, k, file=kernel_file).values())
     require_used(kernel_file, launches, f"the {variant} variant")
-    stages = km.sweep([n], [d], [k], d, k, iterations, seed, variants=[variant], file=kernel_file)
+    stages = km.sweep([n], [d], [k], d, k, iterations, seed, variants=[variant], file=kernel_file, show_progress=False)
     if stages["status"].eq("ok").any():
         check_n = min(n, int(params.get("check_n", CHECK_N)))
-        check = km.correctness(check_n, d, k, seed, iterations, variants=[variant], file=kernel_file)
+        check = km.correctness(
+            check_n, d, k, seed, iterations, variants=[variant], file=kernel_file, show_progress=False
+        )
         wrong = check[check["status"].eq("wrong")]
         if len(wrong):
             why = f"failed the float64 check at N = {int(check['n'].iloc[0]):,}: {wrong['reason'].iloc[0]}"

@@ -22,7 +22,9 @@ from cudalab.labs.fw.graphs import gen_matrix
 from cudalab.labs.fw.reference import floyd_warshall_cupy
 
 
-def phase_split(variants: Sequence[fw.Variant], n: int, seed: int, repeats: int = 3) -> pd.DataFrame:
+def phase_split(
+    variants: Sequence[fw.Variant], n: int, seed: int, repeats: int = 3, *, show_progress: bool = True
+) -> pd.DataFrame:
     """Time per phase of each blocked variant at n: every launch bracketed by CUDA events on
     plain stream launches, summed per phase, median over ``repeats`` solves after a warm-up.
     Each solve's answer is checked against CuPy's min-plus Floyd-Warshall."""
@@ -32,7 +34,7 @@ def phase_split(variants: Sequence[fw.Variant], n: int, seed: int, repeats: int 
         d_input = cp.asarray(gen_matrix(n, seed))
         reference = floyd_warshall_cupy(d_input)
     rows = []
-    for v in progress(variants, desc=f"phase split, N = {n}", total=len(variants)):
+    for v in progress(variants, desc=f"phase split, N = {n}", total=len(variants), enabled=show_progress):
         base = {"n": n, "variant": v.label, **v.fields}
         plan = v.plan(n)
         try:

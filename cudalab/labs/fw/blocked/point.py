@@ -10,7 +10,7 @@ import pandas as pd
 
 from cudalab.core.errors import LaunchRefused
 from cudalab.labs.fw.points import fw_point
-from cudalab.labs.points import PointRecipe, seed_of
+from cudalab.labs.points import PointRecipe
 
 
 def _blocked_point(
@@ -32,7 +32,7 @@ def _blocked_point(
         launches = listed()  # phase 3 last: the launch that does the work
     except LaunchRefused:  # a blocking factor the kernel does not build for: the sweep skips it, saying why
         launches = []
-    rows = fw_point(variant, n, launches, kernel_file, f"the {kernel} kernel", seed_of(params or {}))
+    rows = fw_point(variant, n, launches, kernel_file, f"the {kernel} kernel", params or {})
     return models.with_rates(rows) if "time_ms" in rows else rows
 
 
