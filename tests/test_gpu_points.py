@@ -34,10 +34,13 @@ def kernels_digests() -> dict[str, str]:
 
 @pytest.fixture
 def lab(tmp_path):
-    """What the explorer's ``lab`` gives a point: its data folder and the chapter's parameters (a
-    seed, chapter 06's iterations and check size, each notebook's default)."""
-    params = {"seed": 2016, "iterations": notebook_defaults("06")["iterations"], "check_n": 20000}
-    return SimpleNamespace(out_dir=tmp_path / "data", params=params)
+    """What the explorer's ``lab`` gives a point: its data folder, the chapter's parameters (a
+    seed, chapter 06's iterations and check size, each notebook's default) and its time limit."""
+    chapter_06 = notebook_defaults("06_kmeans_device_update")
+    params = {"seed": 2016, "iterations": chapter_06["iterations"], "check_n": 20000}
+    return SimpleNamespace(
+        out_dir=tmp_path / "data", params=params, point_time_limit_s=chapter_06["point_time_limit_s"]
+    )
 
 
 def assert_ok(got, table: str):
