@@ -202,6 +202,73 @@ def test_wrong_and_skipped_points_are_never_drawn_as_times(block_sweep):
     assert "over the point's time limit" in set(rows["reason"])
 
 
+def _grids() -> data.TableData:
+    """Chapter 04's case (issue 42): this run at N = 5000 only; a recording at N = 8192 for every
+    blocking factor and at 16384 for BF 64 and 128 only (BF 8-32 skipped there). BF 64 is about 2x
+    faster than BF 32 at every N."""
+    rows = []
+    for bf, t in ((8, 40.0), (16, 30.0), (32, 20.0), (64, 10.0), (128, 12.0)):
+        rows.append({"n": 5000, "variant": f"BF {bf}", "time_ms": t, "status": "ok", "source": "run", "kind": "run"})
+        rows.append(
+            {"n": 8192, "variant": f"BF {bf}", "time_ms": 4 * t, "status": "ok", "source": "rec", "kind": "recorded"}
+        )
+        skipped = bf <= 32
+        rows.append(
+            {
+                "n": 16384,
+                "variant": f"BF {bf}",
+                "time_ms": float("nan") if skipped else 32 * t,
+                "status": "skipped" if skipped else "ok",
+                "source": "rec",
+                "kind": "recorded",
+            }
+        )
+    sources = [data.Source("run", data.RUN, "."), data.Source("rec", data.RECORDED, ".")]
+    return data.TableData("04_x", "bf", pd.DataFrame(rows), ["n", "variant"], {"time_ms": "time (ms)"}, sources)
+
+
+def _lines(fig) -> dict:
+    """Each panel's lines: panel title -> [(x positions, y values)]."""
+    return {ax.get_title(): [(list(ln.get_xdata()), list(ln.get_ydata())) for ln in ax.lines] for ax in fig.axes}
+
+
+def test_the_explorer_never_folds_different_n_into_one_point():
+    """Two sources on different grids, x = variant: no point is a median over N values that differ
+    between the series or between the points of one series; the figure says what it did."""
+    d = _grids()
+    fig = figure.draw(d, figure.Selection(metric="time_ms", x="variant", overlays=["rec"]))
+    panels = _lines(fig)
+    assert set(panels) == {"n = 5000", "n = 8192", "n = 16384"}, panels  # faceted by the differing axis
+    assert "panels by n" in fig._suptitle.get_text()
+    for title, lines in panels.items():
+        n = int(title.split("= ")[1])
+        for _, ys in lines:  # each panel's values are its own N's, never a median over two N
+            assert set(ys) <= set(d.frame[d.frame["n"].eq(n)]["time_ms"]), (title, ys)
+    # at 16384 only BF 64 and BF 128 ran (x positions 3 and 4 of BF 8..128), each at its own time
+    ((xs, ys),) = panels["n = 16384"]
+    assert xs == [3, 4] and ys == [320.0, 384.0]
+
+
+def test_one_source_folds_only_the_n_every_point_has():
+    """The recording alone: BF 8-32 have N = 8192 only, so every point is drawn at 8192, said in
+    the title; a median of 8192 and 16384 for some points would make BF 64 look slower than BF 32."""
+    d = _grids()
+    rec = data.TableData(d.chapter, d.table, d.frame[d.frame["source"].eq("rec")], d.axes, d.metrics, d.sources[1:])
+    fig = figure.draw(rec, figure.Selection(metric="time_ms", x="variant"))
+    (lines,) = _lines(fig).values()
+    ((_, ys),) = lines
+    assert ys == [4 * t for t in (40.0, 30.0, 20.0, 10.0, 12.0)]
+    assert "n = 8192" in fig._suptitle.get_text() and "median over" not in fig._suptitle.get_text()
+
+
+def test_a_median_over_the_same_values_everywhere_is_named_with_them():
+    d = _grids()
+    same = d.frame[d.frame["variant"].isin(["BF 64", "BF 128"]) & d.frame["source"].eq("rec")]
+    rec = data.TableData(d.chapter, d.table, same, d.axes, d.metrics, d.sources[1:])
+    title = figure.draw(rec, figure.Selection(metric="time_ms", x="variant"))._suptitle.get_text()
+    assert "median over n = 8192, 16384, the same at every point" in title
+
+
 def test_your_measurement_is_marked_over_the_curve(block_sweep):
     _, d = block_sweep
     mine = pd.DataFrame([{"n": 3000, "variant": "24x24", "time_ms": 123.0, "status": "ok"}])
@@ -235,6 +302,35 @@ def test_every_explorer_table_draws(tmp_path):
         sel = figure.default_selection(d)
         sel.overlays = d.overlays
         assert figure.png(figure.draw(d, sel)).startswith(b"\x89PNG"), chapter_id
+
+
+@pytest.mark.parametrize("chapter_id", list(MAIN_TABLES))
+def test_each_chapter_opens_on_its_declared_view(chapter_id, tmp_path):
+    """The first view is the chapter's own (``explore`` in its declarations): its table, x, y,
+    colour, facet and filters, applied to the h100 recording beside every other; every point of
+    it folds the same values (the title names them, or none are folded)."""
+    from cudalab.chapter import declarations
+
+    view = declarations.of(chapter_id).explore
+    assert view is not None and view.table == MAIN_TABLES[chapter_id]
+    lab = replay(chapter_id, "h100", tmp_path)
+    d = data.load(lab, view.table)
+    sel = figure.default_selection(d, view)
+    assert (sel.metric, sel.x, sel.colour, sel.facet) == (view.y, view.x, view.colour, view.facet), chapter_id
+    for column, wanted in view.filters.items():
+        assert {float(v) for v in sel.filters[column]} == {float(w) for w in wanted}, (chapter_id, column)
+    sel.overlays = [s.label for s in d.sources if s.kind == data.RECORDED]
+    fig = figure.draw(d, sel)
+    assert any(ax.lines for ax in fig.axes), chapter_id
+    title = fig._suptitle.get_text()
+    assert "median over" not in title or "the same at every point" in title, title
+
+
+def test_block_factor_is_an_axis_of_chapter_04(tmp_path):
+    lab = replay("04_blocking_factor", "h100", tmp_path)
+    d = data.load(lab, "blocking_factor_sweep")
+    assert {"block_factor", "kernel", "dpx"} <= set(d.choosable()) and d.is_numeric("block_factor")
+    assert "status" not in d.choosable() and "time_ms" not in d.choosable()
 
 
 # ---- the widgets

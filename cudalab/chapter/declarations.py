@@ -6,7 +6,9 @@ from it, so that nothing central lists chapters by name:
 - ``figures``: the main figures ``build_report.py --compare`` draws of it, one colour per source;
 - ``ceilings``: the ceilings it measures that later chapters judge their kernels by
   (``lab.ceilings()``): where each is read from its own tables (a table, the rows, a value);
-- ``shows_lab_device``: the references list the lab GPU's deviceQuery values under it.
+- ``shows_lab_device``: the references list the lab GPU's deviceQuery values under it;
+- ``explore``: the explorer's first view, the one that answers the chapter's first question (a
+  table, x, y, colour, facet and filters).
 
 A chapter's point recipe for the explorer is declared in its kernel family's module and handed to
 the explorer by its notebook (``labs.points``); its seed is its notebook's ``seed`` parameter.
@@ -92,12 +94,29 @@ class Ceiling(_Strict):
         return float(value)
 
 
+class View(_Strict):
+    """The explorer's first view of a chapter: ``y`` over ``x`` from ``table``, a line per
+    ``colour`` value ("source": one per source), a panel per ``facet`` value, only the rows whose
+    columns hold the listed ``filters`` values, log scales where ``logx``/``logy`` (unset: where
+    the values span decades). Any column of the table may be an axis, not only the recorded ones."""
+
+    table: str
+    x: str
+    y: str
+    colour: str = ""
+    facet: str = ""
+    filters: dict[str, tuple[bool | int | float | str, ...]] = {}
+    logx: bool | None = None
+    logy: bool | None = None
+
+
 class Declarations(_Strict):
     """Everything one chapter declares (see the module docstring); empty for a chapter without a file."""
 
     figures: tuple[Figure, ...] = ()
     ceilings: dict[str, Ceiling] = {}
     shows_lab_device: bool = False
+    explore: View | None = None
 
     def read_ceilings(self, folder: Path) -> dict[str, float]:
         """The ceilings this chapter offers, as its data ``folder`` holds them (in declaration

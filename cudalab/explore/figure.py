@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import io
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -23,7 +23,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogFormatter
 
 from cudalab.core import plots
-from cudalab.explore.data import OK, PUBLISHED, RUN, TableData, metric_label, select
+from cudalab.explore.data import OK, PUBLISHED, RUN, Aligned, TableData, align, metric_label, select
 
 SOURCE = "source"  # colour or facet by where the numbers come from
 NONE = ""  # no colour or facet
@@ -69,9 +69,14 @@ class Selection:
     logy: bool = False
 
 
-def default_selection(data: TableData) -> Selection:
-    """A first view: the first metric (a time where there is one) over the numeric axis with the
-    most values, coloured by the first other axis; log scales where the values span decades."""
+def default_selection(data: TableData, view: Any = None) -> Selection:
+    """A first view: the chapter's declared ``view`` (``chapter.declarations.View``) where it is of
+    this table and names its columns; else the first metric (a time where there is one) over the
+    numeric axis with the most values, coloured by the first other axis; log scales where the
+    values span decades."""
+    declared = _declared(data, view)
+    if declared is not None:
+        return declared
     numeric = data.numeric_axes()
     x = max(numeric, key=lambda a: len(data.values(a))) if numeric else data.axes[0]
     others = [a for a in data.axes if a != x]
@@ -85,6 +90,41 @@ def default_selection(data: TableData) -> Selection:
         logx=_spans_decades(data.frame[x]),
         logy=_spans_decades(data.frame[metric]),
     )
+
+
+def _declared(data: TableData, view: Any) -> Selection | None:
+    """The declared view as a Selection, where it is of ``data``'s table and every column it
+    names is there (a recording from before a column existed falls back to the default)."""
+    if view is None or view.table != data.table:
+        return None
+    choosable = data.choosable()
+    named = [view.x, *(c for c in (view.colour, view.facet) if c and c != SOURCE), *view.filters]
+    if view.y not in data.metrics or not all(c in choosable for c in named):
+        return None
+    filters = {}
+    for column, wanted in view.filters.items():
+        values = data.values(column)
+        filters[column] = [v for v in values if any(_same_value(v, w) for w in wanted)] or values
+    return Selection(
+        metric=view.y,
+        x=view.x,
+        colour=view.colour,
+        facet=view.facet,
+        filters=filters,
+        overlays=[s.label for s in data.sources if s.kind == PUBLISHED],
+        logx=_spans_decades(data.frame[view.x]) if view.logx is None else view.logx,
+        logy=_spans_decades(data.frame[view.y]) if view.logy is None else view.logy,
+    )
+
+
+def _same_value(value: Any, wanted: Any) -> bool:
+    """A table's value is a declared one: the same text, or the same number (8.0 is 8; True is True)."""
+    if isinstance(value, bool) or isinstance(wanted, bool):
+        return str(value) == str(wanted)
+    try:
+        return float(value) == float(wanted)
+    except (TypeError, ValueError):
+        return str(value) == str(wanted)
 
 
 def _spans_decades(series: pd.Series) -> bool:
@@ -102,6 +142,10 @@ def _positions(values: pd.Series, order: list) -> pd.Series:
 def draw(data: TableData, sel: Selection, *, points: pd.DataFrame | None = None) -> Figure:
     """The selection as a Figure: one panel per facet value, one line per colour value and source."""
     rows = select(data, filters=sel.filters, sources=sel.overlays)
+    aligned = align(rows, data.axes, sel.metric, sel.x, sel.colour, sel.facet, MAX_FACETS)
+    rows, facet_axis = aligned.rows, aligned.facet
+    if facet_axis != sel.facet:
+        sel = replace(sel, facet=facet_axis)
     facets = plots.natural_order(rows[sel.facet].dropna()) if sel.facet else [None]
     facets = facets[:MAX_FACETS] or [None]
     cols = min(3, len(facets))
@@ -110,7 +154,7 @@ def draw(data: TableData, sel: Selection, *, points: pd.DataFrame | None = None)
         figsize=(8.5 if cols == 1 else 4.2 * cols + 2, 4.2 if nrows == 1 else 3.4 * nrows), dpi=90, layout="constrained"
     )
     axes = fig.subplots(nrows, cols, squeeze=False, sharey=True).ravel()
-    numeric_x = sel.x in data.numeric_axes()
+    numeric_x = data.is_numeric(sel.x)
     order = None if numeric_x else plots.natural_order(rows[sel.x].dropna())
     colour_values = plots.natural_order(rows[sel.colour].dropna()) if sel.colour else []
     colours = plots.palette(colour_values, sources=sel.colour == SOURCE) if colour_values else {}
@@ -137,7 +181,7 @@ def draw(data: TableData, sel: Selection, *, points: pd.DataFrame | None = None)
     for ax in axes[len(facets) :]:
         ax.set_visible(False)
     axes[0].set_ylabel(label)
-    fig.suptitle(_title(data, sel, rows), fontsize=11, fontweight="bold")
+    fig.suptitle(_title(data, sel, rows, aligned), fontsize=11, fontweight="bold")
     handles, labels = _legend(rows, sel, colours, styles)
     for ax in axes[: len(facets)]:  # the markers of wrong, skipped and your points
         for h, lab in zip(*ax.get_legend_handles_labels()):
@@ -164,11 +208,11 @@ def axis_label(column: str) -> str:
 
 
 def _plain(value: float, pos=None) -> str:
-    """A tick as a plain number: 8192, 0.01, 30,000; a power of two from 2^18 up in binary units
-    (262144 reads "256Ki", 4194304 "4Mi"), never "1.04858e+06"."""
+    """A tick as a plain number: 8192, 0.01, 30,000; a power of two from 2^16 up in binary units
+    (65536 reads "64Ki", 4194304 "4Mi"), never "1.04858e+06"."""
     if value == int(value) and abs(value) >= 1e4:
         whole = int(value)
-        if whole >= 2**18 and whole & (whole - 1) == 0:
+        if whole >= 2**16 and whole & (whole - 1) == 0:
             for unit, size in (("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
                 if whole >= size:
                     return f"{whole // size}{unit}"
@@ -210,13 +254,15 @@ def _legend(rows: pd.DataFrame, sel: Selection, colours: dict, styles: dict[str,
     return handles, labels
 
 
-def _title(data: TableData, sel: Selection, rows: pd.DataFrame) -> str:
-    """The table and metric; the axes folded into each point (a median over them), named."""
-    shown = {sel.x, sel.colour, sel.facet} - {NONE, SOURCE}
-    folded = [a for a in data.axes if a not in shown and rows[a].nunique() > 1]
-    return f"{data.table}: {data.metrics.get(sel.metric, sel.metric)}" + (
-        f" (median over {', '.join(folded)})" if folded else ""
-    )
+def _title(data: TableData, sel: Selection, rows: pd.DataFrame, aligned: Aligned) -> str:
+    """The table and metric; the axes folded into each point (a median over the same values at
+    every point: ``align`` saw to that), named with their values; what ``align`` did."""
+    measured = rows[~rows["kind"].eq(PUBLISHED)]
+    folded = [a for a in aligned.folded if a != sel.facet and measured[a].nunique() > 1]
+    over = "; ".join(f"{a} = {', '.join(str(v) for v in plots.natural_order(measured[a].dropna()))}" for a in folded)
+    parts = [p for p in (f"median over {over}, the same at every point" if folded else "", aligned.note) if p]
+    title = f"{data.table}: {data.metrics.get(sel.metric, sel.metric)}"
+    return title + (f"\n({'; '.join(parts)})" if parts else "")
 
 
 def _draw_panel(
@@ -262,6 +308,10 @@ def _mark_not_ok(ax, rows: pd.DataFrame, sel: Selection, order: list | None) -> 
         if not len(bad):
             continue
         xs = bad[sel.x] if order is None else _positions(bad[sel.x], order)
+        # the panel's x range takes the marks in (a blended transform is not autoscaled): a mark
+        # outside it would be drawn, unclipped, over the next panel
+        ax.update_datalim([(x, 1.0) for x in pd.to_numeric(xs, errors="coerce").dropna()], updatey=False)
+        ax.autoscale_view(scaley=False)
         ax.scatter(
             xs,
             [0] * len(bad),

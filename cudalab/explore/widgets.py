@@ -32,12 +32,24 @@ def in_batch() -> bool:
 
 
 def explore(lab, table: str | None = None, *, point=None) -> Explorer | None:
-    """The explorer on ``lab``'s chapter, opened on ``table`` (this run's first explorable table by
-    default), with ``point`` (the chapter's ``PointRecipe``) for measuring one new point. Shown as
+    """The explorer on ``lab``'s chapter, opened on ``table`` (by default the table of the view the
+    chapter declares, ``explore`` in its ``notebooks/NN_name.yaml``, else this run's first explorable
+    table), with ``point`` (the chapter's ``PointRecipe``) for measuring one new point. Shown as
     the cell's result; None (nothing shown) in a batch build."""
     if in_batch():
         return None
     return Explorer(lab, table, point=point)
+
+
+def _declared_view(lab):
+    """The explorer view ``lab``'s chapter declares, or None (no declarations, or none readable)."""
+    from cudalab.chapter import declarations
+    from cudalab.core.errors import CudalabError
+
+    try:
+        return declarations.of(lab.id).explore
+    except (CudalabError, AttributeError):
+        return None
 
 
 def _measure_module():
@@ -71,11 +83,14 @@ class Explorer:
 
         plots.setup()
         self.lab, self.point = lab, point
+        self.view = _declared_view(lab)
         self._cache: dict[str, explore_data.TableData] = {}
         self._building = False
         self.last_redraw_s = 0.0
         self.last_figure = None  # the Figure the image shows
         tables = explore_data.explorable_tables(lab)
+        if table is None and self.view is not None and self.view.table in tables:
+            table = self.view.table
         if table is not None and table not in tables:
             tables = [table, *tables]
         self.table = self._control(w.Dropdown(options=tables, value=table or tables[0], description="table"), "table")
@@ -147,34 +162,34 @@ class Explorer:
         import ipywidgets as w
 
         d = self.data
-        first = figure.default_selection(d)
+        first = figure.default_selection(d, self.view)
+        choosable = d.choosable()
         self._building = True
         try:
             self.metric.options = [(label, col) for col, label in d.offered_metrics().items()]
             self.metric.value = first.metric
             self._metric_changed()
-            self.x.options = d.axes
+            self.x.options = choosable
             self.x.value = first.x
-            choices = [("(none)", figure.NONE), ("source", figure.SOURCE)] + [(a, a) for a in d.axes]
+            choices = [("(none)", figure.NONE), ("source", figure.SOURCE)] + [(a, a) for a in choosable]
             self.colour.options = choices
             self.colour.value = first.colour
             self.facet.options = choices
-            self.facet.value = figure.NONE
+            self.facet.value = first.facet
             self.logx.value, self.logy.value = bool(first.logx), bool(first.logy)
             self.overlay.options = d.overlays
             self.overlay.value = tuple(first.overlays)
             self.filters, self._ranges = {}, set()
-            for axis in d.axes:
+            for axis in choosable:
                 values = d.values(axis)
-                if axis in d.numeric_axes() and len(values) > MAX_SELECT_OPTIONS:
+                chosen = tuple(first.filters.get(axis, values))
+                if d.is_numeric(axis) and len(values) > MAX_SELECT_OPTIONS:
                     control = w.SelectionRangeSlider(
                         options=values, index=(0, len(values) - 1), description=axis, layout=w.Layout(width="520px")
                     )
                     self._ranges.add(axis)
                 else:
-                    control = w.SelectMultiple(
-                        options=values, value=tuple(values), description=axis, rows=min(6, len(values))
-                    )
+                    control = w.SelectMultiple(options=values, value=chosen, description=axis, rows=min(6, len(values)))
                 control.add_class("cudalab-explore-filter")
                 control.add_class(f"cudalab-explore-filter-{axis}")
                 control.style.description_width = WIDE["description_width"]
@@ -234,14 +249,17 @@ class Explorer:
         self.last_figure = fig  # what the image shows, for a test to read
         self.image.value = figure.png(fig)
         chosen = explore_data.select(d, filters=sel.filters, sources=sel.overlays)
-        self.rows.value = self._rows_html(chosen, sel.metric)
+        shown = explore_data.align(chosen, d.axes, sel.metric, sel.x, sel.colour, sel.facet, figure.MAX_FACETS)
+        self.rows.value = self._rows_html(shown.rows, sel.metric, len(chosen) - len(shown.rows))
         self.last_redraw_s = time.perf_counter() - start
 
-    def _rows_html(self, chosen: pd.DataFrame, metric: str) -> str:
+    def _rows_html(self, chosen: pd.DataFrame, metric: str, left_out: int = 0) -> str:
         shown = explore_data.rows_table(chosen, self.data, metric)
         more = f" (the first {len(shown)} shown)" if len(chosen) > len(shown) else ""
         not_ok = int((~chosen["status"].eq(explore_data.OK)).sum())
         note = f"; {not_ok} wrong or skipped (never drawn as a time)" if not_ok else ""
+        if left_out:
+            note += f"; {left_out} left out, measured where the other series were not (see the title)"
         return (
             f"<details><summary>{len(chosen)} selected rows{more}{note}</summary>"
             f"<div style='max-height: 320px; overflow: auto'>{shown.to_html(index=False, border=0)}</div></details>"
