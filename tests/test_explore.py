@@ -175,6 +175,26 @@ def test_chapter_02_published_speedups_find_their_variant(tmp_path):
     assert {"basic 16x16", "coalesced 128"} <= set(pub["variant"]) and pub["speedup_vs_cpu"].notna().all()
 
 
+def test_the_labs_numbers_sit_beside_every_table_they_published(tmp_path):
+    """Lab 001's ladder beside chapter 04's (step by step), its phase-3 counters on our shared
+    kernel at each blocking factor (not one 'not stated' point), lab 004's baseline run beside
+    chapter 06's whole runs; each labelled with the GPU as its lab names it, no size invented."""
+    lab = replay("04_blocking_factor", "gtx680", tmp_path / "04")
+    ladder = data.load(lab, "ladder").frame
+    pub = ladder[ladder["kind"].eq(data.PUBLISHED)]
+    assert set(pub["source"]) == {"lab 001, NTHU course cluster GPU (not named) (published)"}
+    assert pub.set_index("variant")["time_ms"]["7. Occupancy optimization"] == pytest.approx(2177.445)
+    assert set(pub["n"]) == {data.NOT_STATED}  # the lab's test case is not this run's N
+    counters = data.load(lab, "phase3_counters").frame
+    pub = counters[counters["kind"].eq(data.PUBLISHED)]
+    assert list(pub["variant"]) == ["shared BF 8", "shared BF 16", "shared BF 32", "shared BF 64"]
+    lab = replay("06_kmeans_device_update", "gtx680", tmp_path / "06")
+    runs = data.load(lab, "full_runs").frame
+    pub = runs[runs["kind"].eq(data.PUBLISHED)]
+    assert list(pub["variant"]) == ["host_update"] and list(pub["total_ms"]) == [2790.0]
+    assert set(pub["source"]) == {"lab 004, GeForce RTX 2080 (published)"}
+
+
 def test_a_table_without_a_categorical_axis_or_time_has_no_speedups(block_sweep):
     lab, _ = block_sweep
     cpu = data.load(lab, "cpu_reference")

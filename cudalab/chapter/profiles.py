@@ -109,6 +109,16 @@ class Published(_Strict):
     coordinates: list[str]
     note: str = ""
     inferred: dict[str, str] = Field(default_factory=dict)
+    beside: list[str] = Field(
+        default_factory=list,
+        description="measured tables it sits beside though some coordinates are not their columns "
+        "(a step's name): there it joins on the coordinates they share",
+    )
+    measures: dict[str, str] = Field(
+        default_factory=dict,
+        description="published column -> the measured column it sits beside where the names differ "
+        "(lab 004's time_s is a whole run: total_s, shown as our total_ms)",
+    )
     rows: list[dict[str, Any]] = Field(default_factory=list)
 
     @model_validator(mode="after")

@@ -260,10 +260,15 @@ def _fill_axes(
 ) -> pd.DataFrame:
     """Give published rows the table's axes they lack, where the coordinates they share determine
     it in the measured table (lab 000's ``block_edge`` 16 is our ``variant`` "16x16"; its kernel,
-    threads per block and segment size are chapter 02's variant); else "not stated"."""
+    threads per block and segment size are chapter 02's variant); else "not stated". A numeric
+    axis (a size) is never inferred: that this run's ladder is all N = 8192 says nothing of the
+    lab's."""
     published = published.copy()
     for axis in axes:
         if axis in published.columns:
+            continue
+        if _numeric(measured[axis]):  # a size (n) is a fact of each run, never inferred from another's
+            published[axis] = NOT_STATED
             continue
         shared = [c for c in coordinates if c in measured.columns and c not in axes]
         shared = [c for c in shared if measured[c].notna().any()]
@@ -281,9 +286,13 @@ def _fill_axes(
     return published
 
 
-def published_frames(lab, table: pd.DataFrame, axes: list[str]) -> list[tuple[Source, pd.DataFrame]]:
-    """The profile's published tables for this chapter that can sit beside ``table``: those whose
-    coordinates are columns of the table and that share a metric with it (after time units)."""
+def published_frames(
+    lab, table: pd.DataFrame, axes: list[str], name_of_table: str = ""
+) -> list[tuple[Source, pd.DataFrame]]:
+    """The profile's published tables for this chapter that can sit beside ``table`` (named
+    ``name_of_table``): those whose coordinates are all columns of the table, or that name it in
+    their ``beside`` (then they join on the coordinates the table has; a step's name is left out),
+    and that have a metric in common (after ``measures`` renames and time units)."""
     config = lab.profile.chapters.get(lab.id)
     published = getattr(config, "published", None)
     names: list[str | None] = list(published) if isinstance(published, dict) else [None] if published else []
@@ -293,15 +302,16 @@ def published_frames(lab, table: pd.DataFrame, axes: list[str]) -> list[tuple[So
         pub = config.published_table(name)
         if frame is None or pub is None or not len(frame):
             continue
-        if not all(c in table.columns for c in pub.coordinates):
-            continue
-        frame = _align_time_units(frame, list(table.columns))
-        shared = [
-            c for c in frame.columns if c in table.columns and c not in pub.coordinates and is_metric(c, table[c])
-        ]
+        coordinates = [c for c in pub.coordinates if c in table.columns]
+        declared = name_of_table in pub.beside
+        if not coordinates or (len(coordinates) < len(pub.coordinates) and not declared):
+            continue  # nothing (or not all) says where its numbers sit in this table
+        frame = _align_time_units(frame.rename(columns=dict(pub.measures)), list(table.columns))
+        shared = [c for c in frame.columns if c in table.columns and c not in coordinates and is_metric(c, table[c])]
         if not shared or not frame[shared].notna().any().any():
             continue
-        frame = _fill_axes(frame[[*pub.coordinates, *shared]], table, axes, list(pub.coordinates))
+        frame = frame.dropna(subset=shared, how="all")  # a row of other metrics only has nothing to show here
+        frame = _fill_axes(frame[[*coordinates, *shared]], table, axes, coordinates)
         label = published_label(pub.lab, pub.gpu)
         if any(s.label == label for s, _ in found):
             label = published_label(pub.lab, f"{pub.gpu}, {name}")
@@ -332,7 +342,7 @@ def load(lab, table: str, *, results: Path = RESULTS_DIR) -> TableData:
         parts.append((src, pd.read_csv(csv)))
     if cpu_speedup:  # each source over its own CPU reference, recorded beside it
         parts = [(src, with_cpu_speedup(frame, Path(src.where) / f"{CPU_TABLE}.csv", time)) for src, frame in parts]
-    parts += published_frames(lab, parts[0][1], axes)
+    parts += published_frames(lab, parts[0][1], axes, table)
     frames = []
     for src, frame in parts:
         frame = frame.copy()
