@@ -81,8 +81,8 @@ def test_one_colour_per_source_throughout(compared):
     html = (out / "report.html").read_text()
     chips = set(re.findall(r'<span style="color:(#[0-9a-f]{6})">\u25a0</span>\xa0([^<]+)<', html))
     by_label: dict[str, set] = {}
-    for colour, label in chips:
-        by_label.setdefault(label, set()).add(colour)
+    for colour, label in chips:  # the lab is named per chapter (its own lab and GPU), in one colour
+        by_label.setdefault("the lab" if "(published" in label else label, set()).add(colour)
     assert len(by_label) == 3 and all(len(c) == 1 for c in by_label.values()), by_label
     assert len({next(iter(c)) for c in by_label.values()}) == 3, "three sources, three colours"
 
@@ -100,6 +100,56 @@ def test_the_lesson_is_computed_from_each_recordings_headlines(compared):
             if h["key"] == "best_block_time_ms"
         )
         assert f"{best['rows']['variant']} (N = {best['rows']['n']:,})" in lesson, (rec, lesson)
+
+
+@pytest.fixture(scope="module")
+def h100_h200(tmp_path_factory):
+    """The H100 on h100 beside the H200 on h200, and the lab (the h100 profile's published numbers)."""
+    out = tmp_path_factory.mktemp("hw") / "out"
+    h200 = recorded.find("h200")[0].path
+    proc = build("--compare", str(H100), str(h200), "lab", "--gpu", "h100", "--format", "html", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return (out / "report.html").read_text()
+
+
+def _chapter(page: str, chapter: str) -> str:
+    start = page.index(f'id="chapter-{chapter}"')
+    end = page.find('class="cudalab-chapter-start"', start + 1)
+    return page[start : end if end > 0 else len(page)]
+
+
+def test_the_lesson_opens_with_the_hardware_and_says_which_ceiling_each_kernel_followed(h100_h200):
+    """Issue 42: the H200's memory bandwidth is about 1.42x the H100's, its integer rate the same;
+    every chapter says so from chapter 00's ceilings, and chapter 00's copies gained as the memory
+    did while the add+min ceiling moved as the arithmetic did; headlines by their names."""
+    import html as html_lib
+
+    for chapter in ("00_gpu_capabilities", "04_blocking_factor"):
+        text = html_lib.unescape(_chapter(h100_h200, chapter))
+        lesson = text[text.index("What changed in the lesson") : text.index("Headline numbers")]
+        assert "The hardware, as chapter 00 measured it" in lesson and "DRAM copy bandwidth 1.4" in lesson, lesson
+        assert "int32 add+min rate 1.00x" in lesson
+    text = html_lib.unescape(_chapter(h100_h200, "00_gpu_capabilities"))
+    lesson = text[text.index("What changed in the lesson") : text.index("Headline numbers")]
+    memory = lesson[lesson.index("Gained as the memory bandwidth did") : lesson.index("Moved as the integer")]
+    arithmetic = lesson[lesson.index("Moved as the integer arithmetic rate did") :].split(". ")[0]
+    assert "device to device copy" in memory and "int32 add+min ceiling" in arithmetic, lesson
+    assert "add min relaxations" not in text and "best speedup over cupy is cupy" not in text
+
+
+def test_a_different_sizes_headline_is_compared_at_a_size_both_recorded(h100_h200):
+    import html as html_lib
+
+    text = html_lib.unescape(_chapter(h100_h200, "00_gpu_capabilities"))
+    row = next(r for r in text.split("<tr>") if r.startswith("<td>device to device copy"))
+    assert "at device_to_device, transfer_bytes = 536,870,912 (both recorded it" in row, row
+
+
+def test_the_lab_column_names_each_chapters_own_lab_and_gpu(h100_h200):
+    """Lab 001's numbers are the NTHU course GPU's, lab 004's the RTX 2080's, never the GTX 680's."""
+    assert "lab 001, NTHU course cluster GPU (not named) (published)" in _chapter(h100_h200, "04_blocking_factor")
+    k_means = _chapter(h100_h200, "06_kmeans_device_update")
+    assert "lab 004, GeForce RTX 2080 (published)" in k_means and "GTX 680" not in k_means
 
 
 def test_different_grids_list_the_points_only_one_side_has(compared):
@@ -196,7 +246,8 @@ def test_benchmarks_set_each_gpus_own_profile_side_by_side(tmp_path):
     text = "\n".join(side_by_side(RESULTS_DIR))
     assert "## The GPUs side by side" in text and "H100 80GB HBM3, h100" in text and "H200, h200" in text
     runs = [line for line in text.splitlines() if line.startswith("| run_fixed_s")]
-    assert runs and "different sizes: N = 4,194,304" in runs[0] and "N = 8,388,608" in runs[0], runs
+    assert runs and "different sizes (N = 4,194,304" in runs[0] and "N = 8,388,608" in runs[0], runs
+    assert "not ranked" in runs[0] and "no size in both" in runs[0], "a full run recorded at no common N"
     assert "faster" not in runs[0] and "slower" not in runs[0]
     # one GPU recorded on its own profile: nothing to set beside it
     shutil.copytree(H100, tmp_path / H100_GPU.name / "h100")

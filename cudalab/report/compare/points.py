@@ -176,19 +176,96 @@ def headlines(sources: list[Source], chapter: str) -> list[HeadlineRow]:
     return out
 
 
-def _verdict(a: Source, b: Source, ea: dict[str, Any], eb: dict[str, Any], chapter: str) -> str:
+def _metric_column(frame: pd.DataFrame, entry: dict[str, Any]) -> str | None:
+    """The column of ``frame`` that a headline's value was read from: the one holding that value
+    at the headline's rows."""
+    hit = _match(frame, entry.get("rows") or {})
+    value = _number(entry.get("value"))
+    if len(hit) != 1 or value is None:
+        return None
+    row = hit.iloc[0]
+    for col in frame.columns:
+        got = _number(row[col]) if not isinstance(row[col], bool) else None
+        if got is not None and math.isclose(got, value, rel_tol=1e-9):
+            return col
+    return None
+
+
+def at_shared_size(
+    a: Source, b: Source, ea: dict[str, Any], eb: dict[str, Any], chapter: str
+) -> tuple[float, float, dict[str, Any]] | None:
+    """Two headlines recorded at different sizes, compared at one both recorded: the value each
+    source's table holds at the first's rows (its configuration and size), else at the second's,
+    in the column the headline was read from. None where no such point exists in both."""
+    ta = a.table(chapter, ea.get("table", "")) if ea.get("table") else None
+    tb = b.table(chapter, eb.get("table", "")) if eb.get("table") else None
+    if ta is None or tb is None:
+        return None
+    col = _metric_column(ta, ea)
+    if col is None or col not in tb:
+        return None
+    for rows in (sized_rows(a, chapter, ea), sized_rows(b, chapter, eb)):
+        if not any(k in SIZE_AXES for k in rows):
+            continue  # rows that name no size are no size both recorded
+        ha, hb = _match(ta, rows), _match(tb, rows)
+        if len(ha) != 1 or len(hb) != 1:
+            continue
+        if any("status" in h and h.iloc[0]["status"] != "ok" for h in (ha, hb)):
+            continue
+        va, vb = _number(ha.iloc[0][col]), _number(hb.iloc[0][col])
+        if va and vb is not None:
+            return va, vb, rows
+    return None
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """A later source's headline over the first's: the ratio, its label, and where it was taken
+    (``rows``; the headlines' own, or a size both recorded), or why there is none (``why``)."""
+
+    value: float | None
+    text: str
+    rows: dict[str, Any] = field(default_factory=dict)
+
+    def speed(self, unit: str) -> float | None:
+        """How much faster the later source is (a time's inverse ratio, a rate's ratio), or None."""
+        if self.value is None or self.value <= 0:
+            return None
+        if unit in LOWER_IS_BETTER:
+            return 1 / self.value
+        return self.value if unit in HIGHER_IS_BETTER - {"x", "fraction"} else None
+
+
+def ratio_of(a: Source, b: Source, ea: dict[str, Any], eb: dict[str, Any], chapter: str) -> Ratio:
+    """``b``'s headline over ``a``'s, at one size: a "different sizes" pair is compared at a size
+    both recorded (``at_shared_size``) or says why it cannot be."""
     va, vb, unit = _number(ea["value"]), _number(eb["value"]), ea["unit"]
     if unit not in LOWER_IS_BETTER | HIGHER_IS_BETTER or va is None or vb is None or va == 0:
-        return "same" if str(ea["value"]) == str(eb["value"]) else "differs"
-    ratio = vb / va
+        return Ratio(None, "same" if str(ea["value"]) == str(eb["value"]) else "differs")
+    rows_a, rows_b = ea.get("rows") or {}, eb.get("rows") or {}
     size_a, size_b = size_of(sized_rows(a, chapter, ea)), size_of(sized_rows(b, chapter, eb))
+    where = ""
     if size_a != size_b:
-        return f"{ratio:,.3f}x (different sizes: {size_a or '?'} vs {size_b or '?'})"
+        shared = at_shared_size(a, b, ea, eb, chapter)
+        if shared is None:
+            return Ratio(
+                None,
+                f"{vb / va:,.3f}x, not ranked: recorded at different sizes ({size_a or '?'} vs {size_b or '?'}) "
+                "and at no size in both",
+            )
+        va, vb, rows_a = shared
+        rows_b = rows_a
+        where = f" at {where_of(rows_a)} (both recorded it; the headlines differ in size)"
+    ratio = vb / va
     noise = min(
-        spread_at(a, chapter, ea.get("table", ""), ea.get("rows") or {}),
-        spread_at(b, chapter, eb.get("table", ""), eb.get("rows") or {}),
+        spread_at(a, chapter, ea.get("table", ""), rows_a),
+        spread_at(b, chapter, eb.get("table", ""), rows_b),
     )
-    return f"{ratio:,.3f}x, {label(ratio, noise, unit)}"
+    return Ratio(ratio, f"{ratio:,.3f}x, {label(ratio, noise, unit)}{where}", rows_a)
+
+
+def _verdict(a: Source, b: Source, ea: dict[str, Any], eb: dict[str, Any], chapter: str) -> str:
+    return ratio_of(a, b, ea, eb, chapter).text
 
 
 @dataclass

@@ -16,7 +16,7 @@ import html
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from cudalab.core.files import atomic_write_text
 from cudalab.core.paths import BUILD_DIR, require_checkout
 from cudalab.report import outdir
 from cudalab.report.compare import figures as compare_figures
+from cudalab.report.compare import hardware
 from cudalab.report.compare.pairwise import TIME
 from cudalab.report.compare.points import (
     CHOICE_AXES,
@@ -41,6 +42,7 @@ from cudalab.report.compare.points import (
     geomean,
     headlines,
     joined_tables,
+    ratio_of,
     size_of,
     where_of,
 )
@@ -91,10 +93,62 @@ def _chip(label: str, colours: dict[str, tuple]) -> str:
 # ------------------------------------------------------------------ what changed in the lesson
 
 
-def lesson(sources: list[Source], rows: list[HeadlineRow], chapter: str) -> list[str]:
-    """Sentences on what changed, computed from the headlines: where the winning configuration
-    differs between sources (or stays), the first timed headline's ratio, the lab's own best."""
+def headline_label(row: HeadlineRow) -> str:
+    """A headline as a reader names it: its recorded sentence up to the colon ("int32 add+min
+    ceiling", "fastest correct kernel at N = 8192"), else its key in words."""
+    for entry in row.cells.values():
+        text = (entry or {}).get("text") or ""
+        name = text.split(":", 1)[0].strip()
+        chosen = [str(v) for k, v in ((entry or {}).get("rows") or {}).items() if k in CHOICE_AXES]
+        if ":" in text and not any(c and c in name for c in chosen):  # "8x8 at N = 3072" names a winner, not a quantity
+            return name
+    return _words(row.key)
+
+
+def _followed(sources: list[Source], rows: list[HeadlineRow], chapter: str) -> list[str]:
+    """For each later recording: the hardware that differs (chapter 00's ceilings), then which
+    headlines followed which ceiling (their speed ratio beside the ceilings' ratios)."""
+    recs = [s for s in sources if not s.is_lab]
     out = []
+    for later in recs[1:]:
+        hw = hardware.compare(recs[0], later)
+        if hw is None:
+            continue
+        out.append(hw.sentence())
+        groups: dict[str, list[str]] = {"memory": [], "compute": [], "": []}
+        for row in rows:
+            ea, eb = row.cells.get(recs[0].label), row.cells.get(later.label)
+            if not ea or not eb:
+                continue
+            speed = ratio_of(recs[0], later, ea, eb, chapter).speed(row.unit)
+            if speed is not None:
+                groups[hw.follows(speed)].append(f"{headline_label(row)} {speed:.2f}x")
+        m, c = hw.ratios.get(hardware.MEMORY), hw.ratios.get(hardware.COMPUTE)
+        if groups["memory"] and m is not None:
+            out.append(
+                f"Gained as the memory bandwidth did ({m:.2f}x), so bound by memory: "
+                + "; ".join(groups["memory"])
+                + "."
+            )
+        if groups["compute"] and c is not None:
+            out.append(
+                f"Moved as the integer arithmetic rate did ({c:.2f}x), not as the bandwidth, so not bound by DRAM: "
+                + "; ".join(groups["compute"])
+                + "."
+            )
+        if groups[""]:
+            out.append(
+                "Moved as neither ceiling did (bound by something else, or by both in turn: launches, caches, "
+                "the host): " + "; ".join(groups[""]) + "."
+            )
+    return out
+
+
+def lesson(sources: list[Source], rows: list[HeadlineRow], chapter: str) -> list[str]:
+    """What changed in the lesson, in sentences a student reads: what differs in the hardware
+    (chapter 00's ceilings in each recording), which kernels followed which ceiling, where the
+    winning configuration changed or stayed (each headline by its name), and the lab's own best."""
+    out = _followed(sources, rows, chapter)
     recs = [s for s in sources if not s.is_lab]
     changed, kept = [], []
     for row in rows:
@@ -104,13 +158,13 @@ def lesson(sources: list[Source], rows: list[HeadlineRow], chapter: str) -> list
         configs = [(s, config_of(e.get("rows") or {}), size_of(e.get("rows") or {})) for s, e in cells]
         if len(configs) < 2 or not all(c for _, c, _ in configs):
             continue
+        name = headline_label(row)
         if len({c for _, c, _ in configs}) > 1:
             changed.append(
-                f"the {_words(row.key)} is "
-                + " and ".join(f"{c}{f' ({z})' if z else ''} on {s.label}" for s, c, z in configs)
+                f"{name}: " + " and ".join(f"{c}{f' ({z})' if z else ''} on {s.label}" for s, c, z in configs)
             )
-        else:
-            kept.append(f"the {_words(row.key)} is {configs[0][1]} on every recording")
+        elif not configs[0][1].startswith(("DPX", "add")):  # which instruction a ceiling used is no winner
+            kept.append(f"{name}: {configs[0][1]}")
     if len(recs) == 1 or any(s.is_lab for s in sources):  # the winner of each recording, beside the lab's
         for s in recs:
             e = next(
@@ -123,23 +177,11 @@ def lesson(sources: list[Source], rows: list[HeadlineRow], chapter: str) -> list
             )
             if e is not None:
                 size = size_of(e["rows"])
-                out.append(
-                    f"On {s.label}, the {_words(e['key'])} is {config_of(e['rows'])}{f' ({size})' if size else ''}."
-                )
+                out.append(f"On {s.label}, {e.get('text') or config_of(e['rows'])}{f' ({size})' if size else ''}.")
     if changed:
-        out.append("What changed: " + "; ".join(changed[:3]) + ".")
+        out.append("The winner changed: " + "; ".join(changed[:3]) + ".")
     if kept:
-        out.append("What stayed: " + "; ".join(kept[:2]) + ".")
-    for row in rows:
-        if row.unit not in {"ms", "s", "GB/s", "x", "TFLOP/s", "relaxations/s"} or not row.verdicts:
-            continue
-        first = next(s for s in sources if row.cells.get(s.label))
-        out.append(
-            f"{_words(row.key).capitalize()}: "
-            + "; ".join(f"{_esc(label)} {verdict} against {first.label}" for label, verdict in row.verdicts.items())
-            + "."
-        )
-        break
+        out.append("The winner stayed: " + "; ".join(kept[:2]) + " on every recording.")
     for lab in (s for s in sources if s.is_lab):
         for name, pub in lab.published(chapter).items():
             best = _published_best(pub)
@@ -188,7 +230,7 @@ def _headline_table(sources: list[Source], rows: list[HeadlineRow], colours: dic
                 ref = row.cells.get(sources[0].label)
                 v = "not in both" if ref is None or row.cells.get(s.label) is None else "-"
             cells.append(f"<td>{_esc(v)}</td>")
-        body.append(f"<tr><td>{_esc(_words(row.key))} <small>({_esc(row.unit)})</small></td>{''.join(cells)}</tr>")
+        body.append(f"<tr><td>{_esc(headline_label(row))} <small>({_esc(row.unit)})</small></td>{''.join(cells)}</tr>")
     return f"<table class='cudalab-compare'>{head}{''.join(body)}</table>"
 
 
@@ -277,7 +319,21 @@ def _only_text(j: Joined) -> str:
     )
 
 
+def _for_chapter(sources: list[Source], chapter: str, colours: dict) -> tuple[list[Source], dict]:
+    """The sources as the chapter's pages name them: the lab by the chapter's own lab and GPU
+    (``Source.shown``), in its colour."""
+    out, cols = [], dict(colours)
+    for s in sources:
+        shown = s.shown(chapter)
+        if shown != s.label:
+            cols[shown] = colours[s.label]
+            s = replace(s, label=shown)
+        out.append(s)
+    return out, cols
+
+
 def _chapter_html(sources, chapter, title, colours) -> tuple[str, dict[str, pd.DataFrame]]:
+    sources, colours = _for_chapter(sources, chapter, colours)
     rows = headlines(sources, chapter)
     parts = [
         f"<div class='cudalab-chapter-start' id='chapter-{chapter}'></div><h1>{_esc(title)}</h1>",

@@ -75,6 +75,20 @@ class Source:
         path = self.path / chapter / SCORECARD
         return json.loads(path.read_text()) if path.is_file() else {}
 
+    def shown(self, chapter: str) -> str:
+        """How the chapter's pages name this source: a recording by its label; the lab by the labs
+        and GPUs of the chapter's own published tables ("lab 001, NTHU course cluster GPU (not
+        named) (published)"), since each chapter draws on its own lab."""
+        if not self.is_lab:
+            return self.label
+        seen = []
+        for frame in self.published(chapter).values():
+            lab = frame.attrs.get("where", "").split(",")[0]
+            entry = f"{lab}, {frame.attrs.get('gpu', '')}".strip(", ")
+            if entry not in seen:
+                seen.append(entry)
+        return f"{'; '.join(seen)} (published)" if seen else self.label
+
     def published(self, chapter: str) -> dict[str, pd.DataFrame]:
         """The lab's published tables of the chapter (the lab source only), by name."""
         if not self.is_lab or self.published_profile is None:
