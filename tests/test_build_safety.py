@@ -140,6 +140,36 @@ def test_ctrl_c_from_a_terminal_is_quiet_leaves_no_partial_chapter_and_the_rerun
     }
 
 
+def test_an_interrupted_rebuild_keeps_the_earlier_complete_chapter(tmp_path):
+    """Issue 42: a chapter that a complete earlier build left in the folder is not lost when a
+    rebuild of it is interrupted: its earlier notebook and tables stay, whole and marked kept."""
+    out = tmp_path / "r"
+    command = [sys.executable, str(ROOT / "build_report.py"), "--replay", "--no-pdf", "--only", "00", "01"]
+    first = subprocess.run([*command, "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr[-2000:]
+    before = {p.relative_to(out): p.read_bytes() for p in (out / "data" / "01_block_size").rglob("*") if p.is_file()}
+    notebook = (out / "notebooks" / "01_block_size.ipynb").read_bytes()
+    proc = subprocess.Popen(
+        [*command, "--force", "--out", str(out)], cwd=ROOT, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    deadline, seen = time.time() + 300, []
+    for line in proc.stderr:
+        seen.append(line)
+        if "] 01_block_size ..." in line or time.time() > deadline:
+            break
+    time.sleep(2.0)
+    os.killpg(proc.pid, signal.SIGINT)
+    said = "".join(seen) + proc.stderr.read()
+    assert proc.wait(timeout=120) == 130, said[-3000:]
+    assert "the earlier build's complete chapter is kept" in said, said[-2000:]
+    after = {p.relative_to(out): p.read_bytes() for p in (out / "data" / "01_block_size").rglob("*") if p.is_file()}
+    assert after == before and (out / "notebooks" / "01_block_size.ipynb").read_bytes() == notebook
+    summary = json.loads((out / "build.json").read_text())
+    assert summary["chapters"]["01_block_size"].get("kept") and summary["interrupted"]
+    assert not (out / outdir.EARLIER).exists(), "nothing left set aside"
+    assert "01_block_size" in (out / "report.html").read_text()
+
+
 def test_a_replay_says_which_requested_parameters_it_cannot_show(tmp_path):
     prof = tmp_path / "small.yaml"
     prof.write_text("name: gtx680\nextends: gtx680\nchapters:\n  01_block_size:\n    params: {sizes: [64, 128]}\n")

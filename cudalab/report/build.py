@@ -186,6 +186,9 @@ class _Plan:
     inputs: dict[str, str]
     reuse: dict[str, dict[str, Any]]
     carried: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # chapters the previous build finished that this one runs again: set aside until they ran,
+    # put back where an interrupt leaves none (cid -> its build.json entry)
+    earlier: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -303,6 +306,14 @@ def _prepare_out(request: _Request, plan: _Plan, pdf: bool, log: Log) -> Path:
     """Step 4: the previous build's files that this build replaces removed (not the chapters it
     keeps or carries, nor a PDF a build without one leaves), and the resolved profile written
     for the notebooks. Returns the resolved profile's path."""
+    outdir.put_back_all(request.out)
+    asked = {c.id for c in request.chapters}
+    plan.earlier = {
+        cid: c
+        for cid, c in _finished(request.out, plan.previous).items()
+        if cid in asked and cid not in plan.reuse and cid not in plan.carried
+    }
+    outdir.set_aside(request.out, [f for cid in plan.earlier for f in _chapter_files(plan.previous, cid)])
     keep = {f for cid in [*plan.reuse, *plan.carried] for f in _chapter_files(plan.previous, cid)}
     if not pdf and "report.pdf" in plan.previous.get("files", []):
         keep.add("report.pdf")
@@ -406,9 +417,30 @@ def _run_chapters(
             )
     except KeyboardInterrupt:
         ran.interrupted = True
+        _put_back_earlier(request, plan, ran, log)
+    outdir.drop_set_aside(out)
     order = [c.id for c in catalog.discover()]
     ran.outcomes.sort(key=lambda o: order.index(o.id) if o.id in order else len(order))
     return ran
+
+
+def _put_back_earlier(request: _Request, plan: _Plan, ran: _Ran, log: Log) -> None:
+    """After an interrupt: each chapter that did not finish this time and that the earlier build
+    had complete gets its earlier files back, kept as a ``--only`` build keeps the others."""
+    done = set(ran.done)
+    for cid, old in plan.earlier.items():
+        if cid in done:
+            continue
+        files = _chapter_files(plan.previous, cid)
+        if sorted(outdir.put_back(request.out, files)) != sorted(files):
+            continue
+        info = catalog.chapter(cid)
+        plan.carried[cid] = old
+        notebook = request.out / "notebooks" / info.path.name
+        ran.outcomes.append(
+            ChapterOutcome(cid, info.title, notebook, True, "", old["seconds"], old["provenance"], True, True)
+        )
+        log(f"{cid}: not finished this time; the earlier build's complete chapter is kept")
 
 
 def _ceilings_elsewhere(outcomes: list[ChapterOutcome]) -> list[str]:
@@ -463,18 +495,21 @@ def _discard_partial(out: Path, job: ChapterJob) -> None:
 def _incomplete(request: _Request, ran: _Ran, log: Log) -> str:
     """Step 6: the cover page's sentence on chapters not run (interrupted or --fail-fast), or ""."""
     chapters = request.chapters
-    done = [cid for cid in ran.done if cid in {c.id for c in chapters}]  # not the chapters carried over
+    asked = {c.id for c in chapters}
+    done = [o.id for o in ran.outcomes if o.id in asked and not o.kept]  # not the chapters carried over
+    earlier = [o.id for o in ran.outcomes if o.id in asked and o.kept]  # put back after an interrupt
     not_run = [c.id for c in chapters if c.id not in done]
+    kept = f" (the earlier build's complete {', '.join(earlier)} kept)" if earlier else ""
     if ran.interrupted:
         log(
             f"interrupted: {len(done)} of {len(chapters)} chapters complete ({', '.join(done) or 'none'}); "
-            f"not run: {', '.join(not_run)}; writing a report marked incomplete"
+            f"not run: {', '.join(not_run)}{kept}; writing a report marked incomplete"
         )
     if not ((ran.interrupted or ran.stopped) and not_run):
         return ""
     return (
         f"The build was {'interrupted' if ran.interrupted else 'stopped at the first failure (--fail-fast)'} "
-        f"after {len(done)} of {len(chapters)} chapters; not run: {', '.join(not_run)}."
+        f"after {len(done)} of {len(chapters)} chapters; not run: {', '.join(not_run)}{kept}."
     )
 
 

@@ -17,6 +17,7 @@ from cudalab.core.paths import ROOT
 
 BUILD_JSON = "build.json"
 LOCK = ".cudalab-build.lock"
+EARLIER = ".cudalab-earlier"  # an earlier build's complete chapters, set aside while this build runs them again
 MARKER = "cudalab build"
 # The checkout's own folders: never an output folder, never inside one.
 _SOURCES = ("cudalab", "kernels_cu", "notebooks", "params", "results", "tests", "tools", ".git", ".ci")
@@ -71,6 +72,44 @@ def remove_previous(out: Path, previous: dict, keep: set[str] = frozenset()) -> 
             folder.rmdir()
             folder = folder.parent
     return removed
+
+
+def set_aside(out: Path, files: list[str]) -> None:
+    """Move an earlier build's files (a complete chapter this build runs again) under ``EARLIER``,
+    so that an interrupted run can put them back (``put_back``) instead of leaving nothing."""
+    for rel in files:
+        src, dst = out / rel, out / EARLIER / rel
+        if src.is_file():
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(src, dst)
+
+
+def put_back(out: Path, files: list[str]) -> list[str]:
+    """Move set-aside files back where this build left nothing of its own; returns those moved."""
+    moved = []
+    for rel in files:
+        src, dst = out / EARLIER / rel, out / rel
+        if src.is_file() and not dst.exists():
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(src, dst)
+            moved.append(rel)
+    return moved
+
+
+def drop_set_aside(out: Path) -> None:
+    """The set-aside files are no longer wanted (their chapters ran again, or were put back)."""
+    import shutil
+
+    shutil.rmtree(out / EARLIER, ignore_errors=True)
+
+
+def put_back_all(out: Path) -> None:
+    """Files a build that was killed (not interrupted) left set aside go back where nothing
+    replaced them, before another build reads the folder."""
+    stash = out / EARLIER
+    if stash.is_dir():
+        put_back(out, [str(p.relative_to(stash)) for p in stash.rglob("*") if p.is_file()])
+        drop_set_aside(out)
 
 
 def written_files(out: Path, chapter_ids: list[str], extra: list[str]) -> list[str]:
