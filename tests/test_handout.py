@@ -103,6 +103,59 @@ def test_a_students_handout_states_no_time_or_rate_at_all(built):
         assert not found, f"{path.name} states {found[:8]}"
 
 
+def test_a_handout_lists_the_students_kernels_and_whole_tables_and_the_key_fills_them(built):
+    """Issue 42: the kernels the chapter declares for the student in full, the others named by
+    file; every configuration of each declared table (no "first 12 of"); the answer key's cells
+    hold the run's values where the handout's are blank."""
+    import pandas as pd
+
+    from cudalab.chapter import declarations
+
+    for chapter in catalog.select(list(CHAPTERS)):
+        declared = declarations.of(chapter).handout
+        handout = _text(built / "handout" / f"{chapter.id}.html")
+        key_html = (built / "answers" / f"{chapter.id}.html").read_text()
+        for kernel in declared.kernels:
+            assert f"Listing: kernels_cu/{kernel}" in handout, (chapter.id, kernel)
+        listed = set(re.findall(r"Listing: kernels_cu/(\S+)", handout))
+        assert listed <= set(declared.kernels) or not declared.kernels, (chapter.id, listed)
+        assert "first 12 of" not in handout and "configurations; the profile's grid" not in handout
+        axes = json.loads((built / "data" / chapter.id / "provenance.json").read_text())["axes"]
+        for table in declared.tables:
+            frame = pd.read_csv(built / "data" / chapter.id / f"{table}.csv")
+            configs = len(frame[axes[table]].drop_duplicates())
+            assert re.search(rf"Table {table} ?, all {configs} configurations", handout), (chapter.id, table)
+        assert "class='cudalab-blank'" not in key_html and "class='cudalab-value'" in key_html, chapter.id
+    chapter_06 = _text(built / "handout" / "06_kmeans_device_update.html")
+    assert "km_07_tensor_scores.cu" in chapter_06 and "Listing: kernels_cu/km_07" not in chapter_06
+
+
+@pytest.mark.slow
+def test_every_chapter_handout_prints_on_six_a4_pages_at_most(tmp_path):
+    """A teacher prints a chapter: six A4 pages at most, every chapter (PDF, where Chromium is here)."""
+    import shutil
+
+    if not shutil.which("pdfinfo"):
+        pytest.skip("poppler-utils is not installed")
+    out = tmp_path / "r"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "build_report.py"), "--gpu", "gtx680", "--replay", "--handout", "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    pdfs = sorted((out / "handout").glob("[0-9]*.pdf"))
+    if not pdfs:
+        pytest.skip("Chromium is not installed: no PDF to count")
+    assert len(pdfs) == len(catalog.discover())
+    for pdf in pdfs:
+        info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True).stdout
+        pages = int(re.search(r"Pages:\s+(\d+)", info).group(1))
+        assert pages <= 6, f"{pdf.name}: {pages} pages"
+
+
 def test_handouts_and_keys_hold_no_explorer(built):
     for path in [*(built / "handout").glob("*.html"), *(built / "answers").glob("*.html")]:
         page = path.read_text()

@@ -8,7 +8,9 @@ from it, so that nothing central lists chapters by name:
   (``lab.ceilings()``): where each is read from its own tables (a table, the rows, a value);
 - ``shows_lab_device``: the references list the lab GPU's deviceQuery values under it;
 - ``explore``: the explorer's first view, the one that answers the chapter's first question (a
-  table, x, y, colour, facet and filters).
+  table, x, y, colour, facet and filters);
+- ``handout``: the kernels a student works on (listed in full; the others named) and the tables
+  the student fills in.
 
 A chapter's point recipe for the explorer is declared in its kernel family's module and handed to
 the explorer by its notebook (``labs.points``); its seed is its notebook's ``seed`` parameter.
@@ -110,6 +112,14 @@ class View(_Strict):
     logy: bool | None = None
 
 
+class Handout(_Strict):
+    """What a chapter's handout prints: the ``kernels`` the student works on, listed in full (the
+    others are named by file), and the recorded ``tables`` the student fills in (whole)."""
+
+    kernels: tuple[str, ...] = ()
+    tables: tuple[str, ...] = ()
+
+
 class Declarations(_Strict):
     """Everything one chapter declares (see the module docstring); empty for a chapter without a file."""
 
@@ -117,6 +127,7 @@ class Declarations(_Strict):
     ceilings: dict[str, Ceiling] = {}
     shows_lab_device: bool = False
     explore: View | None = None
+    handout: Handout = Handout()
 
     def read_ceilings(self, folder: Path) -> dict[str, float]:
         """The ceilings this chapter offers, as its data ``folder`` holds them (in declaration

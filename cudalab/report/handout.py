@@ -27,7 +27,7 @@ from typing import Any
 
 import pandas as pd
 
-from cudalab.chapter import catalog
+from cudalab.chapter import catalog, declarations
 from cudalab.chapter.recorded import ANSWERS, PROVENANCE, SCORECARD, SUMMARY
 from cudalab.core.files import atomic_write_text
 from cudalab.report.stitch import render_pdf
@@ -40,7 +40,6 @@ _NOT_A_RESULT = re.compile(
 )
 # The result columns a student fills in, most telling first.
 _PREFERRED = ("time_ms", "time_s", "bandwidth_GBps", "gflop_per_s", "relaxations_per_s", "speedup")
-MAX_ROWS = 12
 ANSWER_LINES = 6
 
 
@@ -85,9 +84,15 @@ def _aim(nb: dict) -> str:
     return _markdown("".join(first["source"])) if first else ""
 
 
-def _listings(executed: dict) -> list[str]:
-    """The kernel listings the chapter shows (its ``source_markdown`` outputs), opened for print."""
-    found = []
+_LISTED_FILE = re.compile(r"<summary>Listing: <code>kernels_cu/([^<]+)</code>")
+
+
+def _listings(executed: dict, kernels: tuple[str, ...] = ()) -> list[str]:
+    """The kernel listings the chapter shows (its ``source_markdown`` outputs), opened for print:
+    every one, or with ``kernels`` (the files the student works on) those in full and the others
+    named by file in one closing line."""
+    found: list[str] = []
+    named: list[str] = []
     for cell in executed["cells"]:
         if catalog.interactive_only(cell):
             continue
@@ -95,9 +100,16 @@ def _listings(executed: dict) -> list[str]:
             body = out.get("data", {}).get("text/html")
             body = "".join(body) if isinstance(body, list) else body
             if body and "cudalab-listing" in body:
+                m = _LISTED_FILE.search(body)
+                if kernels and m and m.group(1) not in kernels:
+                    named.append(m.group(1))
+                    continue
                 found.append(
                     body.replace('<details class="cudalab-listing">', '<details class="cudalab-listing" open>')
                 )
+    if named:
+        files = ", ".join(f"<code>kernels_cu/{html.escape(f)}</code>" for f in named)
+        found.append(f"<p>The chapter also measures {files}: read them in the report or in the folder.</p>")
     return found
 
 
@@ -133,9 +145,27 @@ def _result_columns(frame: pd.DataFrame, axes: list[str]) -> list[str]:
     return ranked[:3]
 
 
-def _empty_table(data: Path, name: str, axes: list[str]) -> str:
-    """One recorded table as a form: its configurations (the axes) filled in, the result columns
-    empty. Only the axis values are read; no measured number is copied."""
+def _cell(row: pd.Series, column: str, filled: bool) -> str:
+    """One result cell: blank in a handout; in an answer key the run's value (a row that was not
+    ok says so instead of a number)."""
+    if not filled:
+        return "<td class='cudalab-blank'></td>"
+    status = str(row.get("status", "ok"))
+    if status != "ok" and status != "nan":
+        return f"<td class='cudalab-value'><i>{html.escape(status)}</i></td>"
+    value = row.get(column)
+    shown = "–" if value is None or pd.isna(value) else f"{value:,.4g}" if isinstance(value, float) else str(value)
+    return f"<td class='cudalab-value'>{html.escape(shown)}</td>"
+
+
+MAX_GRID_COLUMNS = 8  # a two-axis table with at most this many values on its shorter axis prints as a grid
+
+
+def _form(data: Path, name: str, axes: list[str], filled: bool) -> str:
+    """One recorded table as a form, whole: its configurations (the axes) and the result columns,
+    blank in a handout (only the axis values are read), the run's values in an answer key. A table
+    of two axes prints as a grid of its first result (a row per value of the longer axis), so that
+    a sweep of dozens of points fits a page."""
     path = data / f"{name}.csv"
     if not path.is_file():
         return ""
@@ -144,45 +174,54 @@ def _empty_table(data: Path, name: str, axes: list[str]) -> str:
     results = _result_columns(frame, axes)
     if not axes or not results:
         return ""
-    configs = frame[axes].drop_duplicates()
+    frame = frame.drop_duplicates(subset=axes)
+    what = (
+        f"<p>Table <code>{html.escape(name)}</code>, all {len(frame)} configurations (what is varied: "
+        f"{', '.join(f'<code>{html.escape(a)}</code>' for a in axes)})"
+    )
+    if len(axes) == 2:
+        rows_axis, cols_axis = sorted(axes, key=lambda a: -frame[a].nunique())
+        if frame[cols_axis].nunique() <= MAX_GRID_COLUMNS:
+            result = results[0]
+            columns = list(pd.unique(frame[cols_axis]))
+            head = f"<th>{html.escape(rows_axis)} \\ {html.escape(cols_axis)}</th>" + "".join(
+                f"<th>{html.escape(str(c))}</th>" for c in columns
+            )
+            body = []
+            for value, group in frame.groupby(rows_axis, sort=False):
+                at = {r[cols_axis]: r for _, r in group.iterrows()}
+                cells = "".join(
+                    _cell(at[c], result, filled) if c in at else "<td class='cudalab-none'>not run</td>"
+                    for c in columns
+                )
+                body.append(f"<tr><td>{html.escape(str(value))}</td>{cells}</tr>")
+            return (
+                f"{what}; each cell: <code>{html.escape(result)}</code>.</p>"
+                f"<table class='cudalab-form'><tr>{head}</tr>{''.join(body)}</table>"
+            )
     head = "".join(f"<th>{html.escape(c)}</th>" for c in axes + results)
     body = "".join(
         "<tr>"
-        + "".join(f"<td>{html.escape(str(v))}</td>" for v in row)
-        + "<td class='cudalab-blank'></td>" * len(results)
+        + "".join(f"<td>{html.escape(str(r[a]))}</td>" for a in axes)
+        + "".join(_cell(r, c, filled) for c in results)
         + "</tr>"
-        for row in configs.head(MAX_ROWS).itertuples(index=False)
+        for _, r in frame.iterrows()
     )
-    more = (
-        (
-            f"<p class='cudalab-note'>The first {MAX_ROWS} of {len(configs)} configurations; the profile's grid "
-            f"has the rest.</p>"
-        )
-        if len(configs) > MAX_ROWS
-        else ""
-    )
-    return (
-        f"<p>Table <code>{html.escape(name)}</code>: one row per configuration (what is varied: "
-        f"{', '.join(f'<code>{html.escape(a)}</code>' for a in axes)}).</p>"
-        f"<table class='cudalab-form'><tr>{head}</tr>{body}</table>{more}"
-    )
+    return f"{what}.</p><table class='cudalab-form'><tr>{head}</tr>{body}</table>"
 
 
-MAX_TABLES = 3
+MAX_TABLES = 2
 
 
-def _empty_tables(data: Path, provenance: dict) -> str:
-    """The chapter's recorded tables (up to ``MAX_TABLES``) as forms to fill in."""
+def _forms(data: Path, provenance: dict, tables: tuple[str, ...], filled: bool) -> str:
+    """The tables the chapter declares for its handout (``handout.tables``), else its first
+    recorded ones (up to ``MAX_TABLES``), as whole forms."""
     axes_by_table = provenance.get("axes", {})
-    forms = [
-        f
-        for f in (
-            _empty_table(data, name, list(axes_by_table.get(name, [])))
-            for name in provenance.get("tables", []) or list(axes_by_table)
-        )
-        if f
-    ]
-    return "".join(forms[:MAX_TABLES]) or "<p>This chapter records no table with a configuration axis.</p>"
+    names = list(tables) or provenance.get("tables", []) or list(axes_by_table)
+    forms = [f for f in (_form(data, n, list(axes_by_table.get(n, [])), filled) for n in names) if f]
+    return "".join(forms if tables else forms[:MAX_TABLES]) or (
+        "<p>This chapter records no table with a configuration axis.</p>"
+    )
 
 
 HOW_TO_MEASURE = (
@@ -229,20 +268,21 @@ def chapter_section(chapter_id: str, title: str, notebook: Path, executed: Path,
     run = json.loads(executed.read_text()) if executed.is_file() else {"cells": []}
     provenance = json.loads((data / PROVENANCE).read_text()) if (data / PROVENANCE).is_file() else {}
     answers = json.loads((data / ANSWERS).read_text()) if (data / ANSWERS).is_file() else {}
+    declared = declarations.of(chapter_id).handout
     parts = [
         f"<section class='cudalab-chapter' id='{html.escape(chapter_id)}'>",
         _aim(source),
         "<h2>The kernels</h2>",
-        "".join(_listings(run)) or "<p>This chapter has no kernel listing.</p>",
+        "".join(_listings(run, declared.kernels)) or "<p>This chapter has no kernel listing.</p>",
         "<h2>Launch configurations and sizes</h2>",
         _parameters(notebook, provenance),
         "<h2>What to measure, and how</h2>",
         HOW_TO_MEASURE.format(id=html.escape(chapter_id)),
-        "<h2>Your results</h2>",
-        _empty_tables(data, provenance),
+        "<h2>This run's results</h2>" if kind.answers else "<h2>Your results</h2>",
+        _forms(data, provenance, declared.tables, kind.answers),
     ]
     if kind.answers:
-        parts += ["<h2>This run's results</h2>", _results(data)]
+        parts += ["<h2>This run's headlines</h2>", _results(data)]
     qs = questions(source)
     parts.append("<h2>Discussion questions</h2>")
     if not qs:
@@ -268,7 +308,10 @@ body { font-family: "DejaVu Sans", Arial, sans-serif; font-size: 10.5pt; line-he
 h1 { font-size: 1.7em; } h2 { font-size: 1.2em; margin-top: 1.4em; border-bottom: 1px solid #ccc; }
 table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.85em; }
 th, td { border: 1px solid #bbb; padding: 3px 6px; text-align: left; vertical-align: top; }
-table.cudalab-form td.cudalab-blank { min-width: 7em; height: 1.6em; }
+table.cudalab-form td.cudalab-blank { min-width: 5em; height: 1.5em; }
+table.cudalab-form td.cudalab-value { text-align: right; }
+table.cudalab-form td.cudalab-none { color: #888; font-size: 0.85em; }
+table.cudalab-form { break-inside: auto; } table.cudalab-form tr { break-inside: avoid; }
 .cudalab-cover { border-bottom: 2px solid #444; margin-bottom: 1.5em; }
 .cudalab-note { color: #555; font-size: 0.85em; }
 .cudalab-question { break-inside: avoid; margin: 0.8em 0; }
@@ -280,7 +323,8 @@ details.cudalab-listing > summary { color: #345; }
 a.anchor-link { display: none; }
 @page { size: A4; margin: 14mm 12mm 16mm 12mm;
         @bottom-center { content: "page " counter(page) " of " counter(pages); font-size: 8pt; color: #555; } }
-@media print { section.cudalab-chapter { break-before: page; } body { margin: 0; max-width: none; } }
+@media print { section.cudalab-chapter { break-before: page; } body { margin: 0; max-width: none; }
+  .cudalab-cover + section.cudalab-chapter { break-before: auto; } }
 """
 
 
