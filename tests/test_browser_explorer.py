@@ -42,6 +42,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.browser]
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 NOTEBOOK = "01_block_size.ipynb"
+# Issue 42: chapter 04 beside a recording on another grid (like with like), and the labs' own numbers
+# beside chapter 04's ladder (lab 001) and chapter 06's whole runs (lab 004)
+LIKE_WITH_LIKE = ("04_blocking_factor.ipynb", "06_kmeans_device_update.ipynb")
 ARTIFACTS = BUILD_DIR / "browser-artifacts"
 # Generous: a 2-core CI runner starts JupyterLab in ~10 s and replays chapter 01 in 10-20 s.
 SERVER_START_S = 120
@@ -97,7 +100,7 @@ def _free_port() -> int:
 
 
 def _notebook_copy(src: Path, dest: Path, data_dir: Path) -> None:
-    """Chapter 01 as a student opens it, writing its tables to a temporary folder.
+    """A chapter as a student opens it, writing its tables to a temporary folder.
 
     A copy, so the committed notebook never gains outputs; its parameters cell gains
     ``data_dir`` (the run's tables go to tmp, not build/lab/); a first code cell answers
@@ -128,7 +131,8 @@ def jupyter_lab(tmp_path_factory) -> Iterator[Lab]:
         folder = settings / package
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"{name}.jupyterlab-settings").write_text(json.dumps(values))
-    _notebook_copy(NOTEBOOKS_DIR / NOTEBOOK, root / NOTEBOOK, data)
+    for name in (NOTEBOOK, *LIKE_WITH_LIKE):
+        _notebook_copy(NOTEBOOKS_DIR / name, root / name, data)
     port, token = _free_port(), secrets.token_hex(16)
     env = {
         **os.environ,
@@ -209,14 +213,14 @@ def browser_page(jupyter_lab):
 class Steps:
     """Screenshots, numbered in the order taken, in build/browser-artifacts/."""
 
-    def __init__(self, page):
-        self.page, self.n = page, 0
-        shutil.rmtree(ARTIFACTS, ignore_errors=True)
-        ARTIFACTS.mkdir(parents=True)
+    def __init__(self, page, folder: Path = ARTIFACTS):
+        self.page, self.n, self.folder = page, 0, folder
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
 
     def shot(self, name: str, locator=None) -> Path:
         self.n += 1
-        path = ARTIFACTS / f"{self.n:02d}-{name}.png"
+        path = self.folder / f"{self.n:02d}-{name}.png"
         (locator or self.page).screenshot(path=str(path))
         return path
 
@@ -264,7 +268,7 @@ def _shown_problems(page) -> list[str]:
         ' .jp-OutputArea-output[data-mime-type*="error"]'
     )
     found = [t for t in errors.all_inner_texts() if "Traceback" in t or "Error" in t]
-    text = page.locator(".jp-Notebook").inner_text()
+    text = page.locator(".jp-Notebook:visible").first.inner_text()  # the notebook on screen, where several are open
     found += [f"{marker!r} is shown" for marker in UNRENDERED if marker in text]
     return found
 

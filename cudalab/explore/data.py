@@ -171,6 +171,7 @@ class TableData:
             and not is_metric(c, self.frame[c])
             and c not in self.metrics
             and 2 <= self.frame[c].nunique() <= MAX_LEVELS
+            and not _prose(self.frame[c])
         ]
         return [*self.axes, *extra]
 
@@ -193,10 +194,19 @@ class TableData:
         return next((axis for axis, columns in self.baselines.items() if column in columns.values()), None)
 
     def values(self, axis: str) -> list:
-        """The distinct values of an axis, in natural order (numbers by value)."""
+        """The distinct values of an axis, in natural order (numbers by value; a whole number as
+        an int, 1048576 not 1048576.0, where a missing value made the column float)."""
         from cudalab.core.plots import natural_order
 
-        return natural_order(self.frame[axis].dropna())
+        return [
+            int(v) if isinstance(v, float) and v.is_integer() else v for v in natural_order(self.frame[axis].dropna())
+        ]
+
+
+def _prose(series: pd.Series) -> bool:
+    """A column of sentences (a ladder step's description), not of names: no axis."""
+    text = series.dropna()
+    return not _numeric(series) and len(text) > 0 and text.astype(str).str.len().mean() > 30
 
 
 def _numeric(series: pd.Series) -> bool:

@@ -10,6 +10,7 @@ so the report stays static. ipywidgets is imported only here, inside the functio
 
 from __future__ import annotations
 
+import html
 import os
 import time
 from pathlib import Path
@@ -113,6 +114,9 @@ class Explorer:
         self.figure_box.add_class("cudalab-explore-figure")
         self.rows = w.HTML()
         self.rows.add_class("cudalab-explore-rows")
+        # what like-with-like did to the selection (faceted, points left out), in words under the figure
+        self.caption = w.HTML()
+        self.caption.add_class("cudalab-explore-caption")
         self.message = w.HTML()
         for control in (self.baseline, self.x, self.colour, self.facet, self.logx, self.logy, self.overlay):
             control.observe(self._redraw, names="value")
@@ -128,7 +132,7 @@ class Explorer:
                 self.filter_box,
             ]
         )
-        parts = [controls, self.figure_box, self.message, self.rows]
+        parts = [controls, self.figure_box, self.caption, self.message, self.rows]
         self.measure_box = self._measure_controls(w) if point is not None else None
         if self.measure_box is not None:
             parts.insert(2, self.measure_box)
@@ -251,6 +255,7 @@ class Explorer:
         chosen = explore_data.select(d, filters=sel.filters, sources=sel.overlays)
         shown = explore_data.align(chosen, d.axes, sel.metric, sel.x, sel.colour, sel.facet, figure.MAX_FACETS)
         self.rows.value = self._rows_html(shown.rows, sel.metric, len(chosen) - len(shown.rows))
+        self.caption.value = f"<small><b>Like with like:</b> {html.escape(shown.note)}</small>" if shown.note else ""
         self.last_redraw_s = time.perf_counter() - start
 
     def _rows_html(self, chosen: pd.DataFrame, metric: str, left_out: int = 0) -> str:

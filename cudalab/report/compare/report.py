@@ -337,7 +337,9 @@ def _chapter_html(sources, chapter, title, colours) -> tuple[str, dict[str, pd.D
     rows = headlines(sources, chapter)
     parts = [
         f"<div class='cudalab-chapter-start' id='chapter-{chapter}'></div><h1>{_esc(title)}</h1>",
-        "<h2>What changed in the lesson</h2><p>" + " ".join(_esc(t) for t in lesson(sources, rows, chapter)) + "</p>",
+        "<h2>What changed in the lesson</h2><ul class='cudalab-lesson'>"
+        + "".join(f"<li>{_esc(t)}</li>" for t in lesson(sources, rows, chapter))
+        + "</ul>",
     ]
     if rows:
         parts.append(

@@ -1,0 +1,111 @@
+"""Issue 42 in a real JupyterLab and browser: chapter 04's explorer beside a recording on another
+grid draws like with like (a panel per N, said under the figure), and the labs' own numbers sit
+beside chapter 04's ladder (lab 001) and chapter 06's whole runs (lab 004). A JupyterLab and a
+browser of its own (this module's fixtures), as ``test_browser_explorer`` starts them: a tab
+that already ran a notebook does not connect a second one's kernel reliably."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+from test_browser_explorer import (  # noqa: F401 - the fixtures, a fresh server and browser per module
+    ARTIFACTS,
+    KERNEL_START_S,
+    LIKE_WITH_LIKE,
+    REDRAW_S,
+    RUN_ALL_S,
+    SERVER_START_S,
+    Lab,
+    Steps,
+    _change_choices,
+    _figure_hash,
+    _kernel_idle,
+    _redraws,
+    _shown_problems,
+    _wait,
+    _wait_for_all_cells,
+    browser_page,
+    jupyter_lab,
+)
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+
+def _open_and_run_all(context, lab: Lab, name: str, steps: Steps, timings: dict[str, float]):
+    """Open a notebook copy in a tab of its own (a tab that showed another notebook does not run a
+    second one reliably), wait for its kernel, run one cell and then all; return the tab and its
+    explorer."""
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    steps.page = page
+    # a workspace of its own, reset: only this notebook open, whatever another tab shows
+    page.goto(f"{lab.url}/lab/workspaces/{Path(name).stem}/tree/{name}?reset&token={lab.token}")
+    page.wait_for_selector(".jp-Notebook:visible .jp-Cell", timeout=SERVER_START_S * 1000)
+    _wait(lambda: _kernel_idle(lab), KERNEL_START_S, "the kernel to start")
+    ready = page.locator(".jp-Notebook:visible .jp-CodeCell").first
+    ready.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Control+Enter")
+    ready.locator(".jp-OutputArea-output", has_text="kernel ready").wait_for(timeout=KERNEL_START_S * 1000)
+    started = time.monotonic()
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+    page.wait_for_timeout(1000)
+    _wait_for_all_cells(page, lab, RUN_ALL_S)
+    timings[f"{name}: run all cells"] = round(time.monotonic() - started, 1)
+    problems = _shown_problems(page)
+    assert not problems, f"{name}: cells show errors or unrendered widgets:\n" + "\n---\n".join(problems)
+    explorer = page.locator(".jp-Notebook:visible .cudalab-explorer").first
+    explorer.wait_for(timeout=REDRAW_S * 1000)
+    explorer.scroll_into_view_if_needed()
+    return page, explorer
+
+
+def _select(explorer, control: str, label: str) -> None:
+    """Choose the option of a single-choice control whose text contains ``label``."""
+    select = explorer.locator(f".cudalab-explore-{control} select").first
+    options = select.locator("option").all()
+    texts = [" ".join(o.inner_text().split()) for o in options]
+    match = next((i for i, t in enumerate(texts) if label in t), None)
+    assert match is not None, f"{control}: no option {label!r} in {texts}"
+    select.select_option(value=options[match].get_attribute("value"))
+
+
+def test_like_with_like_and_the_labs_numbers_in_jupyterlab(jupyter_lab, browser_page):  # noqa: F811
+    """Chapter 04 opens on its declared view (x = block factor, a panel per N); with no facet and
+    the h100 recording beside this run (other N), the explorer draws a panel per N and says so
+    under the figure, never a median of different N; chapter 04's ladder and chapter 06's whole
+    runs show the lab's own numbers (lab 001's NTHU GPU, lab 004's RTX 2080) in the rows."""
+    lab, context = jupyter_lab, browser_page.context
+    steps, timings = Steps(browser_page, ARTIFACTS / "like-with-like"), {}
+    page, explorer = _open_and_run_all(context, lab, LIKE_WITH_LIKE[0], steps, timings)
+    figure = _wait(lambda: _figure_hash(page), REDRAW_S, "chapter 04's first figure")
+    x = explorer.locator(".cudalab-explore-x select").first.input_value()
+    assert x == "block_factor", f"chapter 04 opens on x = {x}, not its declared block_factor"
+    steps.shot("04-first-view", explorer)
+    _select(explorer, "facet", "(none)")
+    figure = _redraws(page, figure, "facet: none", timings)
+    _change_choices(explorer.locator(".cudalab-explore-overlay").first, narrow=False)
+    figure = _redraws(page, figure, "overlay: a recording on another grid", timings)
+    caption = explorer.locator(".cudalab-explore-caption").first
+    _wait(lambda: "panels by n" in caption.inner_text(), REDRAW_S, "the caption to say it drew a panel per N")
+    steps.shot("04-like-with-like", explorer)
+    _select(explorer, "table", "ladder")
+    figure = _redraws(page, figure, "table: ladder", timings)
+    rows = explorer.locator(".cudalab-explore-rows").first
+    assert "lab 001, NTHU course cluster GPU (not named) (published)" in rows.text_content()
+    steps.shot("04-ladder-beside-lab-001", explorer)
+
+    page.close()
+    page, explorer = _open_and_run_all(context, lab, LIKE_WITH_LIKE[1], steps, timings)
+    figure = _wait(lambda: _figure_hash(page), REDRAW_S, "chapter 06's first figure")
+    steps.shot("06-first-view", explorer)
+    _select(explorer, "table", "full_runs")
+    figure = _redraws(page, figure, "table: full_runs", timings)
+    rows = explorer.locator(".cudalab-explore-rows").first
+    assert "lab 004, GeForce RTX 2080 (published)" in rows.text_content()
+    steps.shot("06-full-runs-beside-lab-004", explorer)
+    problems = _shown_problems(page)
+    assert not problems, "after the changes, cells show errors or unrendered widgets:\n" + "\n---\n".join(problems)
