@@ -6,8 +6,6 @@ that already ran a notebook does not connect a second one's kernel reliably."""
 
 from __future__ import annotations
 
-import re
-import time
 from pathlib import Path
 
 import pytest
@@ -26,9 +24,9 @@ from test_browser_explorer import (  # noqa: F401 - the fixtures, a fresh server
     _redraws,
     _shown_problems,
     _wait,
-    _wait_for_all_cells,
     browser_page,
     jupyter_lab,
+    run_all_cells,
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -45,16 +43,7 @@ def _open_and_run_all(context, lab: Lab, name: str, steps: Steps, timings: dict[
     page.goto(f"{lab.url}/lab/workspaces/{Path(name).stem}/tree/{name}?reset&token={lab.token}")
     page.wait_for_selector(".jp-Notebook:visible .jp-Cell", timeout=SERVER_START_S * 1000)
     _wait(lambda: _kernel_idle(lab), KERNEL_START_S, "the kernel to start")
-    ready = page.locator(".jp-Notebook:visible .jp-CodeCell").first
-    ready.locator(".jp-InputArea-editor").click()
-    page.keyboard.press("Control+Enter")
-    ready.locator(".jp-OutputArea-output", has_text="kernel ready").wait_for(timeout=KERNEL_START_S * 1000)
-    started = time.monotonic()
-    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
-    page.wait_for_timeout(1000)
-    _wait_for_all_cells(page, lab, RUN_ALL_S)
-    timings[f"{name}: run all cells"] = round(time.monotonic() - started, 1)
+    timings[f"{name}: run all cells"] = run_all_cells(page, lab)
     problems = _shown_problems(page)
     assert not problems, f"{name}: cells show errors or unrendered widgets:\n" + "\n---\n".join(problems)
     explorer = page.locator(".jp-Notebook:visible .cudalab-explorer").first
@@ -71,6 +60,15 @@ def _select(explorer, control: str, label: str) -> None:
     match = next((i for i, t in enumerate(texts) if label in t), None)
     assert match is not None, f"{control}: no option {label!r} in {texts}"
     select.select_option(value=options[match].get_attribute("value"))
+
+
+def _beside_the_lab(page, explorer, figure: str, table: str, lab_label: str, timings: dict[str, float]) -> str:
+    """Open ``table`` in the explorer; its rows hold the lab's published numbers (``lab_label``)."""
+    _select(explorer, "table", table)
+    figure = _redraws(page, figure, f"table: {table}", timings)
+    rows = explorer.locator(".cudalab-explore-rows").first.text_content()
+    assert f"{lab_label} (published)" in rows, f"{table}: no {lab_label} in the rows"
+    return figure
 
 
 def test_like_with_like_and_the_labs_numbers_in_jupyterlab(jupyter_lab, browser_page):  # noqa: F811
@@ -92,20 +90,14 @@ def test_like_with_like_and_the_labs_numbers_in_jupyterlab(jupyter_lab, browser_
     caption = explorer.locator(".cudalab-explore-caption").first
     _wait(lambda: "panels by n" in caption.inner_text(), REDRAW_S, "the caption to say it drew a panel per N")
     steps.shot("04-like-with-like", explorer)
-    _select(explorer, "table", "ladder")
-    figure = _redraws(page, figure, "table: ladder", timings)
-    rows = explorer.locator(".cudalab-explore-rows").first
-    assert "lab 001, NTHU course cluster GPU (not named) (published)" in rows.text_content()
+    figure = _beside_the_lab(page, explorer, figure, "ladder", "lab 001, NTHU course cluster GPU (not named)", timings)
     steps.shot("04-ladder-beside-lab-001", explorer)
 
     page.close()
     page, explorer = _open_and_run_all(context, lab, LIKE_WITH_LIKE[1], steps, timings)
     figure = _wait(lambda: _figure_hash(page), REDRAW_S, "chapter 06's first figure")
     steps.shot("06-first-view", explorer)
-    _select(explorer, "table", "full_runs")
-    figure = _redraws(page, figure, "table: full_runs", timings)
-    rows = explorer.locator(".cudalab-explore-rows").first
-    assert "lab 004, GeForce RTX 2080 (published)" in rows.text_content()
+    _beside_the_lab(page, explorer, figure, "full_runs", "lab 004, GeForce RTX 2080", timings)
     steps.shot("06-full-runs-beside-lab-004", explorer)
     problems = _shown_problems(page)
     assert not problems, "after the changes, cells show errors or unrendered widgets:\n" + "\n---\n".join(problems)
