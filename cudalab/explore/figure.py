@@ -23,7 +23,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogFormatter
 
 from cudalab.core import plots
-from cudalab.explore.data import OK, PUBLISHED, RUN, Aligned, TableData, align, metric_label, select
+from cudalab.explore.alike import Aligned, align
+from cudalab.explore.data import OK, PUBLISHED, RUN, TableData, metric_label, select
 
 SOURCE = "source"  # colour or facet by where the numbers come from
 NONE = ""  # no colour or facet
