@@ -7,6 +7,8 @@ sizes that were measured. Extrapolated times are labelled as such everywhere.
 
 from __future__ import annotations
 
+from math import fsum
+
 import numpy as np
 import pandas as pd
 
@@ -19,9 +21,19 @@ def fit_cubic(n: np.ndarray, t: np.ndarray) -> np.ndarray:
         raise ValueError("no measured sizes to fit")
     if n.size == 1:
         return np.array([t[0] / n[0] ** 3, 0.0])
-    basis = np.stack([n**3, n**2], axis=1) / t[:, None]
-    coef, *_ = np.linalg.lstsq(basis, np.ones_like(t), rcond=None)
-    return coef
+    # The 2 x 2 normal equations, summed with math.fsum (correctly rounded) and solved by hand:
+    # the same bits on every IEEE machine, so that a replay here reproduces the GPU host's
+    # recorded extrapolation to the last digit (LAPACK's lstsq differs by an ulp between builds).
+    # The n^3 column is scaled by the largest n first, which keeps the system well conditioned.
+    scale = float(n.max())
+    x = [float(v) for v in n**3 / scale / t]
+    y = [float(v) for v in n**2 / t]
+    sxx, sxy, syy = fsum(a * a for a in x), fsum(a * b for a, b in zip(x, y)), fsum(b * b for b in y)
+    sx, sy = fsum(x), fsum(y)
+    det = sxx * syy - sxy * sxy
+    if det == 0:
+        raise ValueError("the measured sizes do not determine a cubic fit (all the same n?)")
+    return np.array([(sx * syy - sy * sxy) / det / scale, (sy * sxx - sx * sxy) / det])
 
 
 def predict_cubic(coef: np.ndarray, n) -> np.ndarray:
