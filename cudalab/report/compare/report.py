@@ -52,6 +52,7 @@ from cudalab.report.stitch import render_html, render_pdf
 
 Log = Callable[[str], None]
 MAX_POINTS_SHOWN = 12  # a joined table longer than this shows its largest size; the CSV beside holds all
+MAX_ONLY_SHOWN = 12  # the points only some sources have, listed up to this many per source, then counted
 
 
 @dataclass
@@ -305,14 +306,16 @@ def _only_text(j: Joined) -> str:
     parts = []
     for have, points in j.only.items():
         groups: dict[str, list[str]] = {}
-        for p in points:
+        more = max(0, len(points) - MAX_ONLY_SHOWN)
+        for p in points[:MAX_ONLY_SHOWN]:
             items = list(p.items())
             head = ", ".join(f"{k} = {v}" for k, v in items[:-1])
             groups.setdefault(head, []).append(f"{items[-1][1]}")
         last = j.axes[-1]
         listing = "; ".join(f"{h}: {last} {', '.join(v)}" if h else f"{last} {', '.join(v)}" for h, v in groups.items())
+        rest = f"; and {more} more" if more else ""
         parts.append(
-            f"<li>only in (or correct only in) <b>{_esc(have)}</b>, {len(points)} points: {_esc(listing)}</li>"
+            f"<li>only in (or correct only in) <b>{_esc(have)}</b>, {len(points)} points: {_esc(listing)}{rest}</li>"
         )
     return (
         unpublished + f"<p><small>Points not in every source:</small></p><ul class='cudalab-only'>{''.join(parts)}</ul>"
