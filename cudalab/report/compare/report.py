@@ -52,7 +52,7 @@ from cudalab.report.stitch import render_html, render_pdf
 
 Log = Callable[[str], None]
 MAX_POINTS_SHOWN = 12  # a joined table longer than this shows its largest size; the CSV beside holds all
-MAX_ONLY_SHOWN = 12  # the points only some sources have, listed up to this many per source, then counted
+MAX_ONLY_CHARS = 600  # the points only some sources have: spelled out up to this long, else counted
 
 
 @dataclass
@@ -306,16 +306,21 @@ def _only_text(j: Joined) -> str:
     parts = []
     for have, points in j.only.items():
         groups: dict[str, list[str]] = {}
-        more = max(0, len(points) - MAX_ONLY_SHOWN)
-        for p in points[:MAX_ONLY_SHOWN]:
+        for p in points:
             items = list(p.items())
             head = ", ".join(f"{k} = {v}" for k, v in items[:-1])
             groups.setdefault(head, []).append(f"{items[-1][1]}")
         last = j.axes[-1]
         listing = "; ".join(f"{h}: {last} {', '.join(v)}" if h else f"{last} {', '.join(v)}" for h, v in groups.items())
-        rest = f"; and {more} more" if more else ""
+        if len(listing) > MAX_ONLY_CHARS:  # many axes: counted by the first axis's value, not spelled out
+            first = j.axes[0]
+            counts: dict[str, int] = {}
+            for p in points:
+                counts[f"{first} = {p.get(first)}"] = counts.get(f"{first} = {p.get(first)}", 0) + 1
+            listing = "; ".join(f"{k}: {v} point{'s' if v != 1 else ''}" for k, v in counts.items())
+            listing += " (each in the CSV of the source that has it)"
         parts.append(
-            f"<li>only in (or correct only in) <b>{_esc(have)}</b>, {len(points)} points: {_esc(listing)}{rest}</li>"
+            f"<li>only in (or correct only in) <b>{_esc(have)}</b>, {len(points)} points: {_esc(listing)}</li>"
         )
     return (
         unpublished + f"<p><small>Points not in every source:</small></p><ul class='cudalab-only'>{''.join(parts)}</ul>"
