@@ -1,0 +1,167 @@
+"""A student's submission, checked before anything of it compiles or runs.
+
+A submission is a folder of ``.cu`` files named like the project's kernel files
+(``fw_blocked.cu``, ``mm_02_footprint.cu``), each standing in for the file of the same name, and
+``.cuh`` headers of its own. It is untrusted input, so ``check`` reads it as text only and
+refuses, one reason per file, what could reach beyond it:
+
+- a file that is not ``.cu`` or ``.cuh``, or whose name has path parts (``../x.cu``, ``/abs.cu``),
+  or that is a link (it could point anywhere on the machine);
+- a ``.cu`` file that replaces no kernel file of the project (there is nothing to measure it
+  beside);
+- an ``#include`` that does not resolve inside the submission's folder or to a project kernel
+  header: a quoted path with folders or ``..``, an absolute path, a computed include (``#include
+  MACRO``), or a system header named with a path (``<../../x>``). No compiler message can then
+  print a file of the grading machine.
+
+What is accepted comes back with each file's sha256, as the report's first page names it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cudalab.core.paths import KERNELS_DIR
+
+SUFFIXES = (".cu", ".cuh")
+MAX_FILE_BYTES = 1 << 20  # a kernel file larger than 1 MiB is not a student's kernel
+# Every #include directive, whatever follows it: a quoted name, an angled name, or anything else
+# (a macro), which is refused.
+_INCLUDE = re.compile(r"^[ \t]*(?:#|%:|\?\?=)[ \t]*include(?:_next)?\b[ \t]*(?P<rest>.*)$", re.M)  # and its digraphs
+_QUOTED = re.compile(r'^"(?P<name>[^"]+)"')
+_ANGLED = re.compile(r"^<(?P<name>[^>]+)>")
+# A system header's name: letters, digits, dots, dashes, underscores, and the toolkit's own
+# sub-folders (``cuda/std/cstdint``), never a leading slash or a ``..`` part.
+_SYSTEM_NAME = re.compile(r"^[A-Za-z0-9_.+-]+(/[A-Za-z0-9_.+-]+)*$")
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A file of a submission that will not be compiled, and why (one line, no machine path)."""
+
+    name: str
+    reason: str
+
+
+@dataclass
+class Submission:
+    """What ``check`` accepted: ``kernels`` (each ``.cu`` file name -> the project kernel file it
+    stands in for), ``headers`` (its own ``.cuh`` files), ``sha256`` (every accepted file's), and
+    ``refused`` (each refused file with its reason)."""
+
+    folder: Path
+    kernels: dict[str, Path] = field(default_factory=dict)
+    headers: list[str] = field(default_factory=list)
+    sha256: dict[str, str] = field(default_factory=dict)
+    refused: list[Refusal] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """Something to compile and nothing refused."""
+        return bool(self.kernels) and not self.refused
+
+
+def plain_name(name: str) -> str | None:
+    """Why a file name is refused (path parts, an absolute path, a hidden or odd name), or None."""
+    if not name or name in (".", ".."):
+        return "an empty name"
+    if "/" in name or "\\" in name or Path(name).is_absolute():
+        return f"the name {name!r} has path parts: submit plain file names"
+    if name.startswith(".") or not re.fullmatch(r"[A-Za-z0-9_.+-]+", name):
+        return f"the name {name!r} is not a plain file name (letters, digits, '_', '-', '.')"
+    if not name.endswith(SUFFIXES):
+        return f"{name} is not a .cu or .cuh file"
+    return None
+
+
+def include_problem(rest: str, own: set[str], project: set[str]) -> str | None:
+    """Why one ``#include`` line (what follows ``#include``) is refused, or None: a quoted name must
+    be a file of the submission (``own``) or a project kernel header (``project``); an angled one a
+    toolkit header named without ``..``; anything else (a macro) is refused."""
+    rest = rest.strip()
+    quoted, angled = _QUOTED.match(rest), _ANGLED.match(rest)
+    if quoted:
+        name = quoted.group("name")
+        if name in own or name in project:
+            return None
+        if "/" in name or "\\" in name or name.startswith("."):
+            return f'#include "{name}" names a path: include only files of the submission or the project\'s headers'
+        return f'#include "{name}": no such file in the submission nor among the project\'s kernel headers'
+    if angled:
+        name = angled.group("name")
+        parts = name.split("/")
+        if _SYSTEM_NAME.match(name) and ".." not in parts:
+            return None
+        return f"#include <{name}> names a path outside the toolkit's headers"
+    return "a computed #include (a macro, not a quoted or angled name) is refused: name the header"
+
+
+def project_headers(kernels_dir: Path = KERNELS_DIR) -> set[str]:
+    """The project's kernel headers a submission may include (``add_min.cuh``, ...)."""
+    return {p.name for p in kernels_dir.glob("*.cuh")}
+
+
+def _file_problem(path: Path, kernels_dir: Path) -> str | None:
+    """Why a file of the folder is refused before its text is read, or None."""
+    name = path.name
+    why = plain_name(name)
+    if why is None and path.is_symlink():
+        return f"{name} is a link: submit the file itself"
+    if why is None and not path.is_file():
+        return f"{name} is not a file"
+    if why is None and path.stat().st_size > MAX_FILE_BYTES:
+        return f"{name} is over {MAX_FILE_BYTES >> 20} MiB"
+    if why is None and name.endswith(".cu") and not (kernels_dir / name).is_file():
+        return f"{name} replaces no kernel file of the project (name it as the file it stands in for)"
+    return why
+
+
+def check(folder: str | Path, kernels_dir: Path = KERNELS_DIR) -> Submission:
+    """Read a submission folder as text and sort its files into accepted and refused (see the
+    module docstring). Nothing is compiled or run; the folder is not written to."""
+    root = Path(folder)
+    sub = Submission(root)
+    if not root.is_dir():
+        sub.refused.append(Refusal(str(folder), "not a folder"))
+        return sub
+    project = project_headers(kernels_dir)
+    entries = sorted(root.iterdir(), key=lambda p: p.name)
+    reasons: dict[str, str] = {}
+    texts: dict[str, str] = {}
+    for path in entries:
+        why = _file_problem(path, kernels_dir)
+        if why is None:
+            # spliced lines joined first: "#inc\<newline>lude" is an include too
+            texts[path.name] = path.read_bytes().decode("utf-8", errors="replace").replace("\\\n", "")
+        else:
+            reasons[path.name] = why
+    # A file may include the project's headers and the submission's own headers that are accepted
+    # themselves; refusing a header can refuse what includes it, so repeat until nothing changes.
+    changed = True
+    while changed:
+        changed = False
+        own = {n for n in texts if n.endswith(".cuh") and n not in reasons}
+        for name, text in texts.items():
+            if name in reasons:
+                continue
+            why = next(
+                (w for m in _INCLUDE.finditer(text) if (w := include_problem(m.group("rest"), own, project))), None
+            )
+            if why is not None:
+                reasons[name], changed = why, True
+    for path in entries:
+        name = path.name
+        if name in reasons:
+            sub.refused.append(Refusal(name, reasons[name]))
+            continue
+        sub.sha256[name] = hashlib.sha256(path.read_bytes()).hexdigest()
+        if name.endswith(".cu"):
+            sub.kernels[name] = kernels_dir / name
+        else:
+            sub.headers.append(name)
+    if not sub.kernels and not sub.refused:
+        sub.refused.append(Refusal(str(folder), "no .cu file named like one of the project's kernel files"))
+    return sub

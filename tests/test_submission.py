@@ -1,0 +1,95 @@
+"""A student's submission is read as text and refused, file by file, before anything compiles:
+only plain .cu/.cuh names, kernel files that stand in for a project file, and includes that stay
+inside the submission and the project's headers (issue 43, item 4)."""
+
+import os
+
+import pytest
+
+from cudalab.core import submission
+from cudalab.core.paths import KERNELS_DIR
+
+GOOD = '#include "add_min.cuh"\n#include <cuda_fp16.h>\n#include "mine.cuh"\nextern "C" __global__ void k() {}\n'
+
+
+def _folder(tmp_path, files: dict[str, str]):
+    folder = tmp_path / "student"
+    folder.mkdir()
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    return folder
+
+
+def _reasons(sub) -> dict[str, str]:
+    return {r.name: r.reason for r in sub.refused}
+
+
+def test_a_kernel_named_as_a_project_file_with_its_own_header_is_accepted_with_sha256s(tmp_path):
+    folder = _folder(tmp_path, {"fw_blocked.cu": GOOD, "mine.cuh": "#pragma once\n"})
+    sub = submission.check(folder)
+    assert sub.ok and sub.kernels == {"fw_blocked.cu": KERNELS_DIR / "fw_blocked.cu"}
+    assert sub.headers == ["mine.cuh"] and set(sub.sha256) == {"fw_blocked.cu", "mine.cuh"}
+    assert all(len(h) == 64 for h in sub.sha256.values())
+
+
+@pytest.mark.parametrize(
+    "include, says",
+    [
+        ('#include "/etc/passwd"', "names a path"),
+        ('#include "../../secret.cuh"', "names a path"),
+        ('#include "sub/x.cuh"', "names a path"),
+        ('#include "nowhere.cuh"', "no such file"),
+        ("#include </etc/passwd>", "outside the toolkit"),
+        ("#include <cuda/../../../etc/passwd>", "outside the toolkit"),
+        ("#define F </etc/passwd>\n#include F", "computed #include"),
+        ('%:include "/etc/passwd"', "names a path"),  # a digraph of #
+        ('#inc\\\nlude "/etc/passwd"', "names a path"),  # a spliced line
+        ('#include_next "/etc/passwd"', "names a path"),
+    ],
+)
+def test_an_include_that_reaches_outside_the_submission_is_refused_before_compiling(tmp_path, include, says):
+    folder = _folder(tmp_path, {"fw_blocked.cu": include + "\n" + GOOD, "mine.cuh": ""})
+    sub = submission.check(folder)
+    assert not sub.ok and "fw_blocked.cu" in _reasons(sub), sub
+    assert says in _reasons(sub)["fw_blocked.cu"]
+    assert "root:" not in _reasons(sub)["fw_blocked.cu"], "no file of the machine is ever printed"
+
+
+def test_a_header_that_reaches_outside_refuses_what_includes_it(tmp_path):
+    folder = _folder(tmp_path, {"fw_blocked.cu": GOOD, "mine.cuh": '#include "/etc/passwd"\n'})
+    reasons = _reasons(submission.check(folder))
+    assert "names a path" in reasons["mine.cuh"] and "mine.cuh" in reasons["fw_blocked.cu"]
+
+
+@pytest.mark.parametrize(
+    "name, says",
+    [
+        ("notes.txt", "not a .cu or .cuh file"),
+        ("kernel.py", "not a .cu or .cuh file"),
+        ("my_own_idea.cu", "replaces no kernel file"),
+        (".hidden.cu", "not a plain file name"),
+        ("spaced name.cu", "not a plain file name"),
+    ],
+)
+def test_files_that_are_not_kernels_of_the_project_are_refused(tmp_path, name, says):
+    folder = _folder(tmp_path, {"fw_blocked.cu": GOOD.replace('#include "mine.cuh"\n', ""), name: "x"})
+    reasons = _reasons(submission.check(folder))
+    assert says in reasons[name] and "fw_blocked.cu" not in reasons
+
+
+@pytest.mark.parametrize("name", ["../x.cu", "/abs/fw_blocked.cu", "sub\\fw_blocked.cu", "..", ""])
+def test_a_name_with_path_parts_is_refused(name):
+    assert submission.plain_name(name) is not None
+
+
+def test_a_link_is_refused_even_to_a_kernel_file(tmp_path):
+    folder = _folder(tmp_path, {})
+    os.symlink("/etc/hostname", folder / "fw_blocked.cu")
+    reasons = _reasons(submission.check(folder))
+    assert "is a link" in reasons["fw_blocked.cu"]
+
+
+def test_an_empty_or_missing_folder_says_so(tmp_path):
+    assert not submission.check(tmp_path / "none").ok
+    empty = _folder(tmp_path, {})
+    assert "no .cu file" in submission.check(empty).refused[0].reason
