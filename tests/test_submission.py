@@ -93,3 +93,32 @@ def test_an_empty_or_missing_folder_says_so(tmp_path):
     assert not submission.check(tmp_path / "none").ok
     empty = _folder(tmp_path, {})
     assert "no .cu file" in submission.check(empty).refused[0].reason
+
+
+def test_without_a_gpu_a_submission_compiles_beside_its_reference_and_a_compile_error_names_its_line(tmp_path):
+    """Issue 43, item 2: nvcc (no GPU) builds the student's file and the project's for the
+    architecture; the same code uses the same registers; a broken file is one row with the
+    compiler's file:line under the submission's own file name, and the others still build."""
+    import shutil
+
+    from cudalab.toolchain import compile_only
+    from cudalab.toolchain.nvcc import cuda_tool
+
+    if cuda_tool("nvcc") is None:
+        pytest.skip("nvcc is not installed here")
+    folder = _folder(tmp_path, {})
+    shutil.copy(KERNELS_DIR / "fw_basic_2d.cu", folder)
+    broken = (KERNELS_DIR / "fw_coalesced.cu").read_text().splitlines()
+    line = next(i for i, text in enumerate(broken, 1) if "__global__" in text) + 2
+    broken.insert(line - 1, "    int oops = ;")
+    (folder / "fw_coalesced.cu").write_text("\n".join(broken) + "\n")
+    frame = compile_only.beside_reference(submission.check(folder), "sm_90")
+    basic = frame[frame["file"].eq("fw_basic_2d.cu")].set_index("source")
+    assert basic.loc["yours", "registers_per_thread"] == basic.loc["reference", "registers_per_thread"]
+    assert (basic["status"] == "ok").all()
+    mine = frame[frame["file"].eq("fw_coalesced.cu") & frame["source"].eq("yours")]
+    assert list(mine["status"]) == ["does not compile"]
+    assert mine["reason"].iloc[0].startswith(f"fw_coalesced.cu:{line}:"), mine["reason"].iloc[0]
+    assert str(tmp_path) not in mine["reason"].iloc[0], "no path of the machine in the message"
+    ref = frame[frame["file"].eq("fw_coalesced.cu") & frame["source"].eq("reference")]
+    assert (ref["status"] == "ok").all() and len(ref) >= 1
