@@ -122,3 +122,15 @@ def test_without_a_gpu_a_submission_compiles_beside_its_reference_and_a_compile_
     assert str(tmp_path) not in mine["reason"].iloc[0], "no path of the machine in the message"
     ref = frame[frame["file"].eq("fw_coalesced.cu") & frame["source"].eq("reference")]
     assert (ref["status"] == "ok").all() and len(ref) >= 1
+
+
+def test_each_students_kernel_file_belongs_to_the_chapters_that_ask_for_it():
+    """The chapters a submitted file touches are those whose handout asks the student for it."""
+    from cudalab.chapter import catalog, declarations
+
+    assert declarations.chapters_for_kernel("fw_blocked.cu") == ["04_blocking_factor"]
+    assert declarations.chapters_for_kernel("km_01_device_update.cu") == ["06_kmeans_device_update"]
+    assert declarations.chapters_for_kernel("km_07_tensor_scores.cu") == []  # ours, not a student's
+    for chapter in catalog.discover():
+        for kernel in declarations.of(chapter).handout.kernels:
+            assert (KERNELS_DIR / kernel).is_file(), f"{chapter.id} asks for {kernel}, which is no kernel file"

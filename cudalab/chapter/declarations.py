@@ -169,3 +169,9 @@ def of(chapter: catalog.ChapterInfo | str, notebooks_dir: Path = NOTEBOOKS_DIR) 
 def offering_ceilings(notebooks_dir: Path = NOTEBOOKS_DIR) -> list[str]:
     """The chapters that declare ceilings for the chapters after them, in order."""
     return [c.id for c in catalog.discover(notebooks_dir) if of(c).ceilings]
+
+
+def chapters_for_kernel(name: str, notebooks_dir: Path = NOTEBOOKS_DIR) -> list[str]:
+    """The chapters that ask a student for the kernel file ``name`` (their ``handout.kernels``), in
+    order: where a submitted file is measured and reported (a student's report holds these chapters)."""
+    return [c.id for c in catalog.discover(notebooks_dir) if name in of(c).handout.kernels]
