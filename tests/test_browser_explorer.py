@@ -367,9 +367,29 @@ def _measure_control_says_why(explorer) -> None:
     assert reason in shown, f"the disabled measure control does not say why ({reason!r})"
 
 
+KERNEL_STATUS = re.compile(r"\|\s*(Idle|Busy)")  # the status bar once the page's kernel connection is up
+
+
+def _client_connected(page, tries: int = 2) -> None:
+    """Until the page itself is connected to its kernel (its status bar reads "| Idle"): the server
+    may see an idle kernel while the page's websocket still says "Connecting", and a cell run then
+    is lost. A page that stays "Connecting" is reloaded, once."""
+    status = page.locator(".jp-StatusBar-Widget", has_text=KERNEL_STATUS)
+    for attempt in range(tries):
+        try:
+            status.first.wait_for(timeout=KERNEL_START_S * 1000 // tries)
+            return
+        except Exception:
+            if attempt == tries - 1:
+                raise
+            page.reload()
+            page.wait_for_selector(".jp-Notebook:visible .jp-Cell", timeout=SERVER_START_S * 1000)
+
+
 def run_all_cells(page, lab: Lab) -> float:
     """Run the open notebook as a student does: its first cell, and its reply (the kernel's channels
     are up before "Run All"), then Run > Run All Cells, until every cell ran. Returns the seconds."""
+    _client_connected(page)
     ready = page.locator(".jp-Notebook:visible .jp-CodeCell").first
     ready.locator(".jp-InputArea-editor").click()
     page.keyboard.press("Control+Enter")

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from test_browser_explorer import (  # noqa: F401 - the fixtures, a fresh server and browser per module
     ARTIFACTS,
+    CHROMIUM_ARGS,
     KERNEL_START_S,
     LIKE_WITH_LIKE,
     REDRAW_S,
@@ -19,6 +20,7 @@ from test_browser_explorer import (  # noqa: F401 - the fixtures, a fresh server
     Lab,
     Steps,
     _change_choices,
+    _chromium,
     _figure_hash,
     _kernel_idle,
     _redraws,
@@ -33,10 +35,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 
 def _open_and_run_all(context, lab: Lab, name: str, steps: Steps, timings: dict[str, float]):
-    """Open a notebook copy in a tab of its own (a tab that showed another notebook does not run a
-    second one reliably), wait for its kernel, run one cell and then all; return the tab and its
-    explorer."""
-    page = context.new_page()
+    """Open a notebook copy in a browser of its own (a browser that showed another notebook does not
+    always connect a second one's kernel: its tab stays "Connecting"), wait for its kernel, run one
+    cell and then all; return the tab and its explorer."""
+    browser = context.browser.browser_type.launch(executable_path=_chromium(), args=CHROMIUM_ARGS)
+    page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
     page.set_default_timeout(60_000)
     steps.page = page
     # a workspace of its own, reset: only this notebook open, whatever another tab shows
@@ -93,11 +96,12 @@ def test_like_with_like_and_the_labs_numbers_in_jupyterlab(jupyter_lab, browser_
     figure = _beside_the_lab(page, explorer, figure, "ladder", "lab 001, NTHU course cluster GPU (not named)", timings)
     steps.shot("04-ladder-beside-lab-001", explorer)
 
-    page.close()
+    page.context.browser.close()
     page, explorer = _open_and_run_all(context, lab, LIKE_WITH_LIKE[1], steps, timings)
     figure = _wait(lambda: _figure_hash(page), REDRAW_S, "chapter 06's first figure")
     steps.shot("06-first-view", explorer)
     _beside_the_lab(page, explorer, figure, "full_runs", "lab 004, GeForce RTX 2080", timings)
     steps.shot("06-full-runs-beside-lab-004", explorer)
     problems = _shown_problems(page)
+    page.context.browser.close()
     assert not problems, "after the changes, cells show errors or unrendered widgets:\n" + "\n---\n".join(problems)
