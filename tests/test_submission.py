@@ -134,3 +134,41 @@ def test_each_students_kernel_file_belongs_to_the_chapters_that_ask_for_it():
     for chapter in catalog.discover():
         for kernel in declarations.of(chapter).handout.kernels:
             assert (KERNELS_DIR / kernel).is_file(), f"{chapter.id} asks for {kernel}, which is no kernel file"
+
+
+@pytest.mark.parametrize(
+    "change, says",
+    [
+        (("int* mat, int k, int N", "int* mat, int k, long long N"), "of other types than the chapter's launch"),
+        (("fw_basic_2d(", "my_basic("), "defines no kernel fw_basic_2d"),
+    ],
+)
+def test_a_kernel_that_does_not_fit_the_chapters_launch_gets_one_message_naming_the_signature(tmp_path, change, says):
+    """Issue 43, item 1: compared as the GPU launches them (the PTX parameter types, macros and
+    launch bounds expanded), a kernel with other parameters or another name is refused in one
+    message that names the expected signature, before it is ever timed."""
+    from cudalab.toolchain import compile_only
+    from cudalab.toolchain.nvcc import cuda_tool
+
+    if cuda_tool("nvcc") is None:
+        pytest.skip("nvcc is not installed here")
+    folder = _folder(tmp_path, {"fw_basic_2d.cu": (KERNELS_DIR / "fw_basic_2d.cu").read_text().replace(*change)})
+    frame = compile_only.beside_reference(submission.check(folder), "sm_90")
+    mine = frame[frame["source"].eq("yours")]
+    assert list(mine["status"]) == ["does not fit the launch"], frame.to_string()
+    reason = mine["reason"].iloc[0]
+    assert says in reason and 'extern "C" __global__ void fw_basic_2d(int* mat, int k, int N)' in reason, reason
+
+
+def test_signatures_are_read_as_the_gpu_launches_them():
+    """A parameter list built by a macro (vecMax's TRACE_PARAM) and nested launch bounds (the
+    tensor k-means kernel) read as the compiler made them."""
+    from cudalab.toolchain import compile_only
+    from cudalab.toolchain.nvcc import cuda_tool
+
+    if cuda_tool("nvcc") is None:
+        pytest.skip("nvcc is not installed here")
+    vecmax = compile_only.entry_signatures(KERNELS_DIR / "vecmax_coalescing.cu", "sm_90")
+    assert vecmax["vecmax00"] == ("u64", "u64", "u64", "u32")
+    tensor = compile_only.entry_signatures(KERNELS_DIR / "km_07_tensor_scores.cu", "sm_90")
+    assert list(tensor) == ["kmeans_tensor"] and len(tensor["kmeans_tensor"]) == 13

@@ -10,6 +10,7 @@ says what the compiler made of the code.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import tempfile
 from pathlib import Path
@@ -17,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from cudalab.core.errors import KernelCompileError, ToolUnavailable
+from cudalab.core.kernels import compile_error
 from cudalab.core.paths import KERNELS_DIR
 from cudalab.core.submission import Submission
 from cudalab.toolchain.nvcc import cuda_tool, nvcc_cubin, parse_ptxas
@@ -57,6 +59,61 @@ def _build(path: Path, arch: str, includes: tuple[str, ...]) -> list[dict]:
     ]
 
 
+_ENTRY = re.compile(r"\.entry\s+(?P<name>\w+)\s*\((?P<params>[^)]*)\)", re.S)
+_PARAM = re.compile(r"\.param\s+(?:\.align\s+\d+\s+)?\.(?P<type>\w+)")
+
+
+def entry_signatures(path: Path, arch: str, includes: tuple[str, ...] = ()) -> dict[str, tuple[str, ...]]:
+    """Each kernel a file defines, as the GPU launches it: name -> the PTX types of its parameters
+    (``u64`` a pointer or 64-bit integer, ``u32`` an int, ``f32`` a float). Read from the compiled
+    PTX, so macros in a parameter list and launch bounds are what the compiler made of them."""
+    with tempfile.TemporaryDirectory() as tmp:
+        ptx = Path(tmp) / "k.ptx"
+        nvcc = cuda_tool("nvcc")
+        if nvcc is None:
+            raise ToolUnavailable("nvcc is not installed here: a submission cannot be compiled")
+        cmd = [nvcc, "-ptx", f"-arch={arch}", "-std=c++17", f"-I{path.parent}", *includes, "-o", str(ptx), str(path)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise compile_error(path, proc.stdout + proc.stderr)
+        text = ptx.read_text()
+    return {m["name"]: tuple(_PARAM.findall(m["params"])) for m in _ENTRY.finditer(text)}
+
+
+def _declaration(path: Path, name: str) -> str:
+    """The reference's own declaration of a kernel, as a student reads it (its source text)."""
+    text = path.read_text(errors="replace")
+    at = text.find(f"{name}(")
+    if at < 0:
+        return name
+    start = text.rfind("extern", 0, at)
+    end, depth = at + len(name), 0
+    for i in range(end, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[i], 0)
+        if depth == 0:
+            end = i + 1
+            break
+    return " ".join(text[start if start >= 0 else at : end].split())
+
+
+def signature_problems(reference: Path, yours: Path, arch: str, includes: tuple[str, ...]) -> list[str]:
+    """Each kernel the reference file defines (what its chapter launches by name) that ``yours``
+    lacks or defines with other parameters: one message naming the expected signature."""
+    want = entry_signatures(reference, arch)
+    have = entry_signatures(yours, arch, includes)
+    problems = []
+    for name, params in want.items():
+        expected = _declaration(reference, name)
+        if name not in have:
+            problems.append(f"{yours.name} defines no kernel {name}: the chapter launches {expected}")
+        elif have[name] != params:
+            problems.append(
+                f"{yours.name}: {name} takes {len(have[name])} parameters of other types than the chapter's launch "
+                f"passes; it expects {expected}"
+            )
+    return problems
+
+
 def beside_reference(sub: Submission, arch: str) -> pd.DataFrame:
     """Every kernel file of ``sub`` and its reference, compiled for ``arch`` (``sm_90``): one row
     per (file, source, kernel function), ``status`` ok or "does not compile" with ``reason``."""
@@ -69,8 +126,12 @@ def beside_reference(sub: Submission, arch: str) -> pd.DataFrame:
             base = {"file": name, "source": source}
             try:
                 built = _build(path, arch, includes)
+                misfits = signature_problems(reference, path, arch, includes) if source == YOURS else []
             except KernelCompileError as exc:
                 rows.append({**base, "status": "does not compile", "reason": _where(exc, sub.folder)})
+                continue
+            if misfits:
+                rows.append({**base, "status": "does not fit the launch", "reason": "; ".join(misfits)})
                 continue
             rows += [{**base, **b, "status": "ok", "reason": ""} for b in built]
     frame = pd.DataFrame(rows)
