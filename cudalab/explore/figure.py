@@ -140,10 +140,18 @@ def _positions(values: pd.Series, order: list) -> pd.Series:
     return values.map(where)
 
 
-def draw(data: TableData, sel: Selection, *, points: pd.DataFrame | None = None) -> Figure:
-    """The selection as a Figure: one panel per facet value, one line per colour value and source."""
+def selected(data: TableData, sel: Selection) -> tuple[pd.DataFrame, Aligned]:
+    """The rows the selection picks (``select``), and those of them drawn like with like (``align``)."""
     rows = select(data, filters=sel.filters, sources=sel.overlays)
-    aligned = align(rows, data.axes, sel.metric, sel.x, sel.colour, sel.facet, MAX_FACETS)
+    return rows, align(rows, data.axes, sel.metric, sel.x, sel.colour, sel.facet, MAX_FACETS)
+
+
+def draw(
+    data: TableData, sel: Selection, *, points: pd.DataFrame | None = None, aligned: Aligned | None = None
+) -> Figure:
+    """The selection as a Figure: one panel per facet value, one line per colour value and source.
+    ``aligned``: the selection's rows as ``selected`` aligned them, where the caller has them."""
+    aligned = aligned or selected(data, sel)[1]
     rows, facet_axis = aligned.rows, aligned.facet
     if facet_axis != sel.facet:
         sel = replace(sel, facet=facet_axis)

@@ -19,8 +19,8 @@ from typing import Any
 import pandas as pd
 
 from cudalab.chapter.catalog import BATCH_ENV
-from cudalab.explore import alike, figure
 from cudalab.explore import data as explore_data
+from cudalab.explore import figure
 
 NOT_AVAILABLE = "measuring a point is not available in this build"
 MAX_SELECT_OPTIONS = 16  # a numeric axis with more values gets a range slider
@@ -249,11 +249,10 @@ class Explorer:
         start = time.perf_counter()
         d, sel = self.data, self.selection()
         mine = _yours(self.lab, d.table)
-        fig = figure.draw(d, sel, points=mine)
+        chosen, shown = figure.selected(d, sel)  # aligned once, for the figure and the rows
+        fig = figure.draw(d, sel, points=mine, aligned=shown)
         self.last_figure = fig  # what the image shows, for a test to read
         self.image.value = figure.png(fig)
-        chosen = explore_data.select(d, filters=sel.filters, sources=sel.overlays)
-        shown = alike.align(chosen, d.axes, sel.metric, sel.x, sel.colour, sel.facet, figure.MAX_FACETS)
         self.rows.value = self._rows_html(shown.rows, sel.metric, len(chosen) - len(shown.rows))
         self.caption.value = f"<small><b>Like with like:</b> {html.escape(shown.note)}</small>" if shown.note else ""
         self.last_redraw_s = time.perf_counter() - start

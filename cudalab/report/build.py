@@ -376,12 +376,7 @@ def _run_chapters(
             log(f"note: {note}")
         if plan.carried:
             log(f"kept from the earlier build in {out} (not asked for): {', '.join(plan.carried)}")
-        for cid, old in plan.carried.items():
-            info = catalog.chapter(cid)
-            notebook = out / "notebooks" / info.path.name
-            ran.outcomes.append(
-                ChapterOutcome(cid, info.title, notebook, True, "", old["seconds"], old["provenance"], True, True)
-            )
+        ran.outcomes += [_kept(out, cid, old) for cid, old in plan.carried.items()]
         for i, chapter in enumerate(chapters, 1):
             if chapter.id in plan.reuse:
                 old = plan.reuse[chapter.id]
@@ -424,6 +419,13 @@ def _run_chapters(
     return ran
 
 
+def _kept(out: Path, chapter_id: str, old: dict[str, Any]) -> ChapterOutcome:
+    """An earlier build's complete chapter left in ``out`` as it was (its build.json entry ``old``)."""
+    info = catalog.chapter(chapter_id)
+    notebook = out / "notebooks" / info.path.name
+    return ChapterOutcome(chapter_id, info.title, notebook, True, "", old["seconds"], old["provenance"], True, True)
+
+
 def _put_back_earlier(request: _Request, plan: _Plan, ran: _Ran, log: Log) -> None:
     """After an interrupt: each chapter that did not finish this time and that the earlier build
     had complete gets its earlier files back, kept as a ``--only`` build keeps the others."""
@@ -434,12 +436,8 @@ def _put_back_earlier(request: _Request, plan: _Plan, ran: _Ran, log: Log) -> No
         files = _chapter_files(plan.previous, cid)
         if sorted(outdir.put_back(request.out, files)) != sorted(files):
             continue
-        info = catalog.chapter(cid)
         plan.carried[cid] = old
-        notebook = request.out / "notebooks" / info.path.name
-        ran.outcomes.append(
-            ChapterOutcome(cid, info.title, notebook, True, "", old["seconds"], old["provenance"], True, True)
-        )
+        ran.outcomes.append(_kept(request.out, cid, old))
         log(f"{cid}: not finished this time; the earlier build's complete chapter is kept")
 
 
