@@ -44,6 +44,12 @@ examples:
   python build_report.py --compare nvidia-h100-80gb-hbm3/h100 nvidia-h200/h200 lab
                                                  the H100 and the H200, each on its own profile,
                                                  and the lab's published numbers
+  python build_report.py --kernels mine/ --only 04
+                                                 your fw_blocked.cu (copied into mine/) measured
+                                                 beside the reference in chapter 04's report
+  python build_report.py --grade class/ --gpu h100 --out build/grade
+                                                 a class graded: class/<student>/*.cu, each in a
+                                                 process of its own; scoreboard.csv/.html, a page each
 
 profiles: {profiles}
 output folder: a build writes only inside --out, and deletes only what an earlier cudalab build listed
@@ -55,6 +61,13 @@ on Dask (--workers, --scheduler): chapters run as tasks, one GPU each; a chapter
   profiles, all their chapters are tasks on the one cluster, and each report is stitched when its own are done.
 several profiles (--gpu a,b): all are checked before any work; without Dask they build one after another,
   and a profile that fails never stops the others (exit 1 if any failed).
+a student's kernels (--kernels DIR): DIR holds .cu files named as the kernel files they replace
+  (kernels_cu/fw_blocked.cu -> DIR/fw_blocked.cu) and .cuh headers of their own; each chapter that
+  measures such a file sets it beside the reference at its declared points, in a process of its own,
+  checked as the reference is. Without a GPU it is compiled for the profile's GPU (registers, spills,
+  SASS) beside the reference. Files are read, never written; kernels_cu/ is never changed.
+grading (--grade DIR): one folder per student; exit status 0 when every submission was graded, whatever
+  their results; 2 bad arguments (one line, before any work); 1 the grader itself failed.
 exit status: 0 all chapters ran; 1 a chapter failed (the report is still written); 2 bad arguments, an
   unsafe output folder or an unreachable Dask scheduler; 130 interrupted (Ctrl-C or SIGTERM: finished chapters are kept and the
   report is marked incomplete)."""
@@ -200,6 +213,36 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="run the chapters as tasks on a running Dask cluster (e.g. tcp://node:8786, from `dask scheduler` "
         "with `dask cuda worker` or `dask worker --nthreads 1`); its workers must see this checkout and --out",
     )
+    yours = parser.add_argument_group("a student's kernels, a class graded")
+    yours.add_argument(
+        "--kernels",
+        type=Path,
+        metavar="DIR",
+        help="your kernel files (named as the kernels_cu/ files they replace) measured beside the reference "
+        "in every chapter that launches them; the report's first page names them and their sha256",
+    )
+    yours.add_argument(
+        "--grade",
+        type=Path,
+        metavar="SUBMISSIONS",
+        help="grade a class instead of building a report: SUBMISSIONS/<student>/*.cu; writes scoreboard.csv, "
+        "scoreboard.html and students/<student>.html into --out (default: build/grade-<folder name>)",
+    )
+    yours.add_argument(
+        "--point-limit",
+        type=_seconds,
+        default=60.0,
+        metavar="SECONDS",
+        help="with --kernels/--grade: stop a submission's process when one point (its compile, launches and "
+        "check) runs longer than this, and mark it timed out (default: 60)",
+    )
+    yours.add_argument(
+        "--submission-limit",
+        type=_seconds,
+        default=300.0,
+        metavar="SECONDS",
+        help="with --kernels/--grade: the wall-clock limit for one submission's points in one chapter (default: 300)",
+    )
     parser.add_argument("--fail-fast", action="store_true", help="stop at the first chapter that fails")
     parser.add_argument("--debug", action="store_true", help="show the traceback of an unexpected error")
     return parser.parse_args(argv)
@@ -267,6 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     command = "python build_report.py " + shlex.join(argv if argv is not None else sys.argv[1:])
     if args.compare:
         return _compare(args, command)
+    if args.grade is not None:
+        return _grade(args)
     if "," in args.gpu:
         return _several(args, command)
     from cudalab.report.build import run  # after --help: papermill and nbconvert load slowly
@@ -307,6 +352,33 @@ def _several(args: argparse.Namespace, command: str) -> int:
         _log(f"FAILED profiles: {', '.join(summary.failed)} (see the index); exit status 1")
         return 1
     _log("done")
+    return 0
+
+
+def _grade(args: argparse.Namespace) -> int:
+    """``--grade``: a class graded into --out; 0 when every submission was graded (whatever their
+    results), 2 for a bad request (one line, before any work), 1 if the grader failed."""
+    from cudalab.grading import grade, isolate, pages
+
+    def run() -> dict:
+        students = grade.students(args.grade)  # a bad folder: one line, before any work
+        out = args.out or Path("build") / f"grade-{args.grade.resolve().name}"
+        options = grade.GradeOptions(
+            submissions=args.grade,
+            out=pages.prepare(out),
+            arch=grade.arch_for(None if args.gpu == "auto" else args.gpu),
+            only=tuple(args.only or ()),
+            limits=isolate.Limits(args.point_limit or 1e9, args.submission_limit or 1e9),
+            workers=args.workers,
+        )
+        _log(f"grading {len(students)} submission(s) from {args.grade} into {out}")
+        graded = grade.grade(options, _log)
+        return pages.write(graded, options.out, title=f"Scoreboard: {args.grade.resolve().name}")
+
+    written, status = _guarded(run, args, "interrupted; the scoreboard was not written")
+    if status is not None:
+        return status
+    _log("wrote " + ", ".join(str(p) for p in list(written.values())[:2]) + f" and {len(written) - 2} student page(s)")
     return 0
 
 

@@ -22,7 +22,7 @@ import pytest
 
 from cudalab.core.paths import NOTEBOOKS_DIR, PACKAGE_DIR, ROOT
 
-LAYERS = ("core", "toolchain", "chapter", "labs", "report", "explore")
+LAYERS = ("core", "toolchain", "chapter", "labs", "report", "explore", "grading")
 MAY_IMPORT = {
     "core": {"core"},
     "toolchain": {"core", "toolchain"},
@@ -33,6 +33,9 @@ MAY_IMPORT = {
     "report": {"core", "chapter", "report"},
     # the explorer reads recordings and profiles; a notebook passes its kernel family's point recipe in
     "explore": {"core", "chapter", "explore"},
+    # a student's kernels measured and a class graded: a chapter's point recipe (labs) in a child
+    # process, the compiler's verdict (toolchain), a Dask pool as a build opens one (report.cluster)
+    "grading": {"core", "toolchain", "chapter", "labs", "report", "grading"},
 }
 # Child processes that a CUDA tool runs (ncu, compute-sanitizer): entry points, not faces.
 CHILD_TARGET = "_target.py"
@@ -146,9 +149,10 @@ def test_argparse_and_main_only_in_faces():
     )
 
 
-def test_child_targets_are_only_entry_points_under_labs():
+def test_child_targets_are_only_entry_points_under_labs_and_grading():
+    """A CUDA tool's target (labs) and the grader's worker, where a student's kernel runs (grading)."""
     targets = [m for m, p in MODULES.items() if p.name.endswith(CHILD_TARGET)]
-    assert targets and all(_layer(m) == "labs" for m in targets)
+    assert targets and all(_layer(m) in ("labs", "grading") for m in targets)
 
 
 def test_every_exception_class_derives_from_the_one_base():

@@ -10,7 +10,10 @@ from it, so that nothing central lists chapters by name:
 - ``explore``: the explorer's first view, the one that answers the chapter's first question (a
   table, x, y, colour, facet and filters);
 - ``handout``: the kernels a student works on (listed in full; the others named) and the tables
-  the student fills in.
+  the student fills in;
+- ``yours``: how a student's kernel file is measured in this chapter (``build_report.py
+  --kernels``, ``--grade``): the chapter's point recipe, the points measured with the reference
+  and the student's file alike, the rate a row reaches and the ceiling it is a fraction of.
 
 A chapter's point recipe for the explorer is declared in its kernel family's module and handed to
 the explorer by its notebook (``labs.points``); its seed is its notebook's ``seed`` parameter.
@@ -57,6 +60,16 @@ class Figure(_Strict):
     best_over: tuple[str, ...] = ()
 
 
+class MeasuredNow(_Strict):
+    """How a ceiling is measured on its own, in a run that is not chapter 00's (a class graded):
+    ``measure`` ("module:function", called with ``timing=``) returns rows shaped like the ceiling's
+    table, and the ceiling's ``where``, ``ok_only`` and ``reduce`` pick from them; ``value`` is the
+    expression over those rows where it differs from the recorded table's."""
+
+    measure: str
+    value: str | None = None
+
+
 class Ceiling(_Strict):
     """One ceiling a chapter offers the chapters after it, read from its own recorded table.
 
@@ -76,13 +89,18 @@ class Ceiling(_Strict):
     reduce: Literal["max", "min"] | None = None
     columns: tuple[str, ...] = ()
     needs: str | None = None
+    now: MeasuredNow | None = None
 
     def read(self, folder: Path) -> float | None:
         """This ceiling from the chapter's data ``folder`` (this build's, or a recording's), or None."""
         path = folder / f"{self.table}.csv"
         if not path.is_file():
             return None
-        rows = pd.read_csv(path)
+        return self.pick(pd.read_csv(path))
+
+    def pick(self, rows: pd.DataFrame, value: str | None = None) -> float | None:
+        """This ceiling from ``rows`` shaped like its table (``value``: another expression over
+        them), or None where no row qualifies."""
         for column, wanted in self.where.items():
             rows = rows[rows[column].astype(str).eq(str(wanted))] if column in rows else rows.iloc[0:0]
         if self.ok_only and "status" in rows:
@@ -91,7 +109,7 @@ class Ceiling(_Strict):
             return None
         if self.best is not None:
             rows = rows.loc[[rows[self.best].idxmax()]]
-        values = rows.eval(self.value, engine="python")
+        values = rows.eval(value or self.value, engine="python")
         value = getattr(values, self.reduce)() if self.reduce else values.iloc[0]
         return float(value)
 
@@ -120,6 +138,25 @@ class Handout(_Strict):
     tables: tuple[str, ...] = ()
 
 
+class Yours(_Strict):
+    """How a student's kernel file is measured in this chapter, beside the reference: ``recipe``
+    names the chapter's point recipe (``"cudalab.labs.fw.points:BLOCK_SIZE"``, a
+    ``labs.points.PointRecipe``); each of ``points`` is one point of it (its axes and choices),
+    measured with the reference file and with the student's file that the point builds from;
+    ``rate`` is an expression over a measured row giving what it reaches per second, in
+    ``rate_unit``, and ``ceiling`` names the ceiling (chapter 00's ``ceilings``, in the same unit)
+    it is a fraction of. A point's time is its row's ``time_ms`` (``time: row``), or, for a
+    recipe that times each iteration's stages, the median iteration's stages summed (``time:
+    median_iteration``). Few points: a class of thirty is graded on them in minutes."""
+
+    recipe: str
+    points: tuple[dict[str, bool | int | float | str], ...]
+    time: Literal["row", "median_iteration"] = "row"
+    rate: str | None = None
+    rate_unit: str = ""
+    ceiling: str | None = None
+
+
 class Declarations(_Strict):
     """Everything one chapter declares (see the module docstring); empty for a chapter without a file."""
 
@@ -128,6 +165,7 @@ class Declarations(_Strict):
     shows_lab_device: bool = False
     explore: View | None = None
     handout: Handout = Handout()
+    yours: Yours | None = None
 
     def read_ceilings(self, folder: Path) -> dict[str, float]:
         """The ceilings this chapter offers, as its data ``folder`` holds them (in declaration
@@ -169,6 +207,15 @@ def of(chapter: catalog.ChapterInfo | str, notebooks_dir: Path = NOTEBOOKS_DIR) 
 def offering_ceilings(notebooks_dir: Path = NOTEBOOKS_DIR) -> list[str]:
     """The chapters that declare ceilings for the chapters after them, in order."""
     return [c.id for c in catalog.discover(notebooks_dir) if of(c).ceilings]
+
+
+def ceiling_declared(name: str, notebooks_dir: Path = NOTEBOOKS_DIR) -> Ceiling | None:
+    """The ceiling called ``name`` as the chapter that offers it declares it, or None."""
+    for chapter in offering_ceilings(notebooks_dir):
+        found = of(chapter, notebooks_dir).ceilings.get(name)
+        if found is not None:
+            return found
+    return None
 
 
 def chapters_for_kernel(name: str, notebooks_dir: Path = NOTEBOOKS_DIR) -> list[str]:

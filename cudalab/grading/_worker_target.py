@@ -1,0 +1,91 @@
+"""The child process that measures one chapter's points of one submission (or of the reference):
+``python -m cudalab.grading._worker_target`` with a JSON request on stdin, one JSON line per event on
+stdout. It is the only place a student's kernel runs, so that one that never returns, faults or
+corrupts its CUDA context costs this process alone (``grading.isolate`` starts it, watches it and
+kills it).
+
+The request: ``chapter``, ``folder`` (the staged submission, or null for the reference),
+``points`` (``[[point, kernel file], ...]``), ``params`` (the chapter's parameters a recipe reads:
+seed, time limit, ...), ``ceiling`` (a ceiling to measure first, or null). Events, in order: one
+``ceiling``; then per point a ``start`` (the watchdog's clock restarts) and a ``point`` with its
+result. After a fault the process stops: its context is no longer to be trusted.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from cudalab.grading import results as R
+
+
+def _emit(event: str, **fields: Any) -> None:
+    sys.stdout.write(json.dumps({"event": event, **fields}, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def _faulted(exc: BaseException) -> bool:
+    """A CUDA error that leaves the context unusable (an illegal address, a trap, a launch failure)."""
+    return type(exc).__name__ in ("CUDADriverError", "CUDARuntimeError") or "CUDA_ERROR" in str(exc)
+
+
+def _ceiling(name: str, params: dict[str, Any]) -> float | None:
+    from cudalab.chapter.declarations import ceiling_declared
+
+    declared = ceiling_declared(name)
+    if declared is None or declared.now is None:
+        return None
+    module, _, attr = declared.now.measure.partition(":")
+    rows = getattr(importlib.import_module(module), attr)(timing={"time_limit_s": params.get("point_time_limit_s")})
+    return declared.pick(rows, declared.now.value)
+
+
+def measure(request: dict[str, Any]) -> int:
+    """Measure the request's points, emitting each result; 0, or 3 after a fault."""
+    from cudalab.chapter.declarations import of
+    from cudalab.core.errors import CudalabError, KernelCompileError
+    from cudalab.grading.plan import recipe_of
+
+    chapter, params = request["chapter"], request["params"]
+    yours = of(chapter).yours
+    recipe = recipe_of(yours.recipe)
+    folder = Path(request["folder"]) if request.get("folder") else None
+    if request.get("ceiling"):
+        try:
+            _emit("ceiling", name=request["ceiling"], value=_ceiling(request["ceiling"], params))
+        except Exception as exc:  # the ceiling is context, never the submission's fault
+            _emit("ceiling", name=request["ceiling"], value=None, reason=R.scrubbed(exc))
+    for index, (point, file) in enumerate(request["points"]):
+        _emit("start", index=index)
+        kernel_file = str(folder / file) if folder is not None else None
+        try:
+            rows = recipe.measure(dict(point), kernel_file=kernel_file, params=params)
+            result = R.one_time(rows, yours.time)
+        except KernelCompileError as exc:
+            where = f"{exc.path.name}:{exc.line}" if exc.line else exc.path.name
+            result = {"status": R.DOES_NOT_COMPILE, "reason": R.scrubbed(f"{where}: {exc.message}")}
+        except CudalabError as exc:
+            result = {"status": "failed", "reason": R.scrubbed(exc)}
+        except Exception as exc:
+            if _faulted(exc):
+                _emit("point", index=index, status=R.CRASHED, reason=R.scrubbed(f"the kernel faulted: {exc}"))
+                return 3
+            result = {"status": "failed", "reason": R.scrubbed(f"{type(exc).__name__}: {exc}")}
+        _emit("point", index=index, **result)
+    return 0
+
+
+def main() -> int:
+    request = json.loads(sys.stdin.read())
+    try:
+        return measure(request)
+    except Exception as exc:  # the worker's own failure, said in one scrubbed line
+        _emit("error", reason=R.scrubbed(f"{type(exc).__name__}: {exc}"))
+        return 4
+
+
+if __name__ == "__main__":
+    sys.exit(main())

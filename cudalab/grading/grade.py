@@ -1,0 +1,319 @@
+"""A class graded: every student's folder checked, compiled, measured in a process of its own
+beside the reference kernels and the chapter's ceiling measured in the same run, and ranked.
+
+``grade(options)`` returns the scoreboard, one row per student, kernel file and point:
+
+- ``compiled`` and ``status``: ok, wrong, refused, does not compile, does not fit the launch,
+  timed out, crashed, not run, compiled only (no GPU here), with the ``reason``;
+- ``time_ms`` beside ``reference_time_ms`` (the reference file at the same point, same run), and
+  ``speed_vs_reference`` (the reference's time over the student's: 1.2 is 20% faster);
+- ``rate_per_s`` (the chapter's declared rate) and ``fraction_of_ceiling`` (of the ceiling the
+  chapter is judged by, measured in this run);
+- ``rank`` among the correct results at the same point (a wrong result is never ranked).
+
+Nothing a submission writes or prints reaches the scoreboard except through its worker's results,
+and every message is scrubbed of the machine's paths (``results.scrubbed``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from cudalab.chapter import catalog
+from cudalab.chapter.parameters import check_one
+from cudalab.core import gpu
+from cudalab.core.errors import CudalabError, ToolUnavailable
+from cudalab.core.submission import Submission, check
+from cudalab.grading import isolate, plan, staging
+from cudalab.grading import results as R
+
+Log = Callable[[str], None]
+
+SCOREBOARD_COLUMNS = (
+    "student",
+    "chapter",
+    "file",
+    "point",
+    "compiled",
+    "status",
+    "correct",
+    "time_ms",
+    "reference_time_ms",
+    "speed_vs_reference",
+    "rate_per_s",
+    "rate_unit",
+    "ceiling_per_s",
+    "fraction_of_ceiling",
+    "rank",
+    "reason",
+)
+
+
+@dataclass(frozen=True)
+class GradeOptions:
+    """What to grade and how: ``submissions`` (a folder of one folder per student), ``out`` (where the
+    scoreboard, the staged copies and the students' reports go), ``arch`` (the architecture a
+    submission compiles for without a GPU: the profile's), ``only`` (chapters), ``limits`` (seconds
+    per point and per submission), ``workers`` (GPUs, through Dask), ``point_time_limit_s`` (the
+    chapters' own per-point limit on repeats)."""
+
+    submissions: Path
+    out: Path
+    arch: str = "sm_90"
+    only: tuple[str, ...] = ()
+    limits: isolate.Limits = isolate.Limits()
+    workers: int | None = None
+    point_time_limit_s: float = 20.0
+    measure: bool | None = None  # None: where a GPU is present
+
+
+@dataclass
+class Graded:
+    """What ``grade`` produced: the scoreboard, each student's submission and compiled resources."""
+
+    scoreboard: pd.DataFrame
+    submissions: dict[str, Submission] = field(default_factory=dict)
+    resources: dict[str, pd.DataFrame] = field(default_factory=dict)
+    measured_on: str = ""
+
+
+def students(folder: Path) -> list[Path]:
+    """The student folders of ``folder`` (its sub-folders, by name); a ``CudalabError`` where none."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise CudalabError(f"--grade {folder}: not a folder (give a folder with one folder per student)")
+    found = sorted(p for p in folder.iterdir() if p.is_dir() and not p.is_symlink() and not p.name.startswith("."))
+    if not found:
+        raise CudalabError(f"--grade {folder}: no student folder in it (one folder per student, holding .cu files)")
+    return found
+
+
+def chapter_params(chapter: str, point_time_limit_s: float | None) -> dict[str, Any]:
+    """The parameters a chapter's recipe reads (its seed, iterations, ...) at the notebook's defaults."""
+    values: dict[str, Any] = {}
+    for name, declared in catalog.chapter(chapter).parameters().items():
+        value, problem = check_one(declared, declared.default)
+        if problem is None:
+            values[name] = value
+    values["point_time_limit_s"] = point_time_limit_s
+    return values
+
+
+def _compile_checked(sub: Submission, folder: Path, arch: str) -> tuple[dict[str, dict[str, str]], pd.DataFrame]:
+    """Each kernel file that cannot be measured (does not compile, does not fit) -> its status and
+    reason, and the compiled resources beside the reference's (empty where nvcc is missing)."""
+    from cudalab.toolchain import compile_only
+
+    staged = Submission(folder, dict(sub.kernels), list(sub.headers), dict(sub.sha256), [])
+    try:
+        frame = compile_only.beside_reference(staged, arch)
+    except ToolUnavailable:
+        return {}, pd.DataFrame()
+    bad = {}
+    for _, row in frame[frame["source"].eq(R.YOURS) & ~frame["status"].eq("ok")].iterrows():
+        bad[row["file"]] = {"status": row["status"], "reason": R.scrubbed(row["reason"])}
+    return bad, frame
+
+
+def _row(student: str, chapter: str, file: str, point: str, **fields: Any) -> dict[str, Any]:
+    return {"student": student, "chapter": chapter, "file": file, "point": point, **fields}
+
+
+def grade(options: GradeOptions, log: Log = print) -> Graded:
+    """Grade every student folder of ``options.submissions`` (see the module docstring)."""
+    folders = students(options.submissions)
+    measure = gpu.gpu_available() if options.measure is None else options.measure
+    graded = Graded(pd.DataFrame())
+    rows: list[dict[str, Any]] = []
+    jobs: list[tuple[str, plan.ChapterTask, Path]] = []
+    for folder in folders:
+        name = folder.name
+        sub = check(folder)
+        graded.submissions[name] = sub
+        rows += [_row(name, "", r.name, "", compiled=False, status=R.REFUSED, reason=r.reason) for r in sub.refused]
+        if not sub.kernels:
+            continue
+        staged = staging.stage(sub, options.out / "staged" / name)
+        bad, graded.resources[name] = _compile_checked(sub, staged, options.arch)
+        tasks = plan.tasks_for(sub.kernels, options.only)
+        measured = {f for t in tasks for f in t.files}
+        for file in sorted(set(sub.kernels) - measured):
+            where = "" if options.only else " (no chapter declares a point built from it)"
+            rows.append(
+                _row(
+                    name,
+                    "",
+                    file,
+                    "",
+                    compiled=file not in bad,
+                    status=R.NOT_RUN,
+                    reason=f"no chapter graded here measures a student's {file}{where}",
+                )
+            )
+        for task in tasks:
+            for point, file in task.points:
+                if file in bad:
+                    rows.append(
+                        _row(
+                            name,
+                            task.chapter,
+                            file,
+                            plan.point_label(point),
+                            compiled=bad[file]["status"] != R.DOES_NOT_COMPILE,
+                            **bad[file],
+                        )
+                    )
+            good = plan.ChapterTask(task.chapter, task.yours, tuple(p for p in task.points if p[1] not in bad))
+            if good.points:
+                jobs.append((name, good, staged))
+        log(
+            f"checked {name}: {len(sub.kernels)} kernel file(s), {len(sub.refused)} refused, {len(bad)} not compiling or not fitting"
+        )
+    if not measure:
+        for name, task, _ in jobs:
+            for point, file in task.points:
+                rows.append(
+                    _row(
+                        name,
+                        task.chapter,
+                        file,
+                        plan.point_label(point),
+                        compiled=True,
+                        status=R.COMPILED_ONLY,
+                        reason="compiled for " + options.arch + "; its timings need a GPU",
+                    )
+                )
+        graded.scoreboard = scoreboard(rows)
+        graded.measured_on = f"no GPU here: compiled for {options.arch} only"
+        return graded
+    graded.measured_on = gpu.gpu_name() or "GPU"
+    references = _references(jobs, options, log)
+    results = _run_all(jobs, options, log)
+    for (name, task, _), result in zip(jobs, results, strict=True):
+        ref = references[task.chapter]
+        for (point, file), got in zip(task.points, result["points"], strict=True):
+            key = plan.point_label(point)
+            base = ref["by_point"].get(key, {})
+            rows.append(
+                _row(
+                    name,
+                    task.chapter,
+                    file,
+                    key,
+                    compiled=got["status"] != R.DOES_NOT_COMPILE,
+                    **_scored(point, got, base, task, ref["ceiling"]),
+                )
+            )
+    graded.scoreboard = scoreboard(rows)
+    return graded
+
+
+def _scored(point: dict, got: dict, ref: dict, task: plan.ChapterTask, ceiling: float | None) -> dict[str, Any]:
+    """One measured point's scoreboard fields, beside the reference's result at the same point."""
+    time_ms = got.get("time_ms") if got["status"] == R.OK else None
+    ref_ms = ref.get("time_ms") if ref.get("status") == R.OK else None
+    rate = R.rate_of(point, time_ms, task.yours.rate)
+    return {
+        "status": got["status"],
+        "reason": got.get("reason", ""),
+        "time_ms": got.get("time_ms"),
+        "reference_time_ms": ref_ms,
+        "speed_vs_reference": ref_ms / time_ms if time_ms and ref_ms else None,
+        "rate_per_s": rate,
+        "rate_unit": task.yours.rate_unit if rate is not None else "",
+        "ceiling_per_s": ceiling if rate is not None else None,
+        "fraction_of_ceiling": rate / ceiling if rate is not None and ceiling else None,
+    }
+
+
+def _request(task: plan.ChapterTask, folder: Path | None, options: GradeOptions, ceiling: bool) -> dict[str, Any]:
+    return {
+        "chapter": task.chapter,
+        "folder": str(folder) if folder is not None else None,
+        "points": [[p, f] for p, f in task.points],
+        "params": chapter_params(task.chapter, options.point_time_limit_s),
+        "ceiling": task.yours.ceiling if ceiling else None,
+    }
+
+
+def _references(jobs: list, options: GradeOptions, log: Log) -> dict[str, dict[str, Any]]:
+    """Per chapter: the reference files' results at every point any student is measured at, and
+    the chapter's ceiling, measured in this run (each chapter in a process of its own)."""
+    union: dict[str, plan.ChapterTask] = {}
+    for _, task, _ in jobs:
+        have = union.get(task.chapter)
+        points = (have.points if have else ()) + tuple(p for p in task.points if not have or p not in have.points)
+        union[task.chapter] = plan.ChapterTask(task.chapter, task.yours, points)
+    out = {}
+    for chapter, task in union.items():
+        log(
+            f"reference {chapter}: {len(task.points)} point(s)"
+            + (f" and the {task.yours.ceiling} ceiling" if task.yours.ceiling else "")
+        )
+        result = isolate.run(
+            _request(task, None, options, True), isolate.Limits(options.limits.point * 4, options.limits.submission * 4)
+        )
+        out[chapter] = {
+            "ceiling": result["ceiling"],
+            "by_point": {plan.point_label(p): r for (p, _), r in zip(task.points, result["points"], strict=True)},
+        }
+    return out
+
+
+def _run_all(jobs: list, options: GradeOptions, log: Log) -> list[dict[str, Any]]:
+    """Each (student, chapter) job's worker result, in order: one after another here, or as tasks on
+    a Dask cluster of ``options.workers`` GPUs (a task retried once where its Dask worker died)."""
+    requests = [_request(task, folder, options, False) for _, task, folder in jobs]
+    if options.workers and options.workers > 1 and len(jobs) > 1:
+        from cudalab.grading import spread
+
+        return spread.run(requests, [n for n, _, _ in jobs], options, log)
+    results = []
+    for (name, task, _), request in zip(jobs, requests, strict=True):
+        result = isolate.run(request, options.limits)
+        log(
+            f"graded {name} {task.chapter}: "
+            + ", ".join(p["status"] for p in result["points"])
+            + f" ({result['wall_s']:.1f} s)"
+        )
+        results.append(result)
+    return results
+
+
+def scoreboard(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """The rows as the scoreboard: its columns in order, ``correct`` from the status, and ``rank``
+    (1 = fastest) among the correct results at each chapter's point; a wrong result has none."""
+    frame = pd.DataFrame(rows)
+    for column in SCOREBOARD_COLUMNS:
+        if column not in frame:
+            frame[column] = None
+    frame["correct"] = frame["status"].map(lambda s: True if s == R.OK else (False if s in (R.WRONG,) else None))
+    ok = frame["status"].eq(R.OK) & frame["time_ms"].notna()
+    frame["rank"] = pd.array([pd.NA] * len(frame), dtype="Int64")
+    if ok.any():
+        frame.loc[ok, "rank"] = frame[ok].groupby(["chapter", "point"])["time_ms"].rank(method="min").astype("Int64")
+    frame = frame[list(SCOREBOARD_COLUMNS)]
+    return frame.sort_values(["chapter", "point", "rank", "student"], na_position="last", kind="stable").reset_index(
+        drop=True
+    )
+
+
+def arch_for(profile: str | None) -> str:
+    """The architecture a submission compiles for: the present GPU's, else the profile's GPU's
+    (``--gpu``; without one, sm_90), as nvcc can build it (``toolchain.nvcc.compile_arch``)."""
+    from cudalab.chapter.profiles import load_profile
+    from cudalab.toolchain.nvcc import compile_arch
+
+    cc = gpu.compute_capability()
+    if cc is None and profile:
+        device = load_profile(profile).device
+        cc = device.compute_capability if device is not None else None
+    try:
+        return compile_arch(cc or "9.0")[0]
+    except (ToolUnavailable, CudalabError):
+        return "sm_" + str(cc or "9.0").replace(".", "")

@@ -1,0 +1,183 @@
+"""What a grading run writes: ``scoreboard.csv`` (the tidy scoreboard), ``scoreboard.html`` (the
+same, readable: a table per chapter, failures in words) and one page per student
+(``students/<name>.html``: the files and their sha256, what was refused, their results beside the
+reference, and what the compiler made of their kernels beside the reference's).
+
+The output folder is the run's own: a folder that holds anything else is refused, and a run
+replaces only what an earlier grading run wrote there (marked ``.cudalab-grade``).
+"""
+
+from __future__ import annotations
+
+import html
+import shutil
+from pathlib import Path
+
+import pandas as pd
+
+from cudalab.core.errors import CudalabError
+from cudalab.core.files import atomic_write, atomic_write_text
+from cudalab.core.paths import ROOT
+from cudalab.grading import results as R
+from cudalab.grading.grade import Graded
+
+MARK = ".cudalab-grade"
+
+_CSS = """
+body{font-family:system-ui,sans-serif;margin:2em;max-width:80em;color:#222}
+table{border-collapse:collapse;margin:0.5em 0 1.5em;font-size:0.9em}
+th,td{border-bottom:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:tabular-nums}
+tr.ok td{background:#f3fbf3}tr.bad td{background:#fdf0f0}tr.other td{background:#fbf8ee}
+code{font-size:0.9em}.note{color:#555}
+"""
+
+
+def prepare(out: Path) -> Path:
+    """``out`` made ready for a grading run: created, or one an earlier run made (its staged copies,
+    pages and scoreboard replaced); a ``CudalabError`` for the checkout's folders or a non-empty
+    folder that is not a grading run's."""
+    out = Path(out)
+    resolved, root = out.resolve(), ROOT.resolve()
+    sources = [root / d for d in ("cudalab", "kernels_cu", "notebooks", "params", "results", "tests", "tools")]
+    if (
+        resolved == root
+        or root in resolved.parents
+        and any(s == resolved or s in resolved.parents for s in sources)
+        or resolved in root.parents
+    ):
+        raise CudalabError(f"--out {out}: a folder of the checkout itself; choose a folder under build/ or elsewhere")
+    if out.exists() and any(out.iterdir()) and not (out / MARK).is_file():
+        raise CudalabError(f"--out {out} is not empty and no grading run made it: choose an empty or new folder")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / MARK).write_text("written by build_report.py --grade; a later run replaces its files\n")
+    for made in ("staged", "students"):
+        if (out / made).is_dir():
+            shutil.rmtree(out / made)
+    return out
+
+
+def _num(value, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and pd.isna(value)) or value is pd.NA:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.{digits}g}" if abs(value) < 1e4 else f"{value:.3e}"
+    return html.escape(str(value))
+
+
+_HEAD = {
+    "time_ms": "time (ms)",
+    "reference_time_ms": "reference (ms)",
+    "speed_vs_reference": "speed vs reference (x)",
+    "rate_per_s": "rate (/s)",
+    "fraction_of_ceiling": "fraction of ceiling",
+}
+
+
+def table_html(frame: pd.DataFrame, columns: list[str]) -> str:
+    """``frame``'s ``columns`` as an HTML table, a row coloured by its status, no index, no NaN."""
+    head = "".join(f"<th>{html.escape(_HEAD.get(c, c.replace('_', ' ')))}</th>" for c in columns)
+    body = []
+    for _, row in frame.iterrows():
+        status = str(row.get("status", ""))
+        kind = "ok" if status == R.OK else ("other" if status in (R.COMPILED_ONLY, R.NOT_RUN) else "bad")
+        cells = "".join(
+            f'<td class="num">{_num(row[c])}</td>'
+            if isinstance(row[c], (int, float)) and not isinstance(row[c], bool)
+            else f"<td>{_num(row[c])}</td>"
+            for c in columns
+        )
+        body.append(f'<tr class="{kind}">{cells}</tr>')
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _page(title: str, body: str) -> str:
+    return f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{_CSS}</style></head><body>{body}</body></html>"
+
+
+def _shown(frame: pd.DataFrame) -> list[str]:
+    """The scoreboard's columns worth a reader's eye: those with a value somewhere."""
+    keep = [
+        "student",
+        "file",
+        "point",
+        "status",
+        "rank",
+        "time_ms",
+        "reference_time_ms",
+        "speed_vs_reference",
+        "fraction_of_ceiling",
+        "reason",
+    ]
+    return [c for c in keep if c in frame and (c in ("student", "status", "reason") or frame[c].notna().any())]
+
+
+def write(graded: Graded, out: Path, *, title: str) -> dict[str, Path]:
+    """Write the scoreboard (CSV and HTML) and each student's page into ``out``; return their paths."""
+    board = graded.scoreboard
+    csv = out / "scoreboard.csv"
+    atomic_write(csv, lambda tmp: board.to_csv(tmp, index=False))
+    parts = [
+        f"<h1>{html.escape(title)}</h1>",
+        f"<p class='note'>Measured on: {html.escape(graded.measured_on)}. "
+        f"{len(graded.submissions)} student(s). Rank: 1 is the fastest correct result at the point; a wrong, "
+        "timed-out or crashed result is never ranked. Speed vs reference: the reference file's time at the same "
+        "point in this run over the student's (above 1: faster).</p>",
+    ]
+    for chapter, rows in board.groupby(board["chapter"].replace("", "(not measured)"), sort=True):
+        parts.append(f"<h2>{html.escape(chapter)}</h2>")
+        ceiling = rows["ceiling_per_s"].dropna()
+        if len(ceiling):
+            unit = rows["rate_unit"].dropna().iloc[0]
+            parts.append(
+                f"<p class='note'>Ceiling measured in this run: {ceiling.iloc[0]:.4g} {html.escape(str(unit))}.</p>"
+            )
+        parts.append(table_html(rows, _shown(rows)))
+    atomic_write_text(out / "scoreboard.html", _page(title, "".join(parts)))
+    pages = {"scoreboard.csv": csv, "scoreboard.html": out / "scoreboard.html"}
+    (out / "students").mkdir(exist_ok=True)
+    for name, sub in graded.submissions.items():
+        mine = board[board["student"].eq(name)]
+        files = "".join(
+            f"<tr><td><code>{html.escape(f)}</code></td><td><code>{h}</code></td></tr>" for f, h in sub.sha256.items()
+        )
+        body = [
+            f"<h1>{html.escape(name)}: {html.escape(title)}</h1>",
+            f"<p class='note'>Measured on: {html.escape(graded.measured_on)}.</p>",
+            f"<h2>Files</h2><table><thead><tr><th>file</th><th>sha256</th></tr></thead><tbody>{files}</tbody></table>",
+        ]
+        if sub.refused:
+            refused = "".join(
+                f"<li><code>{html.escape(r.name)}</code>: {html.escape(r.reason)}</li>" for r in sub.refused
+            )
+            body.append(f"<h2>Refused</h2><ul>{refused}</ul>")
+        measured = mine[~mine["status"].eq(R.REFUSED)]
+        if len(measured):
+            body.append(
+                "<h2>Results beside the reference</h2>" + table_html(measured, ["chapter", *_shown(measured)[1:]])
+            )
+        res = graded.resources.get(name)
+        if res is not None and len(res):
+            cols = [
+                c
+                for c in (
+                    "file",
+                    "source",
+                    "kernel",
+                    "registers_per_thread",
+                    "shared_bytes",
+                    "spill_bytes",
+                    "stack_bytes",
+                    "sass_instructions",
+                    "status",
+                    "reason",
+                )
+                if c in res
+            ]
+            body.append("<h2>What the compiler made of it, beside the reference</h2>" + table_html(res, cols))
+        target = out / "students" / f"{name}.html"
+        atomic_write_text(target, _page(f"{name}: {title}", "".join(body)))
+        pages[f"students/{name}.html"] = target
+    return pages

@@ -1,0 +1,72 @@
+"""One measured point of a submission (or of the reference) as one result, and the words and
+limits every path shares: statuses, the reduction of a recipe's rows to one time, and messages
+scrubbed of the machine's paths."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+YOURS, REFERENCE = "yours", "reference"
+OK, WRONG = "ok", "wrong"
+DOES_NOT_COMPILE, MISFIT = "does not compile", "does not fit the launch"
+CRASHED, TIMED_OUT, NOT_RUN, REFUSED = "crashed", "timed out", "not run", "refused"
+COMPILED_ONLY = "compiled only"
+
+# A path of the machine inside a message: every folder part goes, the file's name stays.
+_PATH = re.compile(r"(?:[A-Za-z]:)?(?:[/\\][^\s/\\:;,'\"()<>]+)+[/\\](?P<name>[^\s/\\:;,'\"()<>]+)")
+
+
+def scrubbed(text: str, limit: int = 400) -> str:
+    """``text`` (an error's message) with every path of the machine cut to its file name, on one
+    line and at most ``limit`` characters: nothing of the grading machine is ever printed."""
+    one = " ".join(str(text).split())
+    one = _PATH.sub(lambda m: m.group("name"), one)
+    return one if len(one) <= limit else one[: limit - 1] + "…"
+
+
+def one_time(rows: pd.DataFrame, how: str) -> dict[str, Any]:
+    """A recipe's rows for one point as one result: ``status``/``reason`` (the first row that is
+    not ok decides), and ``time_ms`` with its quartiles: the row's (``how="row"``, the first row),
+    or the median iteration's stages summed (``how="median_iteration"``)."""
+    if rows is None or not len(rows):
+        return {"status": NOT_RUN, "reason": "the recipe measured no row"}
+    status = rows["status"].astype(str) if "status" in rows else pd.Series([OK] * len(rows))
+    bad = rows[~status.eq(OK)]
+    out: dict[str, Any] = {"status": OK, "reason": ""}
+    if len(bad):
+        first = bad.iloc[0]
+        reason = first.get("reason", "")
+        out = {"status": str(first["status"]), "reason": "" if pd.isna(reason) else scrubbed(reason)}
+    if "time_ms" not in rows or rows["time_ms"].isna().all():
+        return out
+    if how == "median_iteration" and "iteration" in rows:
+        per = rows.groupby("iteration")["time_ms"].sum()
+        out.update(
+            time_ms=float(per.median()), time_ms_q1=float(per.quantile(0.25)), time_ms_q3=float(per.quantile(0.75))
+        )
+    else:
+        first = rows.iloc[0]
+        out["time_ms"] = float(first["time_ms"])
+        for q in ("time_ms_q1", "time_ms_q3"):
+            if q in rows and pd.notna(first[q]):
+                out[q] = float(first[q])
+    return out
+
+
+def rate_of(point: Mapping[str, Any], time_ms: float | None, expression: str | None) -> float | None:
+    """What a point reaches per second (the chapter's ``yours.rate`` over the point's axes and its
+    time), or None where the chapter declares no rate or there is no time."""
+    if expression is None or time_ms is None or not time_ms > 0:
+        return None
+    frame = pd.DataFrame([{**point, "time_ms": time_ms}])
+    return float(frame.eval(expression, engine="python").iloc[0])
+
+
+def shown_file(path: str | Path) -> str:
+    """A kernel file as a student reads it: its name only."""
+    return Path(path).name

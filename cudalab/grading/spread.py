@@ -1,0 +1,50 @@
+"""A class's submissions as Dask tasks, one GPU each (``--grade ... --workers N``).
+
+Each task is ``isolate.run`` on a worker of the build's own pool (``report.cluster.open_pool``:
+``LocalCUDACluster``, one worker per GPU, so the submission's process sees that worker's GPU as
+device 0). A student's kernel runs in the task's child process, so a fault kills that process, not
+the worker; a worker that dies anyway is retried once on another, then its submission is marked
+crashed while the rest complete.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from cudalab.grading import isolate
+from cudalab.grading import results as R
+
+
+def run(
+    requests: list[dict[str, Any]], names: list[str], options: Any, log: Callable[[str], None]
+) -> list[dict[str, Any]]:
+    """Each request's ``isolate.run`` result, in order, computed on ``options.workers`` GPUs."""
+    from distributed import as_completed
+
+    from cudalab.report.cluster import open_pool
+
+    pool = open_pool(workers=options.workers, scheduler=None, mode="measure", log=log)
+    log(f"grading on {pool.description}")
+    try:
+        futures = [
+            pool.client.submit(isolate.run, request, options.limits, retries=1, pure=False) for request in requests
+        ]
+        index = {f.key: i for i, f in enumerate(futures)}
+        results: list[dict[str, Any] | None] = [None] * len(requests)
+        for future in as_completed(futures):
+            i = index[future.key]
+            try:
+                results[i] = future.result()
+            except Exception as exc:  # the worker died under it twice (KilledWorker) or the task failed
+                why = f"its Dask worker died, once retried ({type(exc).__name__})"
+                results[i] = {
+                    "ceiling": None,
+                    "points": [{"status": R.CRASHED, "reason": why}] * len(requests[i]["points"]),
+                    "wall_s": 0.0,
+                }
+            points = ", ".join(p["status"] for p in results[i]["points"])
+            log(f"graded {names[i]} {requests[i]['chapter']}: {points} ({results[i]['wall_s']:.1f} s)")
+        return [r for r in results if r is not None]
+    finally:
+        pool.close()

@@ -1,0 +1,67 @@
+"""The fixture class of issue 43: one student folder per way a submission can go, each written
+from today's reference ``kernels_cu/fw_blocked.cu`` (chapter 04), so that the class follows the
+reference as it changes and nothing here copies a kernel by hand."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from cudalab.core.paths import KERNELS_DIR
+
+PHASE3_RELAX = "acc[a][b] = relax(acc[a][b], col[i * BF + k] + row[k * BF + j]);"
+PHASE3_START = "if (ti == r || tj == r) return;  // uniform across the block"
+
+
+def _edit(text: str, old: str, new: str) -> str:
+    assert old in text, f"the reference changed: {old!r} is gone; update tests/grading_class.py"
+    return text.replace(old, new, 1)
+
+
+def students() -> dict[str, dict[str, str]]:
+    """Each student's files (name -> text), and what the grader must make of them."""
+    ref = (KERNELS_DIR / "fw_blocked.cu").read_text()
+    return {
+        "a_correct": {"fw_blocked.cu": ref},
+        # the lab's arithmetic select (ladder step 4) and no unrolled k loop: correct, slower
+        "b_slower": {
+            "fw_blocked.cu": "#define SELECT_BY_ARITHMETIC\n" + ref.replace("#pragma unroll\n", "#pragma unroll 1\n")
+        },
+        "c_wrong": {
+            "fw_blocked.cu": _edit(ref, PHASE3_RELAX, PHASE3_RELAX.replace("row[k * BF + j])", "row[k * BF + j] + 1)"))
+        },
+        "d_compile_error": {
+            "fw_blocked.cu": _edit(ref, "int ti = blockIdx.y, tj = blockIdx.x;", "int ti = blockIdx.y, tj = blockIdx.x")
+        },
+        "e_signature": {
+            "fw_blocked.cu": _edit(ref, "fw_blocked_phase3(int* d, int n, int r)", "fw_blocked_phase3(int* d, int n, int r, int* extra)")
+        },
+        "f_endless": {
+            "fw_blocked.cu": _edit(
+                ref, PHASE3_START, PHASE3_START + "\n    volatile int spin = 1;\n    while (spin) {}"
+            )
+        },
+        "g_out_of_bounds": {
+            "fw_blocked.cu": _edit(
+                ref, PHASE3_START, PHASE3_START + "\n    d[(size_t)1 << 34] = 0;  // 64 GiB past the matrix"
+            )
+        },
+        "h_forbidden": {
+            "fw_blocked.cu": '#include "/etc/passwd"\n' + ref,
+            "fw_shared_tile.cu": '#include "../../secret.cuh"\n' + ref,
+            "notes.txt": "my notes\n",
+            "..\\fw_basic_2d.cu": ref,
+        },
+    }
+
+
+def make_class(dest: Path) -> Path:
+    """Write the class into ``dest`` (one folder per student, plus a link to a file of the machine
+    in ``h_forbidden``) and return ``dest``."""
+    for student, files in students().items():
+        folder = dest / student
+        folder.mkdir(parents=True)
+        for name, text in files.items():
+            (folder / name).write_text(text)
+    os.symlink("/etc/hostname", dest / "h_forbidden" / "fw_coalesced.cu")
+    return dest

@@ -1,0 +1,221 @@
+"""A class graded (issue 43, items 3, 4 and 7): the refusal, compile-only, isolation and
+scoreboard paths, on the CPU. The GPU half of the fixture class is tests/test_gpu_grading.py."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from cudalab.grading import grade, isolate, pages, plan
+from cudalab.grading import results as R
+from cudalab.toolchain.nvcc import cuda_tool
+from tests.grading_class import make_class
+
+ROOT = Path(__file__).resolve().parent.parent
+needs_nvcc = pytest.mark.skipif(cuda_tool("nvcc") is None, reason="nvcc is not installed here")
+
+
+@pytest.fixture(scope="module")
+def compiled_only(tmp_path_factory):
+    """The fixture class graded without a GPU (compiled for sm_90 only)."""
+    if cuda_tool("nvcc") is None:
+        pytest.skip("nvcc is not installed here")
+    base = tmp_path_factory.mktemp("grade")
+    klass = make_class(base / "class")
+    out = pages.prepare(base / "out")
+    graded = grade.grade(grade.GradeOptions(klass, out, arch="sm_90", measure=False), log=lambda _: None)
+    return graded, pages.write(graded, out, title="Scoreboard: class"), klass
+
+
+def _status(board: pd.DataFrame, student: str) -> list[str]:
+    return list(board[board["student"].eq(student)]["status"])
+
+
+@needs_nvcc
+def test_without_a_gpu_each_student_gets_the_compilers_verdict(compiled_only):
+    graded, _, _ = compiled_only
+    board = graded.scoreboard
+    for student in ("a_correct", "b_slower", "c_wrong", "f_endless", "g_out_of_bounds"):
+        assert _status(board, student) == [R.COMPILED_ONLY], student
+    broken = board[board["student"].eq("d_compile_error")].iloc[0]
+    assert broken["status"] == R.DOES_NOT_COMPILE and not broken["compiled"]
+    line = next(
+        i
+        for i, t in enumerate((ROOT / "kernels_cu/fw_blocked.cu").read_text().splitlines(), 1)
+        if "int ti = blockIdx.y" in t
+    )
+    assert broken["reason"].startswith("fw_blocked.cu:"), broken["reason"]
+    assert int(broken["reason"].split(":")[1]) in (
+        line,
+        line + 1,
+    )  # the missing ';' is reported on its line or the next
+    misfit = board[board["student"].eq("e_signature")].iloc[0]
+    assert misfit["status"] == R.MISFIT
+    assert "fw_blocked_phase3(int* d, int n, int r)" in misfit["reason"]
+    assert graded.resources["a_correct"]["status"].eq("ok").all()
+    assert board["rank"].isna().all(), "nothing is ranked without timings"
+
+
+@needs_nvcc
+def test_forbidden_files_are_refused_one_reason_each_and_nothing_of_the_machine_is_printed(compiled_only):
+    graded, written, klass = compiled_only
+    refused = graded.scoreboard[graded.scoreboard["student"].eq("h_forbidden")].set_index("file")
+    assert set(refused["status"]) == {R.REFUSED}
+    assert (
+        "names a path" in refused.loc["fw_blocked.cu", "reason"] or "outside" in refused.loc["fw_blocked.cu", "reason"]
+    )
+    assert "names a path" in refused.loc["fw_shared_tile.cu", "reason"]
+    assert "not a .cu or .cuh" in refused.loc["notes.txt", "reason"]
+    assert "path parts" in refused.loc["..\\fw_basic_2d.cu", "reason"]
+    assert "link" in refused.loc["fw_coalesced.cu", "reason"]
+    everything = "".join(p.read_text() for p in written.values())
+    for secret in (str(klass), str(ROOT), os.uname().nodename, Path("/etc/hostname").read_text().strip()):
+        assert secret not in everything
+    assert not (Path(written["scoreboard.csv"]).parent / "staged" / "h_forbidden").exists(), (
+        "a refused file is never copied"
+    )
+
+
+@needs_nvcc
+def test_the_scoreboard_and_a_page_per_student_are_written(compiled_only):
+    graded, written, _ = compiled_only
+    board = pd.read_csv(written["scoreboard.csv"])
+    assert list(board.columns) == list(grade.SCOREBOARD_COLUMNS)
+    assert set(board["student"]) == {
+        f.name for f in (Path(written["scoreboard.csv"]).parent.parent / "class").iterdir()
+    }
+    html = Path(written["scoreboard.html"]).read_text()
+    assert "04_blocking_factor" in html and "NaN" not in html and "nan<" not in html
+    page = Path(written["students/a_correct.html"]).read_text()
+    assert graded.submissions["a_correct"].sha256["fw_blocked.cu"] in page
+    assert "registers" in page
+
+
+def test_a_wrong_result_is_never_ranked_and_ranks_go_by_time():
+    rows = [
+        {"student": "x", "chapter": "c", "point": "p", "file": "f", "status": "ok", "time_ms": 2.0},
+        {"student": "y", "chapter": "c", "point": "p", "file": "f", "status": "wrong", "time_ms": 0.5},
+        {"student": "z", "chapter": "c", "point": "p", "file": "f", "status": "ok", "time_ms": 1.0},
+        {"student": "w", "chapter": "c", "point": "p", "file": "f", "status": "timed out", "time_ms": None},
+    ]
+    board = grade.scoreboard(rows).set_index("student")
+    assert board.loc["z", "rank"] == 1 and board.loc["x", "rank"] == 2
+    assert pd.isna(board.loc["y", "rank"]) and board.loc["y", "correct"] is False
+    assert pd.isna(board.loc["w", "rank"]) and board.loc["x", "correct"] is True
+
+
+def _fake(tmp_path, body: str) -> tuple[str, ...]:
+    script = tmp_path / "fake_worker.py"
+    script.write_text("import json, sys, os, time, signal\nrequest = json.loads(sys.stdin.read())\n" + body)
+    return (str(script),)
+
+
+def _emit(event: str, **fields) -> str:
+    return f"print(json.dumps({{'event': {event!r}, **{fields!r}}}), flush=True)\n"
+
+
+def test_a_worker_that_never_returns_is_killed_at_the_point_limit_and_the_rest_are_not_run(tmp_path):
+    body = (
+        _emit("start", index=0)
+        + _emit("point", index=0, status="ok", time_ms=1.0)
+        + _emit("start", index=1)
+        + "time.sleep(60)\n"
+    )
+    request = {"points": [[{}, "f.cu"]] * 3}
+    result = isolate.run(request, isolate.Limits(point=1.0, submission=30), worker=_fake(tmp_path, body))
+    assert [p["status"] for p in result["points"]] == ["ok", R.TIMED_OUT, R.NOT_RUN]
+    assert "limit per point" in result["points"][1]["reason"]
+    assert result["wall_s"] < 10
+
+
+def test_a_worker_that_dies_is_marked_crashed_with_the_signal(tmp_path):
+    body = _emit("start", index=0) + "os.kill(os.getpid(), signal.SIGSEGV)\n"
+    result = isolate.run({"points": [[{}, "f.cu"]] * 2}, worker=_fake(tmp_path, body))
+    assert [p["status"] for p in result["points"]] == [R.CRASHED, R.NOT_RUN]
+    assert "SIGSEGV" in result["points"][0]["reason"]
+
+
+def test_the_submission_limit_bounds_a_worker_that_keeps_making_progress(tmp_path):
+    body = (
+        "for i in range(100):\n    " + _emit("start", index=0).strip().replace("0}", "i}") + "\n    time.sleep(0.5)\n"
+    )
+    body = (
+        _emit("start", index=0)
+        + "time.sleep(0.6)\n"
+        + _emit("point", index=0, status="ok")
+        + _emit("start", index=1)
+        + "time.sleep(60)\n"
+    )
+    result = isolate.run(
+        {"points": [[{}, "f.cu"]] * 2}, isolate.Limits(point=30, submission=1.5), worker=_fake(tmp_path, body)
+    )
+    assert [p["status"] for p in result["points"]] == ["ok", R.TIMED_OUT]
+    assert "limit per submission" in result["points"][1]["reason"]
+
+
+def test_the_workers_environment_is_scrubbed(tmp_path, monkeypatch):
+    monkeypatch.setenv("GRADER_SECRET_TOKEN", "s3cret")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIA")
+    body = "print(json.dumps({'event': 'point', 'index': 0, 'status': 'ok', 'reason': ' '.join(sorted(os.environ))}), flush=True)\n"
+    result = isolate.run({"points": [[{}, "f.cu"]]}, worker=_fake(tmp_path, body))
+    seen = result["points"][0]["reason"].split()
+    assert "GRADER_SECRET_TOKEN" not in seen and "AWS_ACCESS_KEY_ID" not in seen
+    assert set(seen) <= set(isolate.KEPT) | {"HOME", "TMPDIR", "PYTHONNOUSERSITE", "PYTHONDONTWRITEBYTECODE"}
+
+
+def test_messages_are_scrubbed_of_the_machines_paths():
+    said = R.scrubbed("cannot open /home/grader/secret/answers.bin nor C:\\x\\y.cu (see /tmp/a/b/log)")
+    assert "/home" not in said and "grader" not in said and "answers.bin" in said and "log" in said
+
+
+def test_every_chapter_that_measures_a_students_file_declares_points_built_from_it():
+    files = plan.measured_files()
+    assert files["fw_blocked.cu"] == ["04_blocking_factor"]
+    assert files["km_02_shared_buffers.cu"] == ["06_kmeans_device_update"]
+    for chapter in {c for cs in files.values() for c in cs}:
+        task = plan.chapter_task(chapter)
+        assert task is not None and all(f.endswith(".cu") for f in task.files)
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--grade", "/no/such/folder"], "not a folder"),
+        (["--grade", "{empty}"], "no student folder"),
+    ],
+)
+def test_a_bad_grading_request_is_one_line_and_exit_status_2(tmp_path, args, says):
+    (tmp_path / "empty").mkdir()
+    argv = [a.replace("{empty}", str(tmp_path / "empty")) for a in args]
+    proc = subprocess.run(
+        [sys.executable, "build_report.py", *argv, "--out", str(tmp_path / "o")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert says in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists(), "nothing written before the request is checked"
+
+
+@needs_nvcc
+def test_grading_a_class_exits_0_whatever_the_students_results(tmp_path):
+    """The face on a class with every kind of failure, compiled only (no GPU visible to it): exit
+    status 0, the scoreboard and a page per student written."""
+    klass = make_class(tmp_path / "class")
+    proc = subprocess.run(
+        [sys.executable, "build_report.py", "--grade", str(klass), "--gpu", "h100", "--out", str(tmp_path / "o")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": ""},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "o" / "scoreboard.csv").is_file() and (tmp_path / "o" / "students" / "a_correct.html").is_file()
+    arch = grade.arch_for("h100")  # the profile's GPU (the lab's GTX 680: the oldest architecture nvcc builds)
+    assert f"compiled for {arch}" in (tmp_path / "o" / "scoreboard.csv").read_text()
