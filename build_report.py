@@ -231,10 +231,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     yours.add_argument(
         "--point-limit",
         type=_seconds,
-        default=60.0,
+        default=30.0,
         metavar="SECONDS",
         help="with --kernels/--grade: stop a submission's process when one point (its compile, launches and "
-        "check) runs longer than this, and mark it timed out (default: 60)",
+        "check) runs longer than this, and mark it timed out (default: 30)",
     )
     yours.add_argument(
         "--submission-limit",

@@ -17,7 +17,9 @@ and every message is scrubbed of the machine's paths (``results.scrubbed``).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -131,15 +133,17 @@ def grade(options: GradeOptions, log: Log = print) -> Graded:
     graded = Graded(pd.DataFrame())
     rows: list[dict[str, Any]] = []
     jobs: list[tuple[str, plan.ChapterTask, Path]] = []
-    for folder in folders:
-        name = folder.name
-        sub = check(folder)
+    checked = {folder.name: check(folder) for folder in folders}
+    staged = {name: staging.stage(sub, options.out / "staged" / name) for name, sub in checked.items() if sub.kernels}
+    # the compiler's verdicts, on every core: nvcc runs as child processes, outside Python's lock
+    with ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 2) // 2)) as pool:
+        verdicts = dict(zip(staged, pool.map(lambda n: _compile_checked(checked[n], staged[n], options.arch), staged)))
+    for name, sub in checked.items():
         graded.submissions[name] = sub
         rows += [_row(name, "", r.name, "", compiled=False, status=R.REFUSED, reason=r.reason) for r in sub.refused]
         if not sub.kernels:
             continue
-        staged = staging.stage(sub, options.out / "staged" / name)
-        bad, graded.resources[name] = _compile_checked(sub, staged, options.arch)
+        bad, graded.resources[name] = verdicts[name]
         tasks = plan.tasks_for(sub.kernels, options.only)
         measured = {f for t in tasks for f in t.files}
         for file in sorted(set(sub.kernels) - measured):
@@ -158,19 +162,11 @@ def grade(options: GradeOptions, log: Log = print) -> Graded:
         for task in tasks:
             for point, file in task.points:
                 if file in bad:
-                    rows.append(
-                        _row(
-                            name,
-                            task.chapter,
-                            file,
-                            plan.point_label(point),
-                            compiled=bad[file]["status"] != R.DOES_NOT_COMPILE,
-                            **bad[file],
-                        )
-                    )
+                    compiled = bad[file]["status"] != R.DOES_NOT_COMPILE
+                    rows.append(_row(name, task.chapter, file, plan.point_label(point), compiled=compiled, **bad[file]))
             good = plan.ChapterTask(task.chapter, task.yours, tuple(p for p in task.points if p[1] not in bad))
             if good.points:
-                jobs.append((name, good, staged))
+                jobs.append((name, good, staged[name]))
         log(
             f"checked {name}: {len(sub.kernels)} kernel file(s), {len(sub.refused)} refused, {len(bad)} not compiling or not fitting"
         )

@@ -27,6 +27,7 @@ from cudalab.grading import results as R
 # GPU it was given; nothing else (no tokens, no home, no proxies). Its HOME is a folder of its own.
 KEPT = (
     "PATH",
+    "PYTHONPATH",  # the grader's own package and libraries (an offline node's wheelhouse)
     "LD_LIBRARY_PATH",
     "CUDA_PATH",
     "CUDA_HOME",

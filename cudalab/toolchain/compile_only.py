@@ -13,12 +13,13 @@ from __future__ import annotations
 import re
 import subprocess
 import tempfile
+from functools import cache
 from pathlib import Path
 
 import pandas as pd
 
 from cudalab.core.errors import KernelCompileError, ToolUnavailable
-from cudalab.core.kernels import compile_error
+from cudalab.core.kernels import compile_error, source_digest
 from cudalab.core.paths import KERNELS_DIR
 from cudalab.core.submission import Submission
 from cudalab.toolchain.nvcc import cuda_tool, nvcc_cubin, parse_ptxas
@@ -96,10 +97,23 @@ def _declaration(path: Path, name: str) -> str:
     return " ".join(text[start if start >= 0 else at : end].split())
 
 
+@cache
+def _reference_signatures(path: str, digest: str, arch: str) -> dict[str, tuple[str, ...]]:
+    """``entry_signatures`` of a project kernel file, once per version (``digest``) and architecture:
+    a class of thirty is checked against the same reference."""
+    return entry_signatures(Path(path), arch)
+
+
+@cache
+def _reference_build(path: str, digest: str, arch: str) -> tuple[dict, ...]:
+    """``_build`` of a project kernel file, once per version and architecture."""
+    return tuple(_build(Path(path), arch, ()))
+
+
 def signature_problems(reference: Path, yours: Path, arch: str, includes: tuple[str, ...]) -> list[str]:
     """Each kernel the reference file defines (what its chapter launches by name) that ``yours``
     lacks or defines with other parameters: one message naming the expected signature."""
-    want = entry_signatures(reference, arch)
+    want = _reference_signatures(str(reference), source_digest(reference), arch)
     have = entry_signatures(yours, arch, includes)
     problems = []
     for name, params in want.items():
@@ -125,7 +139,11 @@ def beside_reference(sub: Submission, arch: str) -> pd.DataFrame:
         for source, path, includes in ((REFERENCE, reference, ()), (YOURS, sub.folder / name, own)):
             base = {"file": name, "source": source}
             try:
-                built = _build(path, arch, includes)
+                built = (
+                    list(_reference_build(str(path), source_digest(path), arch))
+                    if source == REFERENCE
+                    else _build(path, arch, includes)
+                )
                 misfits = signature_problems(reference, path, arch, includes) if source == YOURS else []
             except KernelCompileError as exc:
                 rows.append({**base, "status": "does not compile", "reason": _where(exc, sub.folder)})

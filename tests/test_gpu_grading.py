@@ -1,0 +1,57 @@
+"""The fixture class graded on a GPU (issue 43, item 7): each student in a process of its own,
+beside the reference and the add+min ceiling measured in the same run. A kernel that never
+returns is stopped at the point limit, one that writes out of bounds is marked crashed, and the
+others are graded as usual."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from cudalab.grading import grade, isolate, pages
+from cudalab.grading import results as R
+from tests.grading_class import make_class
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    base = tmp_path_factory.mktemp("gpu-grade")
+    klass = make_class(base / "class")
+    out = pages.prepare(base / "out")
+    started = time.monotonic()
+    options = grade.GradeOptions(klass, out, arch=grade.arch_for(None), limits=isolate.Limits(point=20, submission=120))
+    result = grade.grade(options, log=print)
+    pages.write(result, out, title="fixture class")
+    print(f"graded the fixture class in {time.monotonic() - started:.1f} s")
+    return result.scoreboard.set_index("student")
+
+
+def test_correct_kernels_are_timed_ranked_and_set_beside_the_reference_and_the_ceiling(graded):
+    a, b = graded.loc["a_correct"], graded.loc["b_slower"]
+    assert a["status"] == R.OK and b["status"] == R.OK
+    assert a["time_ms"] < b["time_ms"], "the arithmetic select without unrolling is slower"
+    assert a["rank"] == 1 and b["rank"] == 2
+    assert 0.8 < a["speed_vs_reference"] < 1.25, "the reference's own code runs at the reference's speed"
+    assert 0 < a["fraction_of_ceiling"] < 1.0 and a["ceiling_per_s"] > 0
+    print(graded[["status", "time_ms", "reference_time_ms", "speed_vs_reference", "fraction_of_ceiling", "rank"]])
+
+
+def test_a_wrong_result_is_marked_and_never_ranked(graded):
+    c = graded.loc["c_wrong"]
+    assert c["status"] == R.WRONG and c["correct"] is False or c["correct"] == False  # noqa: E712
+    assert str(c["rank"]) in ("<NA>", "nan")
+
+
+def test_an_endless_kernel_is_stopped_and_a_faulting_one_is_marked_crashed(graded):
+    f, g = graded.loc["f_endless"], graded.loc["g_out_of_bounds"]
+    assert f["status"] == R.TIMED_OUT and "limit per point" in f["reason"]
+    assert g["status"] in (R.CRASHED,), g["reason"]
+    assert "/" not in g["reason"], "no path of the machine in the reason"
+
+
+def test_compile_errors_and_misfits_never_reach_the_gpu(graded):
+    assert graded.loc["d_compile_error", "status"] == R.DOES_NOT_COMPILE
+    assert graded.loc["e_signature", "status"] == R.MISFIT
