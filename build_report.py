@@ -283,6 +283,9 @@ def options(args: argparse.Namespace) -> BuildOptions:
         answers=args.answers,
         workers=args.workers,
         scheduler=args.scheduler,
+        kernels=args.kernels,
+        point_limit=args.point_limit,
+        submission_limit=args.submission_limit,
     )
 
 

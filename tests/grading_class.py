@@ -38,7 +38,7 @@ def students() -> dict[str, dict[str, str]]:
         },
         "f_endless": {
             "fw_blocked.cu": _edit(
-                ref, PHASE3_START, PHASE3_START + "\n    volatile int spin = 1;\n    while (spin) {}"
+                ref, PHASE3_START, PHASE3_START + "\n    while (((volatile int*)d)[0] != -12345) {}  // the diagonal is 0: never returns"
             )
         },
         "g_out_of_bounds": {

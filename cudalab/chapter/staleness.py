@@ -31,8 +31,9 @@ from cudalab.core.errors import CudalabError
 from cudalab.core.kernels import included_headers
 from cudalab.core.paths import KERNELS_DIR, PACKAGE_DIR, ROOT
 
-# Notebook cells that do not decide the data: the explorer (JupyterLab only) and the discussion.
-NOT_DECIDING_TAGS = frozenset({EXPLORE_TAG, "questions", "answers"})
+# Notebook cells that do not decide the data: the explorer (JupyterLab only), the discussion, and a
+# student's kernels beside the reference (a build with --kernels, never recorded).
+NOT_DECIDING_TAGS = frozenset({EXPLORE_TAG, "questions", "answers", "yours"})
 PACKAGE = PACKAGE_DIR.name  # "cudalab"
 # Files a module may name by a string literal beside it (C references) or in kernels_cu/.
 _NAMED_SUFFIXES = (".cu", ".cuh", ".c", ".h")

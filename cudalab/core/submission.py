@@ -15,15 +15,22 @@ refuses, one reason per file, what could reach beyond it:
   print a file of the grading machine.
 
 What is accepted comes back with each file's sha256, as the report's first page names it.
+``stage`` copies what was accepted where it compiles for one build or grading run: never into
+``kernels_cu/`` and never back into the student's folder. The copy holds the student's accepted
+files and the project's kernel headers they did not bring (``add_min.cuh``); every compiler here
+puts a kernel file's own folder on its include path, so the copy compiles on its own and reads
+nothing else of the project.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cudalab.core.errors import CudalabError
 from cudalab.core.paths import KERNELS_DIR
 
 SUFFIXES = (".cu", ".cuh")
@@ -165,3 +172,29 @@ def check(folder: str | Path, kernels_dir: Path = KERNELS_DIR) -> Submission:
     if not sub.kernels and not sub.refused:
         sub.refused.append(Refusal(str(folder), "no .cu file named like one of the project's kernel files"))
     return sub
+
+
+STAGED_MARK = ".cudalab-staged"
+# A student's build (build_report.py --kernels): the staged copy and what it holds, in the output folder.
+SUBMISSION_DIR = "submission"
+SUBMISSION_JSON = "submission.json"
+
+
+def stage(sub: Submission, dest: Path) -> Path:
+    """Copy ``sub``'s accepted files, and the project headers they may include, to ``dest`` (created,
+    and emptied of an earlier copy of this submission); return ``dest``."""
+    dest = Path(dest)
+    if dest.resolve() == KERNELS_DIR.resolve() or KERNELS_DIR.resolve() in dest.resolve().parents:
+        raise CudalabError("a submission is staged outside kernels_cu/ (the reference files are never replaced)")
+    if dest.exists():
+        if not (dest / STAGED_MARK).is_file():
+            raise CudalabError(f"{dest} exists and was not staged by cudalab: choose another output folder")
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    (dest / STAGED_MARK).write_text("a copy of a submission, made by cudalab; rebuilt by each run\n")
+    for name in sub.sha256:
+        shutil.copyfile(sub.folder / name, dest / name)
+    for header in KERNELS_DIR.glob("*.cuh"):
+        if not (dest / header.name).exists():
+            shutil.copyfile(header, dest / header.name)
+    return dest

@@ -30,8 +30,8 @@ from cudalab.chapter import catalog
 from cudalab.chapter.parameters import check_one
 from cudalab.core import gpu
 from cudalab.core.errors import CudalabError, ToolUnavailable
-from cudalab.core.submission import Submission, check
-from cudalab.grading import isolate, plan, staging
+from cudalab.core.submission import Submission, check, stage
+from cudalab.grading import isolate, plan
 from cudalab.grading import results as R
 
 Log = Callable[[str], None]
@@ -134,7 +134,7 @@ def grade(options: GradeOptions, log: Log = print) -> Graded:
     rows: list[dict[str, Any]] = []
     jobs: list[tuple[str, plan.ChapterTask, Path]] = []
     checked = {folder.name: check(folder) for folder in folders}
-    staged = {name: staging.stage(sub, options.out / "staged" / name) for name, sub in checked.items() if sub.kernels}
+    staged = {name: stage(sub, options.out / "staged" / name) for name, sub in checked.items() if sub.kernels}
     # the compiler's verdicts, on every core: nvcc runs as child processes, outside Python's lock
     with ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 2) // 2)) as pool:
         verdicts = dict(zip(staged, pool.map(lambda n: _compile_checked(checked[n], staged[n], options.arch), staged)))

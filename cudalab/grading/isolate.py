@@ -50,9 +50,15 @@ class Limits:
 
 
 def scrubbed_env(home: Path) -> dict[str, str]:
-    """The worker's environment: ``KEPT`` variables only, with HOME and TMPDIR in ``home``."""
+    """The worker's environment: ``KEPT`` variables only, with HOME and TMPDIR in ``home``, and the
+    grader's compile caches named (CuPy's kernels and the compiler's reports): a worker with an
+    empty cache would compile CuPy's own reductions again, seconds per submission."""
+    from cudalab.core.paths import cache_dir
+
     env = {k: os.environ[k] for k in KEPT if k in os.environ}
     env.setdefault("PATH", "/usr/bin:/bin")
+    env.setdefault("CUPY_CACHE_DIR", str(Path.home() / ".cupy" / "kernel_cache"))
+    env.setdefault("CUDALAB_CACHE", str(cache_dir().parent))
     env.update(HOME=str(home), TMPDIR=str(home), PYTHONNOUSERSITE="1", PYTHONDONTWRITEBYTECODE="1")
     return env
 

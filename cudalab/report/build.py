@@ -30,6 +30,9 @@ from cudalab.core import gpu
 from cudalab.core.errors import CudalabError
 from cudalab.core.files import atomic_write_text
 from cudalab.core.paths import BUILD_DIR, require_checkout
+from cudalab.core.submission import SUBMISSION_DIR, SUBMISSION_JSON, Submission
+from cudalab.core.submission import check as check_submission
+from cudalab.core.submission import stage as stage_submission
 from cudalab.report import handout as handouts
 from cudalab.report import outdir, recordings
 from cudalab.report.execute import run_notebook as _run_chapter
@@ -174,6 +177,9 @@ class _Request:
     recording_dir: Path = Path()  # replay: the recording read
     why: str = ""  # replay: which recording, and why that one
     recording_name: str = ""  # replay: the recording's folder as the cover page names it
+    submission: Submission | None = None  # --kernels: a student's files, checked
+    limits: tuple[float, float] = (30.0, 300.0)  # --kernels: seconds per point, per submission's chapter
+    extra: list[str] = field(default_factory=list)  # --kernels: the staged copy and submission.json
 
 
 @dataclass
@@ -229,7 +235,8 @@ def _resolve_request(profile: str, opts: BuildOptions, out: Path | None) -> _Req
     name_or_path = resolve_profile_name(profile)
     gpu_max_threads = gpu.attributes()["MaxThreadsPerBlock"] if has_gpu else None
     prof = load_profile(name_or_path, gpu_max_threads=gpu_max_threads)
-    chapters = catalog.select(list(opts.only))
+    submission = _submission(opts, record)
+    chapters = catalog.select(list(opts.only) or _chapters_for(submission, mode))
     notes = []
     missing = [c for c in declarations.offering_ceilings() if c not in {ch.id for ch in chapters}]
     if record and chapters and missing:
@@ -240,10 +247,45 @@ def _resolve_request(profile: str, opts: BuildOptions, out: Path | None) -> _Req
         notes.append(
             f"--record measures {', '.join(missing)} too: the chapters recorded with it are judged by its ceilings"
         )
-    out = (out or BUILD_DIR / f"report-{prof.name}").resolve()
+    out = (out or BUILD_DIR / (f"yours-{prof.name}" if submission else f"report-{prof.name}")).resolve()
     yaml_file = Path(name_or_path).suffix in (".yaml", ".yml")
     source = str(Path(name_or_path).resolve()) if yaml_file else name_or_path
-    return _Request(prof, source, gpu_max_threads, mode, quick, chapters, out, notes)
+    request = _Request(prof, source, gpu_max_threads, mode, quick, chapters, out, notes)
+    request.submission = submission
+    request.limits = (opts.point_limit, opts.submission_limit)
+    return request
+
+
+def _submission(opts: BuildOptions, record: bool) -> Submission | None:
+    """``--kernels``: the student's folder checked as text (nothing compiled yet); a
+    ``CudalabError`` where nothing in it can be measured, or with ``--record``."""
+    if opts.kernels is None:
+        return None
+    if record:
+        raise CudalabError(
+            "--record keeps the lab's own kernels' measurements: a build with --kernels is never recorded"
+        )
+    sub = check_submission(opts.kernels)
+    if not sub.kernels:
+        why = "; ".join(f"{r.name}: {r.reason}" for r in sub.refused)
+        raise CudalabError(f"--kernels {opts.kernels}: nothing to measure ({why})")
+    return sub
+
+
+def _chapters_for(submission: Submission | None, mode: str) -> list[str]:
+    """The chapters a student's build runs where ``--only`` names none: those that ask for one of
+    the submitted files (their handouts), and, where they measure, the chapters whose ceilings
+    they are judged by; all chapters without a submission."""
+    if submission is None:
+        return []
+    asked = sorted({c for name in submission.kernels for c in declarations.chapters_for_kernel(name)})
+    if not asked:
+        known = sorted({k for c in catalog.discover() for k in declarations.of(c).handout.kernels})
+        raise CudalabError(
+            f"--kernels: no chapter asks for {', '.join(submission.kernels)}; the files a chapter measures: "
+            + ", ".join(known)
+        )
+    return [*(declarations.offering_ceilings() if mode == "measure" else []), *asked]
 
 
 def _pick_recording(request: _Request, opts: BuildOptions) -> None:
@@ -321,9 +363,30 @@ def _prepare_out(request: _Request, plan: _Plan, pdf: bool, log: Log) -> Path:
     outdir.remove_previous(request.out, plan.previous, keep=keep)
     for sub in ("notebooks", "data"):
         (request.out / sub).mkdir(parents=True, exist_ok=True)
+    if request.submission is not None:
+        _write_submission(request, log)
     return write_resolved(
         request.prof, request.out / RESOLVED, source=request.source, gpu_max_threads=request.gpu_max_threads
     )
+
+
+def _write_submission(request: _Request, log: Log) -> None:
+    """A student's build: the accepted files copied into ``submission/`` of the output folder (where
+    they compile; the student's folder and kernels_cu/ are only read) and ``submission.json``, which
+    each chapter's cell tagged ``yours`` and the first page read."""
+    sub = request.submission
+    staged = stage_submission(sub, request.out / SUBMISSION_DIR)
+    record = {
+        "folder": sub.folder.name,
+        "files": sub.sha256,
+        "kernels": sorted(sub.kernels),
+        "refused": [{"name": r.name, "reason": r.reason} for r in sub.refused],
+        "staged": SUBMISSION_DIR,
+        "limits": {"point_s": request.limits[0], "submission_s": request.limits[1]},
+    }
+    atomic_write_text(request.out / SUBMISSION_JSON, json.dumps(record, indent=2))
+    request.extra = [SUBMISSION_JSON, *(f"{SUBMISSION_DIR}/{p.name}" for p in staged.iterdir())]
+    log(f"your kernels: {', '.join(sorted(sub.kernels))} from {sub.folder} (staged in {staged})")
 
 
 @dataclass
@@ -539,6 +602,7 @@ def _render_report(request: _Request, ran: _Ran, incomplete: str, command: str, 
             notes=tuple(request.notes),
             findings=_findings(request.out, outcomes),
             scorecards=_scorecards(request.out, outcomes),
+            submission=json.loads((request.out / SUBMISSION_JSON).read_text()) if request.submission else None,
         ),
     )
     book.cells.append(references_cell(prof, [(o.id, o.title) for o in outcomes]))
@@ -549,7 +613,7 @@ def _render_report(request: _Request, ran: _Ran, incomplete: str, command: str, 
         log(f"report: {report.pdf}" if report.pdf else f"note: {why_not}")
         if not report.pdf:
             report.notes.append(why_not)
-    report.extra = ["report.html", "report.pdf", RESOLVED, outdir.BUILD_JSON]
+    report.extra = ["report.html", "report.pdf", RESOLVED, outdir.BUILD_JSON, *request.extra]
     return report
 
 
@@ -647,7 +711,7 @@ def run(
     started = time.time()
     request = _resolve_request(profile, opts, out)
     _pick_recording(request, opts)
-    plan = _plan_reuse(request, opts.force)
+    plan = _plan_reuse(request, opts.force or request.submission is not None)  # a student's build runs afresh
     with dask_pool(opts, request.mode, log, given=pool) as chapters_pool:
         with outdir.Lock(request.out), _stop_on_sigterm():
             profile_file = _prepare_out(request, plan, opts.pdf, log)

@@ -35,7 +35,10 @@ class BuildOptions:
     this measurement for replay). Limits: ``cell_timeout`` (seconds per notebook cell),
     ``point_time_limit`` (seconds per sweep point's call; 0: none). What comes out: ``pdf``,
     ``handout``, ``answers``; ``progress_bar`` (a terminal's bar per chapter). Where it runs:
-    ``workers`` (a local Dask cluster of that many) or ``scheduler`` (a running one's address)."""
+    ``workers`` (a local Dask cluster of that many) or ``scheduler`` (a running one's address).
+    A student's kernels: ``kernels`` (a folder of files named as the ``kernels_cu`` files they
+    replace, measured beside the reference in the chapters that ask for them; never recorded),
+    ``point_limit`` and ``submission_limit`` (seconds before their process is stopped)."""
 
     only: tuple[str, ...] = ()
     quick: bool = False
@@ -53,6 +56,9 @@ class BuildOptions:
     answers: bool = False
     workers: int | None = None
     scheduler: str | None = None
+    kernels: Path | None = None
+    point_limit: float = 30.0
+    submission_limit: float = 300.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "only", tuple(self.only or ()))

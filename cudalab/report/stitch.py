@@ -202,11 +202,14 @@ def cover_cell(
     notes: tuple[str, ...] = (),
     findings: dict[str, list[str]] | None = None,
     scorecards: dict[str, dict[str, Any]] | None = None,
+    submission: dict[str, Any] | None = None,
 ) -> nbformat.NotebookNode:
     """The first page: measured or replayed (and from which recording), on which GPU, the contents;
     ``incomplete`` (why this report lacks chapters) is shown above everything else, and the build's
     ``notes`` (a request that could not take effect, chapters a recording lacks) under the contents,
-    then ``findings``: each chapter's first headlines (its ``summary.json``), the run in brief."""
+    then ``findings``: each chapter's first headlines (its ``summary.json``), the run in brief.
+    ``submission`` (a student's build, ``submission.json``) names the student's files and their
+    sha256, and what was refused, under the title."""
     rows = []
     several = len(gpu_models(outcomes)) > 1  # the contents name each chapter's model where they differ
     for o in outcomes:
@@ -237,6 +240,7 @@ def cover_cell(
 <h1>{html.escape(title)}</h1>
 {f"<div class='cudalab-chapter-failed'><b>Incomplete report.</b> {html.escape(incomplete)}</div>" if incomplete else ""}
 <p>{_data_source(mode, outcomes, recording, scorecards)}</p>
+{_submission(submission)}
 <table>
 <tr><th style="text-align:left">GPU profile</th><td><code>{html.escape(profile)}</code></td></tr>
 <tr><th style="text-align:left">Lab GPU (published numbers)</th><td>{html.escape(lab_gpu)}</td></tr>
@@ -257,6 +261,29 @@ def cover_cell(
 (<code>data/&lt;chapter&gt;/</code>) and executed notebook (<code>notebooks/</code>) sit beside this file.</p>
 </div>"""
     return nbformat.v4.new_markdown_cell(body)
+
+
+def _submission(submission: dict[str, Any] | None) -> str:
+    """The first page's account of a student's kernels: each file and its sha256, what was refused."""
+    if not submission:
+        return ""
+    files = "".join(
+        f"<tr><td><code>{html.escape(name)}</code></td><td><code>{html.escape(sha)}</code></td></tr>"
+        for name, sha in submission.get("files", {}).items()
+    )
+    refused = "".join(
+        f"<li><code>{html.escape(r['name'])}</code>: {html.escape(r['reason'])}</li>"
+        for r in submission.get("refused", [])
+    )
+    return (
+        f"<div class='cudalab-yours'><h2>Your kernels</h2><p>From the folder <code>{html.escape(submission.get('folder', ''))}"
+        "</code>: each file below stands in for the project's file of the same name in this build only, measured "
+        "beside the reference in each chapter that asks for it (its section <i>Your kernels beside the "
+        "reference</i>), in a process of its own, and checked as the reference is.</p>"
+        f"<table><tr><th>file</th><th>sha256</th></tr>{files}</table>"
+        + (f"<p><b>Refused</b> (not compiled):</p><ul>{refused}</ul>" if refused else "")
+        + "</div>"
+    )
 
 
 def stitch(outcomes: list[ChapterOutcome], cover: nbformat.NotebookNode) -> nbformat.NotebookNode:

@@ -1,0 +1,224 @@
+"""A chapter's section "Your kernels beside the reference", in a student's build
+(``build_report.py --kernels DIR``): each chapter notebook's cell tagged ``yours`` calls
+``yours(lab)``.
+
+The build stages the student's files and writes ``submission.json`` beside the chapters' data;
+this reads it, and for the chapter's declared points (``yours:`` in its declarations) that build
+from a submitted file:
+
+- on a GPU, measures the reference files and the student's, each in a process of its own
+  (``isolate``: a kernel that hangs or faults costs its process only), with the recipe's own
+  check; a row per point and source, marked ``yours`` or ``reference``, its speed beside the
+  reference's and its fraction of the chapter's ceiling from this build's chapter 00;
+- without one, compiles both for the profile's GPU (``toolchain.compile_only``): registers,
+  spills, SASS instructions, or the compiler's file:line, and says that timings need a GPU.
+
+A wrong result is marked and never called faster. In a plain build the cell shows nothing; in
+JupyterLab it says how to measure one's own kernel.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from cudalab.chapter.catalog import BATCH_ENV
+from cudalab.core.paths import KERNELS_DIR
+from cudalab.core.submission import SUBMISSION_JSON, Submission
+from cudalab.grading import isolate, plan
+from cudalab.grading import results as R
+
+TABLE = "yours"  # <chapter data>/yours.csv
+
+
+def submission_of(lab: Any) -> dict[str, Any] | None:
+    """The build's ``submission.json`` (a student's build), or None."""
+    path = Path(lab.data_dir).parent / SUBMISSION_JSON
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def _request(lab: Any, task: plan.ChapterTask, folder: Path | None) -> dict[str, Any]:
+    return {
+        "chapter": task.chapter,
+        "folder": str(folder) if folder is not None else None,
+        "points": [[p, f] for p, f in task.points],
+        "params": {**lab.params, "point_time_limit_s": lab.point_time_limit_s},
+        "ceiling": None,
+    }
+
+
+def measured(lab: Any, task: plan.ChapterTask, staged: Path, limits: isolate.Limits) -> pd.DataFrame:
+    """The task's points with the reference files and with the student's, each source in a process
+    of its own: a row per point and source (``source``: reference, yours)."""
+    ceiling = lab.ceilings().get(task.yours.ceiling) if task.yours.ceiling else None
+    rows = []
+    results = {
+        R.REFERENCE: isolate.run(_request(lab, task, None), limits),
+        R.YOURS: isolate.run(_request(lab, task, staged), limits),
+    }
+    for i, (point, file) in enumerate(task.points):
+        ref = results[R.REFERENCE]["points"][i]
+        for source, result in results.items():
+            got = result["points"][i]
+            time_ms = got.get("time_ms") if got["status"] == R.OK else None
+            ref_ms = ref.get("time_ms") if ref["status"] == R.OK else None
+            rate = R.rate_of(point, time_ms, task.yours.rate)
+            rows.append(
+                {
+                    "point": plan.point_label(point),
+                    "file": file,
+                    "source": source,
+                    "status": got["status"],
+                    "time_ms": got.get("time_ms"),
+                    "time_ms_q1": got.get("time_ms_q1"),
+                    "time_ms_q3": got.get("time_ms_q3"),
+                    "speed_vs_reference": ref_ms / time_ms if time_ms and ref_ms else None,
+                    "rate_per_s": rate,
+                    "fraction_of_ceiling": rate / ceiling if rate is not None and ceiling else None,
+                    "reason": got.get("reason", ""),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def compiled(task: plan.ChapterTask, staged: Path, arch: str) -> pd.DataFrame:
+    """The task's files, the student's beside the reference, compiled for ``arch`` without a GPU."""
+    from cudalab.toolchain import compile_only
+
+    kernels = {f: KERNELS_DIR / f for f in task.files}
+    sub = Submission(staged, kernels, [], {}, [])
+    return compile_only.beside_reference(sub, arch)
+
+
+def _arch(lab: Any) -> str:
+    from cudalab.toolchain.nvcc import compile_arch
+
+    device = getattr(lab.profile, "device", None)
+    return compile_arch(getattr(device, "compute_capability", None) or "9.0")[0]
+
+
+_HINT = (
+    "**Your own kernel here.** Copy the chapter's kernel file (`kernels_cu/{file}`) into a folder of your "
+    "own, edit it, and run `python build_report.py --kernels YOUR_FOLDER --only {number}`: it is measured "
+    "beside the reference at {points}, checked as the reference is, in a report of its own."
+)
+
+
+def yours(lab: Any) -> None:
+    """Show this chapter's section for a student's kernels (see the module docstring); its rows
+    are written to ``yours.csv`` in the chapter's data."""
+    from IPython.display import Markdown, display
+
+    record = submission_of(lab)
+    if record is None:
+        task = plan.chapter_task(lab.id)
+        if task is not None and not os.environ.get(BATCH_ENV):
+            points = "; ".join(plan.point_label(p) for p, _ in task.points)
+            display(Markdown(_HINT.format(file=", ".join(task.files), number=lab.id[:2], points=points)))
+        return
+    task = plan.chapter_task(lab.id, record["kernels"])
+    if task is None:
+        display(
+            Markdown(f"**Your kernels.** This chapter measures none of your files ({', '.join(record['kernels'])}).")
+        )
+        return None
+    staged = Path(lab.data_dir).parent / record["staged"]
+    if lab.mode == "measure":
+        limits = isolate.Limits(record["limits"]["point_s"] or 1e9, record["limits"]["submission_s"] or 1e9)
+        frame = measured(lab, task, staged, limits)
+    else:
+        frame = compiled(task, staged, _arch(lab))
+    frame.to_csv(Path(lab.out_dir) / f"{TABLE}.csv", index=False)
+    show(frame, task, lab.mode == "measure")
+
+
+def _verdict(frame: pd.DataFrame) -> list[str]:
+    """One sentence per point: how the student's kernel did beside the reference (never "faster"
+    for a result that is not correct)."""
+    out = []
+    for point, rows in frame.groupby("point", sort=False):
+        mine = rows[rows["source"].eq(R.YOURS)].iloc[0]
+        if mine["status"] != R.OK:
+            out.append(f"- At {point}: your kernel is **{mine['status']}**: {mine['reason'] or 'no reason given'}.")
+        elif pd.notna(mine["speed_vs_reference"]):
+            x = float(mine["speed_vs_reference"])
+            word = "faster than" if x > 1.02 else ("slower than" if x < 0.98 else "as fast as")
+            ceiling = (
+                f", {mine['fraction_of_ceiling']:.0%} of the chapter's ceiling"
+                if pd.notna(mine["fraction_of_ceiling"])
+                else ""
+            )
+            out.append(
+                f"- At {point}: correct, {mine['time_ms']:.3f} ms, {x:.2f}x the reference's speed ({word} it){ceiling}."
+            )
+        else:
+            out.append(f"- At {point}: correct, {mine['time_ms']:.3f} ms (the reference has no time to set beside it).")
+    return out
+
+
+def show(frame: pd.DataFrame, task: plan.ChapterTask, timed: bool) -> None:
+    """The section as the report shows it: a sentence per point, the table with the student's rows
+    marked, and (timed) a figure of both sources' times."""
+    from IPython.display import Markdown, display
+
+    from cudalab.core import plots
+
+    files = ", ".join(f"`{f}`" for f in task.files)
+    if not timed:
+        display(
+            Markdown(
+                f"### Your kernels beside the reference\n\nYour {files}, compiled for this profile's GPU "
+                f"beside the reference: {R.COMPILED_ONLY}; **its timings need a GPU** (run the same "
+                "command on a GPU host)."
+            )
+        )
+        display(plots.styled(frame, {"registers_per_thread": "{:.0f}"}, small_print=True))
+        return
+    display(
+        Markdown(
+            "### Your kernels beside the reference\n\nYour " + files + ", each point measured with the "
+            "reference file and with yours, in processes of their own, and checked as the chapter checks it:\n\n"
+            + "\n".join(_verdict(frame))
+        )
+    )
+    marked = frame.assign(source=frame["source"].map({R.YOURS: "yours", R.REFERENCE: "reference"}))
+    shown = [
+        c
+        for c in ("point", "source", "status", "time_ms", "speed_vs_reference", "fraction_of_ceiling", "reason")
+        if marked[c].notna().any() or c in ("point", "source", "status")
+    ]
+    st = plots.styled(
+        marked[shown],
+        {"time_ms": "{:.3f}", "speed_vs_reference": "{:.2f}x", "fraction_of_ceiling": "{:.0%}"},
+        small_print=True,
+    )
+    st = st.apply(
+        lambda r: ["font-weight: bold; background: #fff4d6" if r["source"] == "yours" else "" for _ in r], axis=1
+    )
+    display(st)
+    timed_rows = marked[marked["time_ms"].notna()]
+    if len(timed_rows):
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(7, 2.2 + 0.5 * timed_rows["point"].nunique()))
+        labels = timed_rows.assign(
+            source=[
+                f"{s} ({st})" if st != R.OK else s
+                for s, st in zip(timed_rows["source"], timed_rows["status"], strict=True)
+            ]
+        )
+        plots.compare_bars(
+            labels,
+            "point",
+            "time_ms",
+            "source",
+            xlabel="point",
+            ylabel="time (ms)",
+            title="Your kernel beside the reference",
+            ax=ax,
+        )
+        plt.show()
