@@ -34,11 +34,15 @@ def students() -> dict[str, dict[str, str]]:
             "fw_blocked.cu": _edit(ref, "int ti = blockIdx.y, tj = blockIdx.x;", "int ti = blockIdx.y, tj = blockIdx.x")
         },
         "e_signature": {
-            "fw_blocked.cu": _edit(ref, "fw_blocked_phase3(int* d, int n, int r)", "fw_blocked_phase3(int* d, int n, int r, int* extra)")
+            "fw_blocked.cu": _edit(
+                ref, "fw_blocked_phase3(int* d, int n, int r)", "fw_blocked_phase3(int* d, int n, int r, int* extra)"
+            )
         },
         "f_endless": {
             "fw_blocked.cu": _edit(
-                ref, PHASE3_START, PHASE3_START + "\n    while (((volatile int*)d)[0] != -12345) {}  // the diagonal is 0: never returns"
+                ref,
+                PHASE3_START,
+                PHASE3_START + "\n    while (((volatile int*)d)[0] != -12345) {}  // the diagonal is 0: never returns",
             )
         },
         "g_out_of_bounds": {

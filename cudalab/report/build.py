@@ -228,6 +228,7 @@ def _resolve_request(profile: str, opts: BuildOptions, out: Path | None) -> _Req
     quick, record, replay = opts.quick, opts.record, opts.replay
     if record and quick:
         raise CudalabError("--record with --quick would replace the recorded full grid with the smoke-run grid")
+    submission = _submission(opts, record)
     has_gpu = gpu.gpu_available()
     mode = "measure" if has_gpu and not replay else "replay"
     if record and mode != "measure":
@@ -235,7 +236,6 @@ def _resolve_request(profile: str, opts: BuildOptions, out: Path | None) -> _Req
     name_or_path = resolve_profile_name(profile)
     gpu_max_threads = gpu.attributes()["MaxThreadsPerBlock"] if has_gpu else None
     prof = load_profile(name_or_path, gpu_max_threads=gpu_max_threads)
-    submission = _submission(opts, record)
     chapters = catalog.select(list(opts.only) or _chapters_for(submission, mode))
     notes = []
     missing = [c for c in declarations.offering_ceilings() if c not in {ch.id for ch in chapters}]

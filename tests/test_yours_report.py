@@ -1,0 +1,78 @@
+"""A student's lab report (issue 43, items 1 and 2) without a GPU: build_report.py --kernels DIR
+replays the chapter, names the student's files and their sha256 on the first page, and compiles
+each file beside the reference, a compile error as the compiler's file:line; bad requests are one
+line and exit status 2 before any work."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from cudalab.core.paths import KERNELS_DIR
+from cudalab.toolchain.nvcc import cuda_tool
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _build(*args: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", **(env_extra or {})}
+    return subprocess.run([sys.executable, "build_report.py", *args], cwd=ROOT, capture_output=True, text=True, env=env)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(cuda_tool("nvcc") is None, reason="nvcc is not installed here")
+def test_a_students_kernels_are_named_compiled_beside_the_reference_and_a_broken_one_says_where(tmp_path):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "fw_blocked.cu").write_text((KERNELS_DIR / "fw_blocked.cu").read_text())
+    broken = (KERNELS_DIR / "fw_shared_tile.cu").read_text().splitlines()
+    at = next(i for i, t in enumerate(broken) if "__global__" in t) + 2
+    broken.insert(at, "    int oops = ;")
+    (mine / "fw_shared_tile.cu").write_text("\n".join(broken) + "\n")
+    before = {p.name: p.read_bytes() for p in KERNELS_DIR.iterdir()}
+    out = tmp_path / "out"
+    proc = _build("--kernels", str(mine), "--gpu", "h100", "--format", "html", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    html = (out / "report.html").read_text()
+    for name in ("fw_blocked.cu", "fw_shared_tile.cu"):
+        assert hashlib.sha256((mine / name).read_bytes()).hexdigest() in html
+    assert "Your kernels beside the reference" in html and "its timings need a GPU" in html
+    tile = pd.read_csv(out / "data" / "03_shared_memory" / "yours.csv")
+    mine_rows = tile[tile["source"].eq("yours")]
+    assert list(mine_rows["status"]) == ["does not compile"]
+    assert mine_rows["reason"].iloc[0].startswith(f"fw_shared_tile.cu:{at + 1}:"), mine_rows["reason"].iloc[0]
+    assert str(tmp_path) not in mine_rows["reason"].iloc[0]
+    blocked = pd.read_csv(out / "data" / "04_blocking_factor" / "yours.csv")
+    ours = blocked.pivot_table(index="kernel", columns="source", values="registers_per_thread")
+    assert (ours["yours"] == ours["reference"]).all(), "the reference's own code compiles to the same registers"
+    assert {p.name: p.read_bytes() for p in KERNELS_DIR.iterdir()} == before, "kernels_cu/ is never written"
+    assert sorted(p.name for p in mine.iterdir()) == ["fw_blocked.cu", "fw_shared_tile.cu"], (
+        "the student's folder is only read"
+    )
+    assert "01_block_size" not in {p.name for p in (out / "data").iterdir()}, "only the chapters that ask for the files"
+
+
+@pytest.mark.parametrize(
+    "files, extra, says",
+    [
+        ({"notes.txt": "x"}, (), "nothing to measure"),
+        ({"fw_blocked.cu": '#include "/etc/passwd"\n'}, (), "nothing to measure"),
+        ({"fw_blocked.cu": "// mine\n"}, ("--record",), "never recorded"),
+    ],
+)
+def test_a_students_build_that_cannot_start_is_one_line_and_status_2(tmp_path, files, extra, says):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    for name, text in files.items():
+        (mine / name).write_text(text)
+    proc = _build("--kernels", str(mine), "--gpu", "h100", "--out", str(tmp_path / "out"), *extra)
+    assert proc.returncode == 2, proc.stderr
+    assert says in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "/etc/passwd" not in proc.stderr or "names a path" in proc.stderr
+    assert not (tmp_path / "out").exists()
