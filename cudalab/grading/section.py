@@ -148,7 +148,7 @@ def _verdict(frame: pd.DataFrame) -> list[str]:
             x = float(mine["speed_vs_reference"])
             word = "faster than" if x > 1.02 else ("slower than" if x < 0.98 else "as fast as")
             ceiling = (
-                f", {mine['fraction_of_ceiling']:.0%} of the chapter's ceiling"
+                f", {mine['fraction_of_ceiling']:.1%} of the chapter's ceiling"
                 if pd.notna(mine["fraction_of_ceiling"])
                 else ""
             )
@@ -158,6 +158,11 @@ def _verdict(frame: pd.DataFrame) -> list[str]:
         else:
             out.append(f"- At {point}: correct, {mine['time_ms']:.3f} ms (the reference has no time to set beside it).")
     return out
+
+
+def _has_values(column: pd.Series) -> bool:
+    """A column with a value somewhere (not all missing, not all empty text)."""
+    return bool(column.notna().any() and column.dropna().astype(str).str.strip().ne("").any())
 
 
 def show(frame: pd.DataFrame, task: plan.ChapterTask, timed: bool) -> None:
@@ -193,7 +198,7 @@ def show(frame: pd.DataFrame, task: plan.ChapterTask, timed: bool) -> None:
     ]
     st = plots.styled(
         marked[shown],
-        {"time_ms": "{:.3f}", "speed_vs_reference": "{:.2f}x", "fraction_of_ceiling": "{:.0%}"},
+        {"time_ms": "{:.3f}", "speed_vs_reference": "{:.2f}x", "fraction_of_ceiling": "{:.1%}"},
         small_print=True,
     )
     st = st.apply(

@@ -100,6 +100,7 @@ def render(results: Path = RESULTS_DIR) -> str:
             out += baseline_lines(rec.path / cid / BASELINE_CHECK)
             out.append("")
     out += build_times(results)
+    out += grading_times(results)
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -247,3 +248,32 @@ def _where_the_time_went(files: list[Path]) -> list[str]:
                 f"the rest (start-up, the report) {rest:.0f} s."
             )
     return ["Where the time went:", ""] + lines if lines else []
+
+
+def grading_times(results: Path = RESULTS_DIR) -> list[str]:
+    """The section of the grading runs that ``tools/bench_grading.py --record`` measured: a class
+    graded through ``build_report.py --grade``, its wall time beside the goal, and what became of
+    its submissions."""
+    files = sorted((results / "grading").glob("*.json")) if (results / "grading").is_dir() else []
+    if not files:
+        return []
+    out = [
+        "## Grading a class",
+        "",
+        "Measured by `tools/bench_grading.py --record`: `build_report.py --grade` on a class of submissions of one "
+        "chapter's kernel file (the fixture class of the tests: a correct and a slower kernel, a wrong result, a "
+        "compile error, a signature mismatch, an endless loop, an out-of-bounds write, forbidden files; the rest "
+        "correct), each in a process of its own, with the grader's default limits, timed from the outside.",
+        "",
+        "| machine | GPUs | date (UTC) | commit | chapter | students | seconds | goal (s) | meets it | scoreboard rows |",
+        "|---|---:|---|---|---|---:|---:|---:|---|---|",
+    ]
+    for path in files:
+        r = json.loads(path.read_text())
+        statuses = ", ".join(f"{n} {s}" for s, n in sorted(r["statuses"].items(), key=lambda x: -x[1]))
+        out.append(
+            f"| {r['gpu_name']} | {r['gpus']} | {r['date_utc']} | `{str(r['git_commit'])[:10]}` | {r['chapter']} "
+            f"(`{r['kernel_file']}`) | {r['students']} | {r['wall_s']:.0f} | {r['goal_s']:.0f} | "
+            f"{'yes' if r['meets_goal'] else 'no'} | {statuses} |"
+        )
+    return out + [""]
