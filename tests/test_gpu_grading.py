@@ -55,3 +55,22 @@ def test_an_endless_kernel_is_stopped_and_a_faulting_one_is_marked_crashed(grade
 def test_compile_errors_and_misfits_never_reach_the_gpu(graded):
     assert graded.loc["d_compile_error", "status"] == R.DOES_NOT_COMPILE
     assert graded.loc["e_signature", "status"] == R.MISFIT
+
+
+def test_on_two_gpus_through_dask_every_submission_is_graded_as_on_one(graded, tmp_path):
+    """Issue 43, item 5: with --workers 2 on a host of two GPUs the submissions are Dask tasks, one
+    GPU each; the same statuses come out (the endless and the faulting kernels cost their own
+    processes only)."""
+    from cudalab.core.gpu import require_cupy
+
+    if require_cupy().cuda.runtime.getDeviceCount() < 2:
+        pytest.skip("one GPU here: grading on two runs on a host of two (nvidia-h100-x2)")
+    klass = make_class(tmp_path / "class")
+    out = pages.prepare(tmp_path / "out")
+    options = grade.GradeOptions(
+        klass, out, arch=grade.arch_for(None), limits=isolate.Limits(point=20, submission=120), workers=2
+    )
+    started = time.monotonic()
+    spread = grade.grade(options, log=print).scoreboard.set_index("student")
+    print(f"graded the fixture class on 2 GPUs in {time.monotonic() - started:.1f} s")
+    assert list(spread["status"]) == list(graded.loc[spread.index, "status"])

@@ -262,6 +262,20 @@ def _results(data: Path) -> str:
     return "".join(parts) or "<p>No results recorded for this chapter.</p>"
 
 
+def _your_kernel(chapter_id: str, kernels: tuple[str, ...]) -> str:
+    """How a student measures their own version of the chapter's kernel files, beside the reference."""
+    if not kernels:
+        return ""
+    files = ", ".join(f"<code>kernels_cu/{html.escape(k)}</code>" for k in kernels)
+    return (
+        f"<p class='cudalab-yours'><b>Your kernel, measured.</b> Copy {files} into a folder of your own, keeping "
+        "the file name, write your kernel there, and run <code>python build_report.py --kernels YOUR_FOLDER --only "
+        f"{html.escape(chapter_id[:2])}</code>. Your file is measured beside the reference at the chapter's points, "
+        "checked as the reference is, in a report whose first page names your files (and their sha256). Without a "
+        "GPU it is compiled beside the reference (registers, spills, the compiler's errors by line).</p>"
+    )
+
+
 def chapter_section(chapter_id: str, title: str, notebook: Path, executed: Path, data: Path, kind: Kind) -> str:
     """One chapter of a handout or answer key, as HTML."""
     source = json.loads(notebook.read_text())
@@ -274,6 +288,7 @@ def chapter_section(chapter_id: str, title: str, notebook: Path, executed: Path,
         _aim(source),
         "<h2>The kernels</h2>",
         "".join(_listings(run, declared.kernels)) or "<p>This chapter has no kernel listing.</p>",
+        _your_kernel(chapter_id, declared.kernels),
         "<h2>Launch configurations and sizes</h2>",
         _parameters(notebook, provenance),
         "<h2>What to measure, and how</h2>",
