@@ -229,6 +229,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "scoreboard.html and students/<student>.html into --out (default: build/grade-<folder name>)",
     )
     yours.add_argument(
+        "--cases",
+        type=Path,
+        metavar="DIR",
+        help="with --grade: an instructor's hidden inputs, solved by every submission of the chapters that take "
+        "them (NTHU graphs *.in for chapter 04) and checked byte for byte against the reference solver's answer, "
+        "computed in the grader's own process",
+    )
+    yours.add_argument(
         "--point-limit",
         type=_seconds,
         default=30.0,
@@ -365,6 +373,10 @@ def _grade(args: argparse.Namespace) -> int:
 
     def run() -> dict:
         students = grade.students(args.grade)  # a bad folder: one line, before any work
+        if args.cases is not None and not args.cases.is_dir():
+            raise CudalabError(
+                f"--cases {args.cases}: not a folder (give a folder of case files, e.g. NTHU *.in graphs)"
+            )
         out = args.out or Path("build") / f"grade-{args.grade.resolve().name}"
         options = grade.GradeOptions(
             submissions=args.grade,
@@ -373,6 +385,7 @@ def _grade(args: argparse.Namespace) -> int:
             only=tuple(args.only or ()),
             limits=isolate.Limits(args.point_limit or 1e9, args.submission_limit or 1e9),
             workers=args.workers,
+            cases=args.cases,
         )
         _log(f"grading {len(students)} submission(s) from {args.grade} into {out}")
         graded = grade.grade(options, _log)

@@ -11,6 +11,7 @@ import pytest
 
 from cudalab.grading import grade, isolate, pages
 from cudalab.grading import results as R
+from cudalab.labs.fw import nthu
 from tests.grading_class import make_class
 
 pytestmark = pytest.mark.gpu
@@ -21,16 +22,33 @@ def graded(tmp_path_factory):
     base = tmp_path_factory.mktemp("gpu-grade")
     klass = make_class(base / "class")
     out = pages.prepare(base / "out")
+    hidden = base / "cases"  # the instructor's: two NTHU graphs (the C reference answers one, CuPy the other)
+    hidden.mkdir()
+    for v, seed in ((300, 1), (1500, 2)):
+        nthu.write_case(hidden / f"v{v}.in", v, nthu.generate_case(v, 0.05, seed=seed))
     started = time.monotonic()
-    options = grade.GradeOptions(klass, out, arch=grade.arch_for(None), limits=isolate.Limits(point=20, submission=120))
+    options = grade.GradeOptions(
+        klass, out, arch=grade.arch_for(None), limits=isolate.Limits(point=20, submission=120), cases=hidden
+    )
     result = grade.grade(options, log=print)
     pages.write(result, out, title="fixture class")
     print(f"graded the fixture class in {time.monotonic() - started:.1f} s")
     return result.scoreboard.set_index("student")
 
 
+def _points(graded, student: str):
+    """A student's measured point (not the cases)."""
+    rows = graded.loc[[student]]
+    return rows[~rows["point"].str.startswith("case ")].iloc[0]
+
+
+def _cases(graded, student: str) -> list[str]:
+    rows = graded.loc[[student]]
+    return list(rows[rows["point"].str.startswith("case ")]["status"])
+
+
 def test_correct_kernels_are_timed_ranked_and_set_beside_the_reference_and_the_ceiling(graded):
-    a, b = graded.loc["a_correct"], graded.loc["b_slower"]
+    a, b = _points(graded, "a_correct"), _points(graded, "b_slower")
     assert a["status"] == R.OK and b["status"] == R.OK
     assert a["time_ms"] < b["time_ms"], "the arithmetic select without unrolling is slower"
     assert a["rank"] == 1 and b["rank"] == 2
@@ -39,14 +57,23 @@ def test_correct_kernels_are_timed_ranked_and_set_beside_the_reference_and_the_c
     print(graded[["status", "time_ms", "reference_time_ms", "speed_vs_reference", "fraction_of_ceiling", "rank"]])
 
 
+def test_the_hidden_cases_are_answered_byte_for_byte(graded):
+    assert _cases(graded, "a_correct") == [R.OK, R.OK]
+    assert _cases(graded, "b_slower") == [R.OK, R.OK]
+    assert _cases(graded, "c_wrong") == [R.WRONG, R.WRONG]
+    wrong = graded.loc[["c_wrong"]]
+    assert wrong[wrong["point"].str.startswith("case ")]["reason"].str.contains("entries differ").all()
+    assert _cases(graded, "f_endless") == [R.NOT_RUN, R.NOT_RUN], "its process was stopped at its first point"
+
+
 def test_a_wrong_result_is_marked_and_never_ranked(graded):
-    c = graded.loc["c_wrong"]
+    c = _points(graded, "c_wrong")
     assert c["status"] == R.WRONG and c["correct"] is False or c["correct"] == False  # noqa: E712
     assert str(c["rank"]) in ("<NA>", "nan")
 
 
 def test_an_endless_kernel_is_stopped_and_a_faulting_one_is_marked_crashed(graded):
-    f, g = graded.loc["f_endless"], graded.loc["g_out_of_bounds"]
+    f, g = _points(graded, "f_endless"), _points(graded, "g_out_of_bounds")
     assert f["status"] == R.TIMED_OUT and "limit per point" in f["reason"]
     assert g["status"] in (R.CRASHED,), g["reason"]
     assert "/" not in g["reason"], "no path of the machine in the reason"

@@ -219,3 +219,33 @@ def test_grading_a_class_exits_0_whatever_the_students_results(tmp_path):
     assert (tmp_path / "o" / "scoreboard.csv").is_file() and (tmp_path / "o" / "students" / "a_correct.html").is_file()
     arch = grade.arch_for("h100")  # the profile's GPU (the lab's GTX 680: the oldest architecture nvcc builds)
     assert f"compiled for {arch}" in (tmp_path / "o" / "scoreboard.csv").read_text()
+
+
+def test_an_nthu_case_is_answered_byte_for_byte_and_a_wrong_answer_says_how_many_entries_differ(tmp_path):
+    """The case kind of chapter 04 (``--cases``): its expected answer is the lab's reference
+    solver's, in the NTHU output format; an answer is checked byte for byte."""
+    import numpy as np
+
+    from cudalab.chapter import declarations
+    from cudalab.grading import cases
+    from cudalab.labs.fw import nthu
+
+    v = 40
+    nthu.write_case(tmp_path / "small.in", v, nthu.generate_case(v, 0.2, seed=3))
+    (tmp_path / "notes.txt").write_text("not a case")
+    found = cases.cases_in(tmp_path, declarations.of("04_blocking_factor").yours.cases.suffix)
+    assert [p.name for p in found] == ["small.in"]
+    kind = cases.kind_of(declarations.of("04_blocking_factor").yours.cases.kind)
+    expected = kind.expected(found[0])
+    v2, edges = nthu.read_case(found[0])
+    assert expected == np.ascontiguousarray(nthu.solve_numpy(v2, edges), dtype="<i4").tobytes()
+    answer = tmp_path / "answer.out"
+    answer.write_bytes(expected)
+    assert cases.differs(answer, expected) == ""
+    wrong = bytearray(expected)
+    wrong[4:8] = (12345).to_bytes(4, "little")
+    answer.write_bytes(bytes(wrong))
+    assert cases.differs(answer, expected).startswith(f"1 of {v * v:,} int32 entries differ")
+    assert "bytes" in cases.differs(answer.with_name("short.out"), expected) or "no output" in cases.differs(
+        answer.with_name("short.out"), expected
+    )

@@ -138,6 +138,15 @@ class Handout(_Strict):
     tables: tuple[str, ...] = ()
 
 
+class Cases(_Strict):
+    """An instructor's hidden inputs a chapter takes (``--grade --cases DIR``): the files of DIR with
+    ``suffix``, solved by each submission as ``kind`` ("module:NAME" of a ``grading.cases.CaseKind``)
+    says, and checked byte for byte against the answer the grader computes."""
+
+    suffix: str
+    kind: str
+
+
 class Yours(_Strict):
     """How a student's kernel file is measured in this chapter, beside the reference: ``recipe``
     names the chapter's point recipe (``"cudalab.labs.fw.points:BLOCK_SIZE"``, a
@@ -155,6 +164,7 @@ class Yours(_Strict):
     rate: str | None = None
     rate_unit: str = ""
     ceiling: str | None = None
+    cases: Cases | None = None
 
 
 class Declarations(_Strict):

@@ -75,6 +75,35 @@ def measure(request: dict[str, Any]) -> int:
                 return 3
             result = {"status": "failed", "reason": R.scrubbed(f"{type(exc).__name__}: {exc}")}
         _emit("point", index=index, **result)
+    return _solve_cases(request, yours, folder, params, len(request["points"]))
+
+
+def _solve_cases(request: dict[str, Any], yours: Any, folder: Path | None, params: dict[str, Any], first: int) -> int:
+    """Each of the request's ``cases`` (``[[case file, answer file], ...]``) solved with the kernel
+    file of the chapter's first point; its answer is checked by the grader, never here."""
+    from cudalab.core.errors import CudalabError, KernelCompileError
+    from cudalab.grading.cases import kind_of
+
+    if not request.get("cases"):
+        return 0
+    kind = kind_of(yours.cases.kind)
+    point, file = request["points"][0]
+    kernel_file = str(folder / file) if folder is not None else None
+    for j, (case, answer) in enumerate(request["cases"]):
+        index = first + j
+        _emit("start", index=index)
+        try:
+            ms = kind.solve(Path(case), Path(answer), kernel_file, dict(point), params)
+            _emit("point", index=index, status="solved", reason="", time_ms=ms)
+        except KernelCompileError as exc:
+            _emit("point", index=index, status=R.DOES_NOT_COMPILE, reason=R.scrubbed(f"{exc.path.name}: {exc.message}"))
+        except CudalabError as exc:
+            _emit("point", index=index, status="failed", reason=R.scrubbed(exc))
+        except Exception as exc:
+            if _faulted(exc):
+                _emit("point", index=index, status=R.CRASHED, reason=R.scrubbed(f"the kernel faulted: {exc}"))
+                return 3
+            _emit("point", index=index, status="failed", reason=R.scrubbed(f"{type(exc).__name__}: {exc}"))
     return 0
 
 

@@ -31,7 +31,7 @@ from cudalab.chapter.parameters import check_one
 from cudalab.core import gpu
 from cudalab.core.errors import CudalabError, ToolUnavailable
 from cudalab.core.submission import Submission, check, stage
-from cudalab.grading import isolate, plan
+from cudalab.grading import cases, isolate, plan
 from cudalab.grading import results as R
 
 Log = Callable[[str], None]
@@ -71,6 +71,7 @@ class GradeOptions:
     limits: isolate.Limits = isolate.Limits()
     workers: int | None = None
     point_time_limit_s: float = 20.0
+    cases: Path | None = None  # an instructor's hidden inputs (--cases)
     measure: bool | None = None  # None: where a GPU is present
 
 
@@ -192,7 +193,9 @@ def grade(options: GradeOptions, log: Log = print) -> Graded:
     results = _run_all(jobs, options, log)
     for (name, task, _), result in zip(jobs, results, strict=True):
         ref = references[task.chapter]
-        for (point, file), got in zip(task.points, result["points"], strict=True):
+        measured, solved = result["points"][: len(task.points)], result["points"][len(task.points) :]
+        rows += _case_rows(name, task, solved, ref, options)
+        for (point, file), got in zip(task.points, measured, strict=True):
             key = plan.point_label(point)
             base = ref["by_point"].get(key, {})
             rows.append(
@@ -227,14 +230,61 @@ def _scored(point: dict, got: dict, ref: dict, task: plan.ChapterTask, ceiling: 
     }
 
 
-def _request(task: plan.ChapterTask, folder: Path | None, options: GradeOptions, ceiling: bool) -> dict[str, Any]:
+def _cases(task: plan.ChapterTask, options: GradeOptions) -> list[Path]:
+    """The instructor's case files this chapter takes (``--cases``), by name."""
+    return cases.cases_in(options.cases, task.yours.cases.suffix) if task.yours.cases else []
+
+
+def _answers(options: GradeOptions, who: str, chapter: str) -> Path:
+    """Where a submission's process writes its answers to the cases (the grader's folder, not the
+    cases' folder; the expected answers are never written anywhere)."""
+    folder = options.out / "answers" / who / chapter
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _request(
+    task: plan.ChapterTask, folder: Path | None, options: GradeOptions, ceiling: bool, who: str
+) -> dict[str, Any]:
+    answers = _answers(options, who, task.chapter) if _cases(task, options) else None
     return {
         "chapter": task.chapter,
         "folder": str(folder) if folder is not None else None,
         "points": [[p, f] for p, f in task.points],
         "params": chapter_params(task.chapter, options.point_time_limit_s),
         "ceiling": task.yours.ceiling if ceiling else None,
+        "cases": [[str(c), str(answers / f"{c.name}.out")] for c in _cases(task, options)],
     }
+
+
+def _case_rows(name: str, task: plan.ChapterTask, solved: list[dict], ref: dict, options: GradeOptions) -> list[dict]:
+    """The scoreboard rows of a submission's answers to the cases: ok where the answer is the
+    expected bytes, wrong (with how many entries differ) where not, or what stopped its process."""
+    rows = []
+    file = task.points[0][1]
+    for case, got in zip(_cases(task, options), solved, strict=True):
+        status, reason = got["status"], got.get("reason", "")
+        if status == "solved":
+            why = cases.differs(_answers(options, name, task.chapter) / f"{case.name}.out", ref["expected"][case.name])
+            status, reason = (R.WRONG, why) if why else (R.OK, "")
+        base = ref["by_case"].get(case.name, {})
+        ref_ms = base.get("time_ms") if base.get("status") == R.OK else None
+        time_ms = got.get("time_ms") if status == R.OK else None
+        rows.append(
+            _row(
+                name,
+                task.chapter,
+                file,
+                f"case {case.name}",
+                compiled=status != R.DOES_NOT_COMPILE,
+                status=status,
+                reason=reason,
+                time_ms=got.get("time_ms"),
+                reference_time_ms=ref_ms,
+                speed_vs_reference=ref_ms / time_ms if time_ms and ref_ms else None,
+            )
+        )
+    return rows
 
 
 def _references(jobs: list, options: GradeOptions, log: Log) -> dict[str, dict[str, Any]]:
@@ -251,20 +301,40 @@ def _references(jobs: list, options: GradeOptions, log: Log) -> dict[str, dict[s
             f"reference {chapter}: {len(task.points)} point(s)"
             + (f" and the {task.yours.ceiling} ceiling" if task.yours.ceiling else "")
         )
+        given = _cases(task, options)
+        expected = {c.name: task_kind(task).expected(c) for c in given}  # in the grader's own process
         result = isolate.run(
-            _request(task, None, options, True), isolate.Limits(options.limits.point * 4, options.limits.submission * 4)
+            _request(task, None, options, True, REFERENCE_ANSWERS),
+            isolate.Limits(options.limits.point * 4, options.limits.submission * 4),
         )
+        measured, solved = result["points"][: len(task.points)], result["points"][len(task.points) :]
+        by_case = {}
+        for case, got in zip(given, solved, strict=True):
+            why = cases.differs(_answers(options, REFERENCE_ANSWERS, chapter) / f"{case.name}.out", expected[case.name])
+            by_case[case.name] = {**got, "status": R.OK if got["status"] == "solved" and not why else got["status"]}
+            if why and got["status"] == "solved":
+                log(f"warning: the reference kernel's answer to {case.name} differs from the reference solver's: {why}")
         out[chapter] = {
             "ceiling": result["ceiling"],
-            "by_point": {plan.point_label(p): r for (p, _), r in zip(task.points, result["points"], strict=True)},
+            "by_point": {plan.point_label(p): r for (p, _), r in zip(task.points, measured, strict=True)},
+            "by_case": by_case,
+            "expected": expected,
         }
     return out
+
+
+REFERENCE_ANSWERS = ".reference"  # no student folder is hidden: students() skips them
+
+
+def task_kind(task: plan.ChapterTask) -> cases.CaseKind:
+    """The kind of case a chapter takes (``yours.cases.kind``)."""
+    return cases.kind_of(task.yours.cases.kind)
 
 
 def _run_all(jobs: list, options: GradeOptions, log: Log) -> list[dict[str, Any]]:
     """Each (student, chapter) job's worker result, in order: one after another here, or as tasks on
     a Dask cluster of ``options.workers`` GPUs (a task retried once where its Dask worker died)."""
-    requests = [_request(task, folder, options, False) for _, task, folder in jobs]
+    requests = [_request(task, folder, options, False, name) for name, task, folder in jobs]
     if options.workers and options.workers > 1 and len(jobs) > 1:
         from cudalab.grading import spread
 

@@ -103,7 +103,7 @@ def run(
     out``, the rest ``not run``. A process that dies (a fault, a signal) leaves its point
     ``crashed`` and the rest ``not run``. ``worker``: the Python arguments that start it (a test's
     stand-in)."""
-    n = len(request["points"])
+    n = len(request["points"]) + len(request.get("cases") or ())
     found: dict[int, dict[str, Any]] = {}
     ceiling: dict[str, Any] = {}
     started = time.monotonic()

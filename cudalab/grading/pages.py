@@ -51,7 +51,7 @@ def prepare(out: Path) -> Path:
         raise CudalabError(f"--out {out} is not empty and no grading run made it: choose an empty or new folder")
     out.mkdir(parents=True, exist_ok=True)
     (out / MARK).write_text("written by build_report.py --grade; a later run replaces its files\n")
-    for made in ("staged", "students"):
+    for made in ("staged", "students", "answers"):
         if (out / made).is_dir():
             shutil.rmtree(out / made)
     return out
