@@ -249,3 +249,15 @@ def test_an_nthu_case_is_answered_byte_for_byte_and_a_wrong_answer_says_how_many
     assert "bytes" in cases.differs(answer.with_name("short.out"), expected) or "no output" in cases.differs(
         answer.with_name("short.out"), expected
     )
+
+
+def test_after_a_point_the_worker_reports_crashed_the_rest_are_not_run(tmp_path):
+    body = (
+        _emit("start", index=0)
+        + _emit("point", index=0, status="crashed", reason="the kernel faulted")
+        + "sys.exit(3)\n"
+    )
+    result = isolate.run(
+        {"points": [[{}, "f.cu"]], "cases": [["a.in", "a.out"], ["b.in", "b.out"]]}, worker=_fake(tmp_path, body)
+    )
+    assert [p["status"] for p in result["points"]] == [R.CRASHED, R.NOT_RUN, R.NOT_RUN]

@@ -152,7 +152,12 @@ def run(
             elif kind == "error":
                 stop = {"status": "failed", "reason": event.get("reason", "")}
         if stop is None and len(found) < n:
-            stop = {"status": R.CRASHED, "reason": _ended(proc.returncode)}
+            reported = any(r.get("status") == R.CRASHED for r in found.values())  # the worker said why it stopped
+            stop = (
+                {"status": R.NOT_RUN, "reason": "an earlier point of this submission crashed its process"}
+                if reported
+                else {"status": R.CRASHED, "reason": _ended(proc.returncode)}
+            )
     points, first_missing = [], True
     for i in range(n):
         if i in found:
