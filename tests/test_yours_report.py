@@ -51,6 +51,12 @@ def test_a_students_kernels_are_named_compiled_beside_the_reference_and_a_broken
     blocked = pd.read_csv(out / "data" / "04_blocking_factor" / "yours.csv")
     ours = blocked.pivot_table(index="kernel", columns="source", values="registers_per_thread")
     assert (ours["yours"] == ours["reference"]).all(), "the reference's own code compiles to the same registers"
+    occupancy = pd.read_csv(out / "data" / "04_blocking_factor" / "yours_occupancy.csv")
+    both = occupancy.pivot_table(
+        index=["kernel", "threads_per_block", "dynamic_shared_bytes"], columns="source", values="occupancy_fraction"
+    )
+    assert len(both) and (both["yours"] == both["reference"]).all(), "theoretical occupancy beside the reference's"
+    assert "Theoretical occupancy on the profile's GPU" in html
     assert {p.name: p.read_bytes() for p in KERNELS_DIR.iterdir()} == before, "kernels_cu/ is never written"
     assert sorted(p.name for p in mine.iterdir()) == ["fw_blocked.cu", "fw_shared_tile.cu"], (
         "the student's folder is only read"

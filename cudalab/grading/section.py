@@ -94,11 +94,81 @@ def compiled(task: plan.ChapterTask, staged: Path, arch: str) -> pd.DataFrame:
     return compile_only.beside_reference(sub, arch)
 
 
+def occupancy_beside(compiled_rows: pd.DataFrame, launches: pd.DataFrame, cc: str) -> pd.DataFrame:
+    """Theoretical occupancy of each compiled kernel, the student's beside the reference's, at the
+    launches the chapter recorded for it (``launches``: its occupancy table's kernel, threads per
+    block and shared bytes per block, on the GPU of compute capability ``cc``): the launch's
+    dynamic shared memory is what the recorded total holds beyond the reference's static shared
+    memory. Empty where the chapter recorded no launch of these kernels."""
+    from cudalab.core.occupancy import occupancy
+
+    ok = compiled_rows[compiled_rows["status"].eq("ok")]
+    if not len(ok) or not len(launches) or not {"kernel", "threads_per_block"} <= set(launches.columns):
+        return pd.DataFrame()
+    same_gpu = (
+        launches[launches["compute_capability"].astype(str).eq(str(cc))]
+        if "compute_capability" in launches
+        else launches
+    )
+    shapes = (same_gpu if len(same_gpu) else launches)[["kernel", "threads_per_block", "shared_bytes_per_block"]]
+    reference = ok[ok["source"].eq(R.REFERENCE)].drop_duplicates("kernel").set_index("kernel")
+    rows = []
+    for kernel, threads, total in shapes.drop_duplicates().itertuples(index=False):
+        if kernel not in reference.index:
+            continue
+        dynamic = max(0, int(total) - int(reference.loc[kernel, "shared_bytes"]))
+        for source in (R.REFERENCE, R.YOURS):
+            mine = ok[ok["source"].eq(source) & ok["kernel"].eq(kernel)]
+            if not len(mine):
+                continue
+            r = mine.iloc[0]
+            occ = occupancy(cc, int(threads), int(r["registers_per_thread"]), int(r["shared_bytes"]), dynamic)
+            rows.append(
+                {
+                    "kernel": kernel,
+                    "threads_per_block": int(threads),
+                    "dynamic_shared_bytes": dynamic,
+                    "source": source,
+                    "registers_per_thread": int(r["registers_per_thread"]),
+                    "occupancy_fraction": occ["occupancy"],
+                    "limited_by": occ["limited_by"] or occ["reason"],
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def _occupancy_wide(long: pd.DataFrame) -> pd.DataFrame:
+    """``occupancy_beside``'s rows as the report prints them: one row per launch, the reference's
+    and the student's registers and occupancy side by side, and what limits the student's."""
+    keys = ["kernel", "threads_per_block", "dynamic_shared_bytes"]
+    out = long[long["source"].eq(R.REFERENCE)][keys].drop_duplicates().reset_index(drop=True)
+    for source in (R.REFERENCE, R.YOURS):
+        part = long[long["source"].eq(source)].set_index(keys)
+        for column, label in (("registers_per_thread", "registers"), ("occupancy_fraction", "occupancy")):
+            out[f"{label} ({source})"] = [part[column].get(tuple(k), None) for k in out[keys].itertuples(index=False)]
+    limits = long[long["source"].eq(R.YOURS)].set_index(keys)["limited_by"]
+    out["limited by (yours)"] = [limits.get(tuple(k), "") for k in out[keys].itertuples(index=False)]
+    return out
+
+
+def _recorded_launches(lab: Any) -> pd.DataFrame:
+    """The chapter's recorded occupancy table (its launches), from this build or the recording."""
+    for folder in (Path(lab.out_dir), Path(lab.recorded_dir) / lab.id):
+        path = folder / "occupancy.csv"
+        if path.is_file():
+            return pd.read_csv(path, dtype={"compute_capability": str})
+    return pd.DataFrame()
+
+
+def _cc(lab: Any) -> str:
+    device = getattr(lab.profile, "device", None)
+    return str(getattr(device, "compute_capability", None) or "9.0")
+
+
 def _arch(lab: Any) -> str:
     from cudalab.toolchain.nvcc import compile_arch
 
-    device = getattr(lab.profile, "device", None)
-    return compile_arch(getattr(device, "compute_capability", None) or "9.0")[0]
+    return compile_arch(_cc(lab))[0]
 
 
 _HINT = (
@@ -130,10 +200,14 @@ def yours(lab: Any) -> None:
     if lab.mode == "measure":
         limits = isolate.Limits(record["limits"]["point_s"] or 1e9, record["limits"]["submission_s"] or 1e9)
         frame = measured(lab, task, staged, limits)
+        occupancy = None
     else:
         frame = compiled(task, staged, _arch(lab))
+        occupancy = occupancy_beside(frame, _recorded_launches(lab), _cc(lab))
+        if len(occupancy):
+            occupancy.to_csv(Path(lab.out_dir) / f"{TABLE}_occupancy.csv", index=False)
     frame.to_csv(Path(lab.out_dir) / f"{TABLE}.csv", index=False)
-    show(frame, task, lab.mode == "measure")
+    show(frame, task, lab.mode == "measure", occupancy, getattr(lab.profile.device, "name", ""))
 
 
 def _verdict(frame: pd.DataFrame) -> list[str]:
@@ -165,9 +239,16 @@ def _has_values(column: pd.Series) -> bool:
     return bool(column.notna().any() and column.dropna().astype(str).str.strip().ne("").any())
 
 
-def show(frame: pd.DataFrame, task: plan.ChapterTask, timed: bool) -> None:
+def show(
+    frame: pd.DataFrame,
+    task: plan.ChapterTask,
+    timed: bool,
+    occupancy: pd.DataFrame | None = None,
+    gpu: str = "",
+) -> None:
     """The section as the report shows it: a sentence per point, the table with the student's rows
-    marked, and (timed) a figure of both sources' times."""
+    marked, and (timed) a figure of both sources' times; compiled only, the resources and the
+    theoretical occupancy (on ``gpu``) beside the reference's."""
     from IPython.display import Markdown, display
 
     from cudalab.core import plots
@@ -177,11 +258,24 @@ def show(frame: pd.DataFrame, task: plan.ChapterTask, timed: bool) -> None:
         display(
             Markdown(
                 f"### Your kernels beside the reference\n\nYour {files}, compiled for this profile's GPU "
-                f"beside the reference: {R.COMPILED_ONLY}; **its timings need a GPU** (run the same "
-                "command on a GPU host)."
+                "beside the reference, each as the file builds without options (its own defaults): "
+                f"{R.COMPILED_ONLY}; **its timings need a GPU** (run the same command on a GPU host)."
             )
         )
-        display(plots.styled(frame, {"registers_per_thread": "{:.0f}"}, small_print=True))
+        shown = [c for c in frame.columns if _has_values(frame[c]) or c in ("file", "source", "status")]
+        display(plots.styled(frame[shown], {"registers_per_thread": "{:.0f}"}, small_print=True))
+        if occupancy is not None and len(occupancy):
+            display(
+                Markdown(
+                    f"Theoretical occupancy on the profile's GPU ({gpu}), at the launches the chapter "
+                    "recorded for these kernels:"
+                )
+            )
+            display(
+                plots.styled(
+                    _occupancy_wide(occupancy), {"occupancy (reference)": "{:.0%}", "occupancy (yours)": "{:.0%}"}
+                )
+            )
         return
     display(
         Markdown(
