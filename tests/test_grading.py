@@ -261,3 +261,27 @@ def test_after_a_point_the_worker_reports_crashed_the_rest_are_not_run(tmp_path)
         {"points": [[{}, "f.cu"]], "cases": [["a.in", "a.out"], ["b.in", "b.out"]]}, worker=_fake(tmp_path, body)
     )
     assert [p["status"] for p in result["points"]] == [R.CRASHED, R.NOT_RUN, R.NOT_RUN]
+
+
+@needs_nvcc
+def test_a_students_build_checks_the_signature_before_anything_runs(tmp_path):
+    """In a student's measured build (``grading.section``), a file whose kernels do not fit the
+    chapter's launch never reaches the GPU: its points say so, naming the expected signature."""
+    from cudalab.core.submission import check, stage
+    from cudalab.grading import section
+    from tests.grading_class import students
+
+    klass = tmp_path / "class"
+    for name in ("a_correct", "e_signature", "d_compile_error"):
+        (klass / name).mkdir(parents=True)
+        (klass / name / "fw_blocked.cu").write_text(students()[name]["fw_blocked.cu"])
+    task = plan.chapter_task("04_blocking_factor", ["fw_blocked.cu"])
+    verdicts = {
+        n: section._misfits(task, stage(check(klass / n), tmp_path / "staged" / n))
+        for n in ("a_correct", "e_signature", "d_compile_error")
+    }
+    assert verdicts["a_correct"] == {}
+    assert verdicts["e_signature"]["fw_blocked.cu"]["status"] == R.MISFIT
+    assert "fw_blocked_phase3(int* d, int n, int r)" in verdicts["e_signature"]["fw_blocked.cu"]["reason"]
+    assert verdicts["d_compile_error"]["fw_blocked.cu"]["status"] == R.DOES_NOT_COMPILE
+    assert verdicts["d_compile_error"]["fw_blocked.cu"]["reason"].startswith("fw_blocked.cu:")

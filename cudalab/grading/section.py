@@ -56,9 +56,13 @@ def measured(lab: Any, task: plan.ChapterTask, staged: Path, limits: isolate.Lim
     of its own: a row per point and source (``source``: reference, yours)."""
     ceiling = lab.ceilings().get(task.yours.ceiling) if task.yours.ceiling else None
     rows = []
+    misfits = _misfits(task, staged)
+    fitting = plan.ChapterTask(task.chapter, task.yours, tuple(p for p in task.points if p[1] not in misfits))
+    mine = isolate.run(_request(lab, fitting, staged), limits) if fitting.points else {"points": []}
+    remaining = iter(mine["points"])
     results = {
         R.REFERENCE: isolate.run(_request(lab, task, None), limits),
-        R.YOURS: isolate.run(_request(lab, task, staged), limits),
+        R.YOURS: {"points": [misfits[f] if f in misfits else next(remaining) for _, f in task.points]},
     }
     for i, (point, file) in enumerate(task.points):
         ref = results[R.REFERENCE]["points"][i]
@@ -83,6 +87,31 @@ def measured(lab: Any, task: plan.ChapterTask, staged: Path, limits: isolate.Lim
                 }
             )
     return pd.DataFrame(rows)
+
+
+def _misfits(task: plan.ChapterTask, staged: Path) -> dict[str, dict[str, str]]:
+    """Each of the task's files whose kernels do not fit the chapter's launch (or do not compile), by
+    nvcc before anything runs: the result its points get. Empty where nvcc is not installed (then
+    NVRTC's own error says it at the first launch)."""
+    from cudalab.core.errors import KernelCompileError, ToolUnavailable
+    from cudalab.core.gpu import compute_capability
+    from cudalab.toolchain import compile_only
+    from cudalab.toolchain.nvcc import compile_arch
+
+    found = {}
+    for file in task.files:
+        try:
+            arch = compile_arch(compute_capability() or "9.0")[0]
+            problems = compile_only.signature_problems(KERNELS_DIR / file, staged / file, arch, (f"-I{staged}",))
+        except ToolUnavailable:
+            return {}
+        except KernelCompileError as exc:
+            where = f"{exc.path.name}:{exc.line}" if exc.line else exc.path.name
+            found[file] = {"status": R.DOES_NOT_COMPILE, "reason": R.scrubbed(f"{where}: {exc.message}")}
+            continue
+        if problems:
+            found[file] = {"status": R.MISFIT, "reason": R.scrubbed("; ".join(problems))}
+    return found
 
 
 def compiled(task: plan.ChapterTask, staged: Path, arch: str) -> pd.DataFrame:
