@@ -418,6 +418,12 @@ def test_the_explorer_in_jupyterlab(jupyter_lab, browser_page):
     problems = _shown_problems(page)
     assert not problems, "cells show errors or unrendered widgets:\n" + "\n---\n".join(problems)
 
+    # the cell tagged yours tells a student how to measure their own kernel here (issue 43)
+    hint = page.locator(".jp-Notebook:visible .jp-OutputArea-output", has_text="Your own kernel here.")
+    hint.scroll_into_view_if_needed()
+    assert "build_report.py --kernels YOUR_FOLDER --only 01" in hint.inner_text()
+    steps.shot("yours-hint", hint)
+
     explorer = page.locator(".cudalab-explorer").first
     explorer.wait_for(timeout=REDRAW_S * 1000)
     explorer.scroll_into_view_if_needed()

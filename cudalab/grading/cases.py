@@ -12,14 +12,10 @@ answer's bytes against those, byte for byte.
 
 from __future__ import annotations
 
-import hashlib
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-from cudalab.core.errors import CudalabError
 
 
 @dataclass(frozen=True)
@@ -33,14 +29,9 @@ class CaseKind:
 
 def kind_of(spec: str) -> CaseKind:
     """The ``CaseKind`` that ``"module:NAME"`` names."""
-    module, _, name = spec.partition(":")
-    try:
-        found = getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError, ValueError):
-        raise CudalabError(f"yours.cases.kind {spec!r} names no case kind (module:NAME)") from None
-    if not isinstance(found, CaseKind):
-        raise CudalabError(f"yours.cases.kind {spec!r} is not a grading.cases.CaseKind")
-    return found
+    from cudalab.grading.plan import named
+
+    return named(spec, CaseKind, "yours.cases.kind")
 
 
 def cases_in(folder: Path | None, suffix: str) -> list[Path]:
@@ -67,10 +58,6 @@ def differs(answer: Path, expected: bytes) -> str:
     )
     wrong = int((a != b).sum())
     return f"{wrong:,} of {a.size:,} int32 entries differ from the reference solver's answer"
-
-
-def digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 # ------------------------------------------------------------------------------ NTHU graphs (lab 001)

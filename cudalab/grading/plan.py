@@ -33,16 +33,22 @@ class ChapterTask:
         return list(dict.fromkeys(f for _, f in self.points))
 
 
-def recipe_of(spec: str) -> PointRecipe:
-    """The point recipe ``"module:NAME"`` names (a ``CudalabError`` saying why where it names none)."""
+def named(spec: str, kind: type, field: str) -> Any:
+    """The object ``"module:NAME"`` names, which must be a ``kind`` (a declaration's ``field`` says
+    which); a ``CudalabError`` saying why where it names none."""
     module, _, name = spec.partition(":")
     try:
         found = getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError, ValueError):
-        raise CudalabError(f"yours.recipe {spec!r} names no point recipe (module:NAME of a labs module)") from None
-    if not isinstance(found, PointRecipe):
-        raise CudalabError(f"yours.recipe {spec!r} is not a labs.points.PointRecipe")
+        raise CudalabError(f"{field} {spec!r} names nothing (module:NAME of a cudalab module)") from None
+    if not isinstance(found, kind):
+        raise CudalabError(f"{field} {spec!r} is not a {kind.__module__}.{kind.__name__}")
     return found
+
+
+def recipe_of(spec: str) -> PointRecipe:
+    """The point recipe ``"module:NAME"`` names."""
+    return named(spec, PointRecipe, "yours.recipe")
 
 
 def point_label(point: dict[str, Any]) -> str:
