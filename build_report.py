@@ -319,6 +319,10 @@ def _guarded(build: Callable[[], Any], args: argparse.Namespace, interrupted: st
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     command = "python build_report.py " + shlex.join(argv if argv is not None else sys.argv[1:])
+    clash = _clash(args)
+    if clash:
+        _log(f"error: {clash}")
+        return 2
     if args.compare:
         return _compare(args, command)
     if args.grade is not None:
@@ -364,6 +368,17 @@ def _several(args: argparse.Namespace, command: str) -> int:
         return 1
     _log("done")
     return 0
+
+
+def _clash(args: argparse.Namespace) -> str:
+    """Options that do not go together, said in one line ("" where none)."""
+    if args.cases is not None and args.grade is None:
+        return "--cases adds hidden inputs to a class graded: give --grade SUBMISSIONS too"
+    if args.grade is not None and (args.kernels is not None or args.compare or args.record or args.handout):
+        return "--grade writes a scoreboard; it takes none of --kernels, --compare, --record, --handout"
+    if args.kernels is not None and args.compare:
+        return "--kernels measures your files in a report of their own; --compare measures nothing"
+    return ""
 
 
 def _grade(args: argparse.Namespace) -> int:

@@ -187,6 +187,9 @@ def test_every_chapter_that_measures_a_students_file_declares_points_built_from_
     [
         (["--grade", "/no/such/folder"], "not a folder"),
         (["--grade", "{empty}"], "no student folder"),
+        (["--cases", "{empty}"], "give --grade SUBMISSIONS too"),
+        (["--grade", "{empty}", "--kernels", "{empty}"], "takes none of --kernels"),
+        (["--grade", "{empty}", "--record"], "takes none of"),
     ],
 )
 def test_a_bad_grading_request_is_one_line_and_exit_status_2(tmp_path, args, says):
