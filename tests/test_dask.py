@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 from conftest import ctrl_c
 
-from cudalab.core.paths import ROOT
+from cudalab.core.paths import RESULTS_DIR, ROOT
+from cudalab.report import order
 from cudalab.report.cluster import HOLD_ENV, STAGING_PREFIX
 
 pytest.importorskip("distributed")
@@ -101,6 +102,10 @@ def test_replay_on_two_local_workers_gives_the_serial_summaries_and_a_plain_buil
     second = build("--only", *CHAPTERS, "--out", str(dasked), "--workers", "2")
     assert second.returncode == 0, second.stderr[-3000:]
     assert "LocalCluster, 2 process worker(s)" in second.stderr
+    # submitted longest first, by the last recorded build (issue 45): a replay has no first wave
+    submitted = [line.split()[1] for line in second.stderr.splitlines() if line.endswith("(a Dask task)")]
+    seconds = order.recorded_seconds("gtx680", RESULTS_DIR)
+    assert submitted == order.longest_first(list(CHAPTERS), seconds), submitted
     for chapter in CHAPTERS:
         a = json.loads((serial / "data" / chapter / "summary.json").read_text())
         b = json.loads((dasked / "data" / chapter / "summary.json").read_text())

@@ -34,7 +34,7 @@ from cudalab.core.submission import SUBMISSION_DIR, SUBMISSION_JSON, Submission
 from cudalab.core.submission import check as check_submission
 from cudalab.core.submission import stage as stage_submission
 from cudalab.report import handout as handouts
-from cudalab.report import outdir, recordings
+from cudalab.report import order, outdir, recordings
 from cudalab.report.execute import run_notebook as _run_chapter
 from cudalab.report.options import BuildOptions, dask_pool, options_from
 from cudalab.report.stitch import ChapterOutcome, cover_cell, references_cell, render_html, render_pdf, stitch
@@ -461,7 +461,15 @@ def _run_chapters(
                 ):
                     log(f"note: {job.chapter.id}: {line}; the replay shows the recording")
         if pool is not None:
-            pool.run_chapters(jobs, out, ran, cell_timeout=opts.cell_timeout, fail_fast=opts.fail_fast, log=log)
+            pool.run_chapters(
+                jobs,
+                out,
+                ran,
+                cell_timeout=opts.cell_timeout,
+                fail_fast=opts.fail_fast,
+                log=log,
+                seconds=order.recorded_seconds(request.prof.name, opts.results),
+            )
             request.notes += _ceilings_elsewhere(ran.outcomes) if mode == "measure" else []
         else:
             _run_serially(
@@ -477,8 +485,8 @@ def _run_chapters(
         ran.interrupted = True
         _put_back_earlier(request, plan, ran, log)
     outdir.drop_set_aside(out)
-    order = [c.id for c in catalog.discover()]
-    ran.outcomes.sort(key=lambda o: order.index(o.id) if o.id in order else len(order))
+    in_order = [c.id for c in catalog.discover()]
+    ran.outcomes.sort(key=lambda o: in_order.index(o.id) if o.id in in_order else len(in_order))
     return ran
 
 

@@ -40,6 +40,7 @@ from typing import Any
 from cudalab.chapter import catalog, declarations
 from cudalab.chapter.recorded import PROVENANCE
 from cudalab.core.errors import CudalabError
+from cudalab.report import order
 
 Log = Callable[[str], None]
 CONNECT_TIMEOUT_S = 10  # an unreachable scheduler is reported within this (and 30 s in all)
@@ -97,10 +98,21 @@ class Pool:
             except Exception:
                 pass
 
-    def run_chapters(self, jobs: list, out: Path, ran: Any, *, cell_timeout: int, fail_fast: bool, log: Log) -> None:
+    def run_chapters(
+        self,
+        jobs: list,
+        out: Path,
+        ran: Any,
+        *,
+        cell_timeout: int,
+        fail_fast: bool,
+        log: Log,
+        seconds: dict[str, float] | None = None,
+    ) -> None:
         """Run ``jobs`` (``build.ChapterJob``) as tasks and append each chapter's outcome to ``ran``
-        as it ends; chapter 00 first where it measures the ceilings the others read."""
-        _run_on(self, jobs, out, ran, cell_timeout=cell_timeout, fail_fast=fail_fast, log=log)
+        as it ends; chapter 00 first where it measures the ceilings the others read, then the
+        longest first by ``seconds`` (``report.order``: the last recorded build's)."""
+        _run_on(self, jobs, out, ran, cell_timeout=cell_timeout, fail_fast=fail_fast, log=log, seconds=seconds)
 
 
 def open_pool(*, workers: int | None, scheduler: str | None, mode: str, log: Log) -> Pool:
@@ -180,7 +192,17 @@ def _holds() -> dict[str, tuple[float, bool]]:
     return holds
 
 
-def _run_on(pool: Pool, jobs: list, out: Path, ran: Any, *, cell_timeout: int, fail_fast: bool, log: Log) -> None:
+def _run_on(
+    pool: Pool,
+    jobs: list,
+    out: Path,
+    ran: Any,
+    *,
+    cell_timeout: int,
+    fail_fast: bool,
+    log: Log,
+    seconds: dict[str, float] | None = None,
+) -> None:
     import distributed
 
     from cudalab.report.stitch import ChapterOutcome
@@ -191,7 +213,7 @@ def _run_on(pool: Pool, jobs: list, out: Path, ran: Any, *, cell_timeout: int, f
     holds = _holds()
     started: dict[str, float] = {}
 
-    def submit(job) -> distributed.Future:
+    def submit(job, priority: int = 0) -> distributed.Future:
         started.setdefault(job.chapter.id, time.time())
         future = pool.client.submit(
             run_chapter_task,
@@ -205,6 +227,7 @@ def _run_on(pool: Pool, jobs: list, out: Path, ran: Any, *, cell_timeout: int, f
             key=f"cudalab-{job.chapter.id}-{uuid.uuid4().hex[:8]}",
             pure=False,
             resources=pool.resources,
+            priority=priority,  # higher first: the order of the wave (longest first)
         )
         pool.submitted.append(future)
         return future
@@ -237,11 +260,14 @@ def _run_on(pool: Pool, jobs: list, out: Path, ran: Any, *, cell_timeout: int, f
     try:
         offering = set(declarations.offering_ceilings())  # measured first: the others read their ceilings
         first = [j for j in jobs if j.params.get("mode") == "measure" and j.chapter.id in offering]
-        waves = [first, [j for j in jobs if j not in first]] if first else [jobs]
+        rest = [j for j in jobs if j not in first]
+        by_id = {j.chapter.id: j for j in rest}
+        rest = [by_id[c] for c in order.longest_first([j.chapter.id for j in rest], seconds or {})]
+        waves = [first, rest] if first else [rest]
         for wave in waves:
-            for job in wave:
+            for rank, job in enumerate(wave):
                 log(f"[{job.index}/{job.total}] {job.chapter.id} ... (a Dask task)")
-                futures[submit(job)] = job
+                futures[submit(job, len(wave) - rank)] = job
             pending = distributed.as_completed(list(futures))
             for future in pending:
                 if pool.stopping:
@@ -250,7 +276,7 @@ def _run_on(pool: Pool, jobs: list, out: Path, ran: Any, *, cell_timeout: int, f
                 result = _result_of(future, job.chapter.id, staging)
                 if result is None:  # its worker died before it could retry here: once more
                     log(f"[{job.index}/{job.total}] {job.chapter.id}: its worker died; running it on another")
-                    again = submit(job)
+                    again = submit(job, len(jobs))  # a retry goes before what has not started
                     futures[again] = job
                     pending.add(again)
                     continue
