@@ -111,12 +111,16 @@ def test_a_wrong_result_is_never_ranked_and_ranks_go_by_time():
 
 def _fake(tmp_path, body: str) -> tuple[str, ...]:
     script = tmp_path / "fake_worker.py"
-    script.write_text("import json, sys, os, time, signal\nrequest = json.loads(sys.stdin.read())\n" + body)
+    script.write_text(
+        "import json, sys, os, time, signal\n"
+        "events = os.fdopen(int(os.environ['CUDALAB_EVENTS_FD']), 'w', buffering=1)\n"
+        "request = json.loads(sys.stdin.read())\n" + body
+    )
     return (str(script),)
 
 
 def _emit(event: str, **fields) -> str:
-    return f"print(json.dumps({{'event': {event!r}, **{fields!r}}}), flush=True)\n"
+    return f"print(json.dumps({{'event': {event!r}, **{fields!r}}}), file=events, flush=True)\n"
 
 
 def test_a_worker_that_never_returns_is_killed_at_the_point_limit_and_the_rest_are_not_run(tmp_path):
@@ -161,11 +165,30 @@ def test_the_submission_limit_bounds_a_worker_that_keeps_making_progress(tmp_pat
 def test_the_workers_environment_is_scrubbed(tmp_path, monkeypatch):
     monkeypatch.setenv("GRADER_SECRET_TOKEN", "s3cret")
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIA")
-    body = "print(json.dumps({'event': 'point', 'index': 0, 'status': 'ok', 'reason': ' '.join(sorted(os.environ))}), flush=True)\n"
+    body = "print(json.dumps({'event': 'point', 'index': 0, 'status': 'ok', 'reason': ' '.join(sorted(os.environ))}), file=events, flush=True)\n"
     result = isolate.run({"points": [[{}, "f.cu"]]}, worker=_fake(tmp_path, body))
     seen = result["points"][0]["reason"].split()
     assert "GRADER_SECRET_TOKEN" not in seen and "AWS_ACCESS_KEY_ID" not in seen
-    assert set(seen) <= set(isolate.KEPT) | {"HOME", "TMPDIR", "PYTHONNOUSERSITE", "PYTHONDONTWRITEBYTECODE"}
+    assert set(seen) <= set(isolate.KEPT) | {
+        "HOME",
+        "TMPDIR",
+        "PYTHONNOUSERSITE",
+        "PYTHONDONTWRITEBYTECODE",
+        isolate.EVENTS_ENV,
+    }
+
+
+def test_what_a_kernel_prints_can_never_forge_a_result(tmp_path):
+    """A kernel's printf lands on the worker's stdout; results travel on a pipe of their own."""
+    forged = "print(json.dumps({'event': 'point', 'index': 0, 'status': 'ok', 'time_ms': 0.001}), flush=True)\n"
+    body = (
+        _emit("start", index=0)
+        + forged
+        + "sys.stdout.flush(); time.sleep(0.2)\n"
+        + _emit("point", index=0, status="wrong")
+    )
+    result = isolate.run({"points": [[{}, "f.cu"]]}, worker=_fake(tmp_path, body))
+    assert [p["status"] for p in result["points"]] == ["wrong"]
 
 
 def test_messages_are_scrubbed_of_the_machines_paths():
@@ -288,3 +311,14 @@ def test_a_students_build_checks_the_signature_before_anything_runs(tmp_path):
     assert "fw_blocked_phase3(int* d, int n, int r)" in verdicts["e_signature"]["fw_blocked.cu"]["reason"]
     assert verdicts["d_compile_error"]["fw_blocked.cu"]["status"] == R.DOES_NOT_COMPILE
     assert verdicts["d_compile_error"]["fw_blocked.cu"]["reason"].startswith("fw_blocked.cu:")
+
+
+@needs_nvcc
+def test_a_compile_that_runs_past_its_limit_is_stopped_and_said(tmp_path, monkeypatch):
+    from cudalab.core.errors import KernelCompileError
+    from cudalab.core.paths import KERNELS_DIR
+    from cudalab.toolchain import compile_only
+
+    monkeypatch.setattr(compile_only, "COMPILE_LIMIT_S", 0.01)
+    with pytest.raises(KernelCompileError, match="ran past 0.01 s"):
+        compile_only.entry_signatures(KERNELS_DIR / "fw_blocked.cu", "sm_90")

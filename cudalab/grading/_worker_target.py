@@ -1,6 +1,7 @@
 """The child process that measures one chapter's points of one submission (or of the reference):
 ``python -m cudalab.grading._worker_target`` with a JSON request on stdin, one JSON line per event on
-stdout. It is the only place a student's kernel runs, so that one that never returns, faults or
+a pipe of its own (the file descriptor in ``CUDALAB_EVENTS_FD``), never on stdout, where a kernel's
+``printf`` lands: a student's kernel cannot forge a result. It is the only place a student's kernel runs, so that one that never returns, faults or
 corrupts its CUDA context costs this process alone (``grading.isolate`` starts it, watches it and
 kills it).
 
@@ -15,16 +16,20 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from cudalab.grading import results as R
 
+EVENTS_ENV = "CUDALAB_EVENTS_FD"
+_events = sys.stdout  # replaced by the grader's pipe in main()
+
 
 def _emit(event: str, **fields: Any) -> None:
-    sys.stdout.write(json.dumps({"event": event, **fields}, default=str) + "\n")
-    sys.stdout.flush()
+    _events.write(json.dumps({"event": event, **fields}, default=str) + "\n")
+    _events.flush()
 
 
 def _faulted(exc: BaseException) -> bool:
@@ -108,6 +113,8 @@ def _solve_cases(request: dict[str, Any], yours: Any, folder: Path | None, param
 
 
 def main() -> int:
+    global _events
+    _events = os.fdopen(int(os.environ.pop(EVENTS_ENV)), "w", buffering=1)
     request = json.loads(sys.stdin.read())
     try:
         return measure(request)

@@ -87,6 +87,7 @@ def _ended(code: int | None) -> str:
 
 
 WORKER = ("-m", "cudalab.grading._worker_target")
+EVENTS_ENV = "CUDALAB_EVENTS_FD"  # the file descriptor of the worker's event pipe
 
 
 def run(
@@ -108,20 +109,25 @@ def run(
     ceiling: dict[str, Any] = {}
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="cudalab-worker-") as home:
+        events_r, events_w = os.pipe()  # the worker's events: a pipe of its own, not stdout (a kernel's printf)
+        environment = {**(env if env is not None else scrubbed_env(Path(home))), EVENTS_ENV: str(events_w)}
         proc = subprocess.Popen(
             [sys.executable, *worker],
             stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,  # a kernel's printf: never read, never shown
             stderr=subprocess.DEVNULL,  # a traceback may name the machine's paths: never shown
             cwd=home,
-            env=env if env is not None else scrubbed_env(Path(home)),
+            env=environment,
             text=True,
             start_new_session=True,
+            pass_fds=(events_w,),
         )
+        os.close(events_w)
         proc.stdin.write(json.dumps(request))
         proc.stdin.close()
         lines: queue.Queue = queue.Queue()
-        threading.Thread(target=_reader, args=(proc.stdout, lines), daemon=True).start()
+        events = os.fdopen(events_r, "r")
+        threading.Thread(target=_reader, args=(events, lines), daemon=True).start()
         point_start, stop = time.monotonic(), None
         while True:
             now = time.monotonic()
@@ -140,7 +146,7 @@ def run(
             try:
                 event = json.loads(line)
             except json.JSONDecodeError:
-                continue  # a kernel's printf: not ours to show
+                continue  # not an event (the pipe holds only the worker's own lines)
             kind = event.pop("event", "")
             if kind == "start":
                 point_start = time.monotonic()

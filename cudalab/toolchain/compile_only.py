@@ -10,7 +10,9 @@ says what the compiler made of the code.
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import subprocess
 import tempfile
 from functools import cache
@@ -19,13 +21,15 @@ from pathlib import Path
 import pandas as pd
 
 from cudalab.core.errors import KernelCompileError, ToolUnavailable
-from cudalab.core.kernels import compile_error, source_digest
+from cudalab.core.kernels import compile_error, include_options, source_digest
 from cudalab.core.paths import KERNELS_DIR
 from cudalab.core.submission import Submission
-from cudalab.toolchain.nvcc import cuda_tool, nvcc_cubin, parse_ptxas
+from cudalab.toolchain.nvcc import cuda_tool, parse_ptxas
 from cudalab.toolchain.sass import parse_sass
 
 YOURS, REFERENCE = "yours", "reference"
+# A student's file is untrusted: a template that never ends compiling must not hold the grader.
+COMPILE_LIMIT_S = 120.0
 TIMINGS_NEED_A_GPU = "compiled only: its timings need a GPU (run the same command on a GPU host)"
 
 
@@ -35,13 +39,36 @@ def _where(error: KernelCompileError, folder: Path) -> str:
     return f"{name}:{error.line}: {error.message}" if error.line else f"{name}: {error.message}"
 
 
+def _nvcc(path: Path, args: list[str]) -> str:
+    """Run nvcc on ``path`` (``args`` before the file) in a process group of its own, stopped with
+    its children (cicc, ptxas) after ``COMPILE_LIMIT_S``; its log, or ``KernelCompileError``."""
+    nvcc = cuda_tool("nvcc")
+    if nvcc is None:
+        raise ToolUnavailable("nvcc is not installed here: a submission cannot be compiled")
+    proc = subprocess.Popen(
+        [nvcc, *args, str(path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
+    try:
+        log, _ = proc.communicate(timeout=COMPILE_LIMIT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise KernelCompileError(
+            path, None, f"the compiler ran past {COMPILE_LIMIT_S:g} s and was stopped", ""
+        ) from None
+    if proc.returncode != 0:
+        raise compile_error(path, log)
+    return log
+
+
 def _build(path: Path, arch: str, includes: tuple[str, ...]) -> list[dict]:
     """One kernel file's functions: resources and SASS instruction counts (ToolUnavailable where
     nvcc is missing; a missing cuobjdump leaves the instruction count out)."""
     cuobjdump = cuda_tool("cuobjdump")
     with tempfile.TemporaryDirectory() as tmp:
         cubin = Path(tmp) / "k.cubin"
-        log = nvcc_cubin(path, arch, (), str(cubin), ("-Xptxas", "-v", *includes))
+        args = ["-cubin", f"-arch={arch}", "-std=c++17", "-Xptxas", "-v", *includes, *include_options(path)]
+        log = _nvcc(path, [*args, "-o", str(cubin)])
         sass = (
             parse_sass(subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True, text=True).stdout)
             if cuobjdump
@@ -70,13 +97,7 @@ def entry_signatures(path: Path, arch: str, includes: tuple[str, ...] = ()) -> d
     PTX, so macros in a parameter list and launch bounds are what the compiler made of them."""
     with tempfile.TemporaryDirectory() as tmp:
         ptx = Path(tmp) / "k.ptx"
-        nvcc = cuda_tool("nvcc")
-        if nvcc is None:
-            raise ToolUnavailable("nvcc is not installed here: a submission cannot be compiled")
-        cmd = [nvcc, "-ptx", f"-arch={arch}", "-std=c++17", f"-I{path.parent}", *includes, "-o", str(ptx), str(path)]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise compile_error(path, proc.stdout + proc.stderr)
+        _nvcc(path, ["-ptx", f"-arch={arch}", "-std=c++17", f"-I{path.parent}", *includes, "-o", str(ptx)])
         text = ptx.read_text()
     return {m["name"]: tuple(_PARAM.findall(m["params"])) for m in _ENTRY.finditer(text)}
 
