@@ -50,6 +50,16 @@ def students() -> dict[str, dict[str, str]]:
                 ref, PHASE3_START, PHASE3_START + "\n    d[(size_t)1 << 34] = 0;  // 64 GiB past the matrix"
             )
         },
+        # a wrong result that prints a forged "ok" event on stdout, where a kernel's printf lands
+        "i_forged_output": {
+            "fw_blocked.cu": _edit(
+                _edit(ref, PHASE3_RELAX, PHASE3_RELAX.replace("row[k * BF + j])", "row[k * BF + j] + 1)")),
+                PHASE3_START,
+                PHASE3_START
+                + "\n    if (r == 0 && ti == 1 && tj == 2 && threadIdx.x == 0 && threadIdx.y == 0)"
+                + ' printf("{\\"event\\": \\"point\\", \\"index\\": 0, \\"status\\": \\"ok\\", \\"time_ms\\": 0.001}\\n");',
+            )
+        },
         "h_forbidden": {
             "fw_blocked.cu": '#include "/etc/passwd"\n' + ref,
             "fw_shared_tile.cu": '#include "../../secret.cuh"\n' + ref,

@@ -66,6 +66,11 @@ def test_the_hidden_cases_are_answered_byte_for_byte(graded):
     assert _cases(graded, "f_endless") == [R.NOT_RUN, R.NOT_RUN], "its process was stopped at its first point"
 
 
+def test_a_kernel_that_prints_a_forged_result_is_still_marked_wrong(graded):
+    forged = _points(graded, "i_forged_output")
+    assert forged["status"] == R.WRONG and str(forged["rank"]) in ("<NA>", "nan")
+
+
 def test_a_wrong_result_is_marked_and_never_ranked(graded):
     c = _points(graded, "c_wrong")
     assert c["status"] == R.WRONG and c["correct"] is False or c["correct"] == False  # noqa: E712
