@@ -404,7 +404,8 @@ def _grade(args: argparse.Namespace) -> int:
         )
         _log(f"grading {len(students)} submission(s) from {args.grade} into {out}")
         graded = grade.grade(options, _log)
-        return pages.write(graded, options.out, title=f"Scoreboard: {args.grade.resolve().name}")
+        klass = args.grade.resolve().name
+        return pages.write(graded, options.out, title=f"Scoreboard: {klass}", klass=klass)
 
     written, status = _guarded(run, args, "interrupted; the scoreboard was not written")
     if status is not None:

@@ -114,8 +114,9 @@ def _shown(frame: pd.DataFrame) -> list[str]:
     return [c for c in keep if c in frame and (c in ("student", "status", "reason") or frame[c].notna().any())]
 
 
-def write(graded: Graded, out: Path, *, title: str) -> dict[str, Path]:
-    """Write the scoreboard (CSV and HTML) and each student's page into ``out``; return their paths."""
+def write(graded: Graded, out: Path, *, title: str, klass: str = "") -> dict[str, Path]:
+    """Write the scoreboard (CSV and HTML) and each student's page into ``out``; return their paths.
+    ``title`` heads the scoreboard; a student's page is headed by their name and ``klass``."""
     board = graded.scoreboard
     csv = out / "scoreboard.csv"
     atomic_write(csv, lambda tmp: board.to_csv(tmp, index=False))
@@ -126,7 +127,7 @@ def write(graded: Graded, out: Path, *, title: str) -> dict[str, Path]:
         "timed-out or crashed result is never ranked. Speed vs reference: the reference file's time at the same "
         "point in this run over the student's (above 1: faster).</p>",
     ]
-    for chapter, rows in board.groupby(board["chapter"].replace("", "(not measured)"), sort=True):
+    for chapter, rows in board.groupby(board["chapter"].replace("", "Refused, or measured by no chapter"), sort=True):
         parts.append(f"<h2>{html.escape(chapter)}</h2>")
         ceiling = rows["ceiling_per_s"].dropna()
         if len(ceiling):
@@ -143,8 +144,9 @@ def write(graded: Graded, out: Path, *, title: str) -> dict[str, Path]:
         files = "".join(
             f"<tr><td><code>{html.escape(f)}</code></td><td><code>{h}</code></td></tr>" for f, h in sub.sha256.items()
         )
+        heading = f"{name}, {klass}" if klass else name
         body = [
-            f"<h1>{html.escape(name)}: {html.escape(title)}</h1>",
+            f"<h1>{html.escape(heading)}</h1>",
             f"<p class='note'>Measured on: {html.escape(graded.measured_on)}.</p>",
             f"<h2>Files</h2><table><thead><tr><th>file</th><th>sha256</th></tr></thead><tbody>{files}</tbody></table>",
         ]
@@ -178,6 +180,6 @@ def write(graded: Graded, out: Path, *, title: str) -> dict[str, Path]:
             ]
             body.append("<h2>What the compiler made of it, beside the reference</h2>" + table_html(res, cols))
         target = out / "students" / f"{name}.html"
-        atomic_write_text(target, _page(f"{name}: {title}", "".join(body)))
+        atomic_write_text(target, _page(heading, "".join(body)))
         pages[f"students/{name}.html"] = target
     return pages
