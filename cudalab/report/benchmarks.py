@@ -200,10 +200,15 @@ def with_readme_table(readme: str, results: Path = RESULTS_DIR) -> str:
     return head + README_BEGIN + "\n" + "\n".join(readme_table(results)) + "\n" + README_END + tail
 
 
+def _records(results: Path, kind: str) -> list[Path]:
+    """The timing records of one kind under ``results/<kind>/``, by name."""
+    return sorted((results / kind).glob("*.json")) if (results / kind).is_dir() else []
+
+
 def build_times(results: Path = RESULTS_DIR) -> list[str]:
     """The section of the build times that ``tools/bench_build.py --record`` (``make bench``)
     measured: cold, cached and replayed builds, each beside its goal."""
-    files = sorted((results / "build_times").glob("*.json")) if (results / "build_times").is_dir() else []
+    files = _records(results, "build_times")
     if not files:
         return []
     out = [
@@ -254,7 +259,7 @@ def grading_times(results: Path = RESULTS_DIR) -> list[str]:
     """The section of the grading runs that ``tools/bench_grading.py --record`` measured: a class
     graded through ``build_report.py --grade``, its wall time beside the goal, and what became of
     its submissions."""
-    files = sorted((results / "grading").glob("*.json")) if (results / "grading").is_dir() else []
+    files = _records(results, "grading")
     if not files:
         return []
     out = [

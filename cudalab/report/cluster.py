@@ -98,21 +98,12 @@ class Pool:
             except Exception:
                 pass
 
-    def run_chapters(
-        self,
-        jobs: list,
-        out: Path,
-        ran: Any,
-        *,
-        cell_timeout: int,
-        fail_fast: bool,
-        log: Log,
-        seconds: dict[str, float] | None = None,
-    ) -> None:
+    def run_chapters(self, jobs: list, out: Path, ran: Any, **how: Any) -> None:
         """Run ``jobs`` (``build.ChapterJob``) as tasks and append each chapter's outcome to ``ran``
         as it ends; chapter 00 first where it measures the ceilings the others read, then the
-        longest first by ``seconds`` (``report.order``: the last recorded build's)."""
-        _run_on(self, jobs, out, ran, cell_timeout=cell_timeout, fail_fast=fail_fast, log=log, seconds=seconds)
+        longest first. ``how``: ``_run_on``'s keywords (``cell_timeout``, ``fail_fast``, ``log``,
+        and ``seconds``, each chapter's in the last recorded build: ``report.order``)."""
+        _run_on(self, jobs, out, ran, **how)
 
 
 def open_pool(*, workers: int | None, scheduler: str | None, mode: str, log: Log) -> Pool:
