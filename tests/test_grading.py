@@ -231,9 +231,15 @@ def test_a_bad_grading_request_is_one_line_and_exit_status_2(tmp_path, args, say
 
 @needs_nvcc
 def test_grading_a_class_exits_0_whatever_the_students_results(tmp_path):
-    """The face on a class with every kind of failure, compiled only (no GPU visible to it): exit
-    status 0, the scoreboard and a page per student written."""
+    """The face on a class with a refused submission and a broken one, compiled only (no GPU
+    visible to it): exit status 0, the scoreboard and a page per student written. (The whole
+    fixture class is graded without the face above.)"""
+    import shutil
+
     klass = make_class(tmp_path / "class")
+    for student in klass.iterdir():
+        if student.name not in ("a_correct", "d_compile_error", "h_forbidden"):
+            shutil.rmtree(student)
     proc = subprocess.run(
         [sys.executable, "build_report.py", "--grade", str(klass), "--gpu", "h100", "--out", str(tmp_path / "o")],
         cwd=ROOT,
