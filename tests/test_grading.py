@@ -328,3 +328,25 @@ def test_a_compile_that_runs_past_its_limit_is_stopped_and_said(tmp_path, monkey
     monkeypatch.setattr(compile_only, "COMPILE_LIMIT_S", 0.01)
     with pytest.raises(KernelCompileError, match="ran past 0.01 s"):
         compile_only.entry_signatures(KERNELS_DIR / "fw_blocked.cu", "sm_90")
+
+
+def test_a_students_kernel_is_called_faster_only_beyond_the_spread_and_never_when_wrong():
+    from cudalab.grading.section import _verdict
+
+    def pair(point, ref_ms, mine_ms, status="ok", spread=0.001):
+        return [
+            {"point": point, "source": "reference", "status": "ok", "time_ms": ref_ms, "time_ms_q1": ref_ms - spread,
+             "time_ms_q3": ref_ms + spread, "speed_vs_reference": 1.0, "fraction_of_ceiling": None, "reason": ""},
+            {"point": point, "source": "yours", "status": status, "time_ms": mine_ms, "time_ms_q1": mine_ms - spread,
+             "time_ms_q3": mine_ms + spread, "speed_vs_reference": ref_ms / mine_ms if status == "ok" else None,
+             "fraction_of_ceiling": None, "reason": "" if status == "ok" else "7 mismatches"},
+        ]  # fmt: skip
+
+    said = _verdict(
+        pd.DataFrame(
+            pair("same", 8.238, 8.231) + pair("fast", 10.0, 5.0) + pair("noisy", 10.0, 9.0, spread=2.0)
+            + pair("wrong", 10.0, 1.0, status="wrong")
+        )
+    )  # fmt: skip
+    assert "(as fast as it)" in said[0] and "(faster than it)" in said[1] and "(as fast as it)" in said[2]
+    assert "**wrong**" in said[3] and "faster" not in said[3]

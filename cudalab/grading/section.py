@@ -239,17 +239,34 @@ def yours(lab: Any) -> None:
     show(frame, task, lab.mode == "measure", occupancy, getattr(lab.profile.device, "name", ""))
 
 
+SAME_WITHIN = 0.02  # a ratio closer to 1 than this is "as fast as", whatever the spreads say
+
+
+def _beside(mine: pd.Series, ref: pd.Series) -> str:
+    """Faster or slower than the reference only where the two times differ by more than
+    ``SAME_WITHIN`` and their spreads (quartiles) do not overlap; otherwise as fast as it."""
+    x = float(ref["time_ms"]) / float(mine["time_ms"])
+    lo, hi = mine.get("time_ms_q1", mine["time_ms"]), mine.get("time_ms_q3", mine["time_ms"])
+    ref_lo, ref_hi = ref.get("time_ms_q1", ref["time_ms"]), ref.get("time_ms_q3", ref["time_ms"])
+    if x > 1 + SAME_WITHIN and pd.notna(hi) and pd.notna(ref_lo) and hi < ref_lo:
+        return "faster than"
+    if x < 1 - SAME_WITHIN and pd.notna(lo) and pd.notna(ref_hi) and lo > ref_hi:
+        return "slower than"
+    return "as fast as"
+
+
 def _verdict(frame: pd.DataFrame) -> list[str]:
     """One sentence per point: how the student's kernel did beside the reference (never "faster"
     for a result that is not correct)."""
     out = []
     for point, rows in frame.groupby("point", sort=False):
         mine = rows[rows["source"].eq(R.YOURS)].iloc[0]
+        ref = rows[rows["source"].eq(R.REFERENCE)].iloc[0]
         if mine["status"] != R.OK:
             out.append(f"- At {point}: your kernel is **{mine['status']}**: {mine['reason'] or 'no reason given'}.")
         elif pd.notna(mine["speed_vs_reference"]):
             x = float(mine["speed_vs_reference"])
-            word = "faster than" if x > 1.02 else ("slower than" if x < 0.98 else "as fast as")
+            word = _beside(mine, ref)
             ceiling = (
                 f", {mine['fraction_of_ceiling']:.1%} of the chapter's ceiling"
                 if pd.notna(mine["fraction_of_ceiling"])
