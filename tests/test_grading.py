@@ -201,8 +201,8 @@ def test_every_chapter_that_measures_a_students_file_declares_points_built_from_
     assert files["fw_blocked.cu"] == ["04_blocking_factor"]
     assert files["km_02_shared_buffers.cu"] == ["06_kmeans_device_update"]
     for chapter in {c for cs in files.values() for c in cs}:
-        task = plan.chapter_task(chapter)
-        assert task is not None and all(f.endswith(".cu") for f in task.files)
+        tasks = plan.chapter_tasks(chapter)
+        assert tasks and all(f.endswith(".cu") for t in tasks for f in t.files)
 
 
 @pytest.mark.parametrize(
@@ -265,9 +265,9 @@ def test_an_nthu_case_is_answered_byte_for_byte_and_a_wrong_answer_says_how_many
     v = 40
     nthu.write_case(tmp_path / "small.in", v, nthu.generate_case(v, 0.2, seed=3))
     (tmp_path / "notes.txt").write_text("not a case")
-    found = cases.cases_in(tmp_path, declarations.of("04_blocking_factor").yours.cases.suffix)
+    found = cases.cases_in(tmp_path, declarations.of("04_blocking_factor").yours[0].cases.suffix)
     assert [p.name for p in found] == ["small.in"]
-    kind = cases.kind_of(declarations.of("04_blocking_factor").yours.cases.kind)
+    kind = cases.kind_of(declarations.of("04_blocking_factor").yours[0].cases.kind)
     expected = kind.expected(found[0])
     v2, edges = nthu.read_case(found[0])
     assert expected == np.ascontiguousarray(nthu.solve_numpy(v2, edges), dtype="<i4").tobytes()
@@ -307,7 +307,7 @@ def test_a_students_build_checks_the_signature_before_anything_runs(tmp_path):
     for name in ("a_correct", "e_signature", "d_compile_error"):
         (klass / name).mkdir(parents=True)
         (klass / name / "fw_blocked.cu").write_text(students()[name]["fw_blocked.cu"])
-    task = plan.chapter_task("04_blocking_factor", ["fw_blocked.cu"])
+    (task,) = plan.chapter_tasks("04_blocking_factor", ["fw_blocked.cu"])
     verdicts = {
         n: section._misfits(task, stage(check(klass / n), tmp_path / "staged" / n))
         for n in ("a_correct", "e_signature", "d_compile_error")
@@ -350,3 +350,35 @@ def test_a_students_kernel_is_called_faster_only_beyond_the_spread_and_never_whe
     )  # fmt: skip
     assert "(as fast as it)" in said[0] and "(faster than it)" in said[1] and "(as fast as it)" in said[2]
     assert "**wrong**" in said[3] and "faster" not in said[3]
+
+
+@needs_nvcc
+def test_a_chapter_with_two_kernel_files_measures_each_by_its_own_recipe(tmp_path):
+    """Chapter 02 asks for the row-order kernel and vecMax: its two ``yours`` groups each take the
+    file their points build from; compiled only here, each point says so."""
+    from cudalab.core.paths import KERNELS_DIR
+
+    klass = tmp_path / "class"
+    (klass / "ann").mkdir(parents=True)
+    for name in ("fw_coalesced.cu", "vecmax_coalescing.cu"):
+        (klass / "ann" / name).write_text((KERNELS_DIR / name).read_text())
+    out = pages.prepare(tmp_path / "out")
+    board = grade.grade(grade.GradeOptions(klass, out, arch="sm_90", measure=False), log=lambda _: None).scoreboard
+    mine = board[board["chapter"].eq("02_coalescing")]
+    assert sorted(mine["file"]) == ["fw_coalesced.cu", "vecmax_coalescing.cu", "vecmax_coalescing.cu"]
+    assert set(mine["status"]) == {R.COMPILED_ONLY}
+    assert {p for p in mine["point"] if "vecmax" in p} == {
+        "n=67108864, blocks=1056, threads_per_block=256, kernel=vecmax00",
+        "n=67108864, blocks=1056, threads_per_block=256, kernel=vecmax02",
+    }
+
+
+def test_the_vecmax_recipe_builds_from_a_copy_of_its_own_file_only(tmp_path):
+    from cudalab.core.errors import CudalabError
+    from cudalab.labs.vecmax_point import VECMAX_POINT
+
+    other = tmp_path / "fw_coalesced.cu"
+    other.write_text("// not vecMax\n")
+    with pytest.raises(CudalabError, match="is not a kernel file of the vecmax02 kernel"):
+        VECMAX_POINT.measure(dict(VECMAX_POINT.defaults), kernel_file=str(other), params={"seed": 1})
+    assert VECMAX_POINT.kernel_file_for({"kernel": "vecmax00"}) == "vecmax_coalescing.cu"

@@ -13,7 +13,8 @@ from it, so that nothing central lists chapters by name:
   the student fills in;
 - ``yours``: how a student's kernel file is measured in this chapter (``build_report.py
   --kernels``, ``--grade``): the chapter's point recipe, the points measured with the reference
-  and the student's file alike, the rate a row reaches and the ceiling it is a fraction of.
+  and the student's file alike, the rate a row reaches and the ceiling it is a fraction of; a
+  list of such groups where the chapter's kernel files need more than one recipe.
 
 A chapter's point recipe for the explorer is declared in its kernel family's module and handed to
 the explorer by its notebook (``labs.points``); its seed is its notebook's ``seed`` parameter.
@@ -29,7 +30,7 @@ from typing import Literal
 
 import pandas as pd
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from cudalab.chapter import catalog
 from cudalab.core.errors import CudalabError
@@ -175,7 +176,12 @@ class Declarations(_Strict):
     shows_lab_device: bool = False
     explore: View | None = None
     handout: Handout = Handout()
-    yours: Yours | None = None
+    yours: tuple[Yours, ...] = ()  # one group per point recipe; a single mapping is one group
+
+    @field_validator("yours", mode="before")
+    @classmethod
+    def _one_or_many(cls, value):
+        return [value] if isinstance(value, dict) else value
 
     def read_ceilings(self, folder: Path) -> dict[str, float]:
         """The ceilings this chapter offers, as its data ``folder`` holds them (in declaration

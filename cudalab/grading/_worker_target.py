@@ -5,7 +5,7 @@ a pipe of its own (the file descriptor in ``CUDALAB_EVENTS_FD``), never on stdou
 corrupts its CUDA context costs this process alone (``grading.isolate`` starts it, watches it and
 kills it).
 
-The request: ``chapter``, ``folder`` (the staged submission, or null for the reference),
+The request: ``chapter`` and ``group`` (which of its ``yours`` declarations), ``folder`` (the staged submission, or null for the reference),
 ``points`` (``[[point, kernel file], ...]``), ``params`` (the chapter's parameters a recipe reads:
 seed, time limit, ...), ``ceiling`` (a ceiling to measure first, or null). Events, in order: one
 ``ceiling``; then per point a ``start`` (the watchdog's clock restarts) and a ``point`` with its
@@ -55,7 +55,7 @@ def measure(request: dict[str, Any]) -> int:
     from cudalab.grading.plan import recipe_of
 
     chapter, params = request["chapter"], request["params"]
-    yours = of(chapter).yours
+    yours = of(chapter).yours[int(request.get("group", 0))]
     recipe = recipe_of(yours.recipe)
     folder = Path(request["folder"]) if request.get("folder") else None
     if request.get("ceiling"):

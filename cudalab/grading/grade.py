@@ -165,7 +165,7 @@ def grade(options: GradeOptions, log: Log = print) -> Graded:
                 if file in bad:
                     compiled = bad[file]["status"] != R.DOES_NOT_COMPILE
                     rows.append(_row(name, task.chapter, file, plan.point_label(point), compiled=compiled, **bad[file]))
-            good = plan.ChapterTask(task.chapter, task.yours, tuple(p for p in task.points if p[1] not in bad))
+            good = task.keeping(tuple(p for p in task.points if p[1] not in bad))
             if good.points:
                 jobs.append((name, good, staged[name]))
         log(
@@ -192,7 +192,7 @@ def grade(options: GradeOptions, log: Log = print) -> Graded:
     references = _references(jobs, options, log)
     results = _run_all(jobs, options, log)
     for (name, task, _), result in zip(jobs, results, strict=True):
-        ref = references[task.chapter]
+        ref = references[(task.chapter, task.group)]
         measured, solved = result["points"][: len(task.points)], result["points"][len(task.points) :]
         rows += _case_rows(name, task, solved, ref, options)
         for (point, file), got in zip(task.points, measured, strict=True):
@@ -235,10 +235,10 @@ def _cases(task: plan.ChapterTask, options: GradeOptions) -> list[Path]:
     return cases.cases_in(options.cases, task.yours.cases.suffix) if task.yours.cases else []
 
 
-def _answers(options: GradeOptions, who: str, chapter: str) -> Path:
+def _answers(options: GradeOptions, who: str, task: plan.ChapterTask) -> Path:
     """Where a submission's process writes its answers to the cases (the grader's folder, not the
     cases' folder; the expected answers are never written anywhere)."""
-    folder = options.out / "answers" / who / chapter
+    folder = options.out / "answers" / who / task.folder_name
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
@@ -246,9 +246,10 @@ def _answers(options: GradeOptions, who: str, chapter: str) -> Path:
 def _request(
     task: plan.ChapterTask, folder: Path | None, options: GradeOptions, ceiling: bool, who: str
 ) -> dict[str, Any]:
-    answers = _answers(options, who, task.chapter) if _cases(task, options) else None
+    answers = _answers(options, who, task) if _cases(task, options) else None
     return {
         "chapter": task.chapter,
+        "group": task.group,
         "folder": str(folder) if folder is not None else None,
         "points": [[p, f] for p, f in task.points],
         "params": chapter_params(task.chapter, options.point_time_limit_s),
@@ -265,7 +266,7 @@ def _case_rows(name: str, task: plan.ChapterTask, solved: list[dict], ref: dict,
     for case, got in zip(_cases(task, options), solved, strict=True):
         status, reason = got["status"], got.get("reason", "")
         if status == "solved":
-            why = cases.differs(_answers(options, name, task.chapter) / f"{case.name}.out", ref["expected"][case.name])
+            why = cases.differs(_answers(options, name, task) / f"{case.name}.out", ref["expected"][case.name])
             status, reason = (R.WRONG, why) if why else (R.OK, "")
         base = ref["by_case"].get(case.name, {})
         ref_ms = base.get("time_ms") if base.get("status") == R.OK else None
@@ -287,18 +288,19 @@ def _case_rows(name: str, task: plan.ChapterTask, solved: list[dict], ref: dict,
     return rows
 
 
-def _references(jobs: list, options: GradeOptions, log: Log) -> dict[str, dict[str, Any]]:
-    """Per chapter: the reference files' results at every point any student is measured at, and
-    the chapter's ceiling, measured in this run (each chapter in a process of its own)."""
-    union: dict[str, plan.ChapterTask] = {}
+def _references(jobs: list, options: GradeOptions, log: Log) -> dict[tuple[str, int], dict[str, Any]]:
+    """Per chapter and group (``ChapterTask.key``): the reference files' results at every point any
+    student is measured at, and the chapter's ceiling, measured in this run (each in a process of
+    its own)."""
+    union: dict[tuple[str, int], plan.ChapterTask] = {}
     for _, task, _ in jobs:
-        have = union.get(task.chapter)
+        have = union.get(task.key)
         points = (have.points if have else ()) + tuple(p for p in task.points if not have or p not in have.points)
-        union[task.chapter] = plan.ChapterTask(task.chapter, task.yours, points)
+        union[task.key] = task.keeping(points)
     out = {}
-    for chapter, task in union.items():
+    for key, task in union.items():
         log(
-            f"reference {chapter}: {len(task.points)} point(s)"
+            f"reference {task.folder_name}: {len(task.points)} point(s)"
             + (f" and the {task.yours.ceiling} ceiling" if task.yours.ceiling else "")
         )
         given = _cases(task, options)
@@ -310,11 +312,11 @@ def _references(jobs: list, options: GradeOptions, log: Log) -> dict[str, dict[s
         measured, solved = result["points"][: len(task.points)], result["points"][len(task.points) :]
         by_case = {}
         for case, got in zip(given, solved, strict=True):
-            why = cases.differs(_answers(options, REFERENCE_ANSWERS, chapter) / f"{case.name}.out", expected[case.name])
+            why = cases.differs(_answers(options, REFERENCE_ANSWERS, task) / f"{case.name}.out", expected[case.name])
             by_case[case.name] = {**got, "status": R.OK if got["status"] == "solved" and not why else got["status"]}
             if why and got["status"] == "solved":
                 log(f"warning: the reference kernel's answer to {case.name} differs from the reference solver's: {why}")
-        out[chapter] = {
+        out[key] = {
             "ceiling": result["ceiling"],
             "by_point": {plan.point_label(p): r for (p, _), r in zip(task.points, measured, strict=True)},
             "by_case": by_case,

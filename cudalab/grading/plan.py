@@ -26,6 +26,21 @@ class ChapterTask:
     chapter: str
     yours: declarations.Yours
     points: tuple[tuple[dict[str, Any], str], ...]
+    group: int = 0  # which of the chapter's ``yours`` groups
+
+    @property
+    def key(self) -> tuple[str, int]:
+        """Which chapter and group: a reference is measured once per key."""
+        return self.chapter, self.group
+
+    @property
+    def folder_name(self) -> str:
+        """The key as a folder name: the chapter, with its group after a dot where not the first."""
+        return self.chapter if self.group == 0 else f"{self.chapter}.{self.group}"
+
+    def keeping(self, points: tuple[tuple[dict[str, Any], str], ...]) -> ChapterTask:
+        """This task with other points."""
+        return ChapterTask(self.chapter, self.yours, points, self.group)
 
     @property
     def files(self) -> list[str]:
@@ -56,18 +71,22 @@ def point_label(point: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in point.items())
 
 
-def chapter_task(chapter: str, files: Iterable[str] | None = None, notebooks_dir=NOTEBOOKS_DIR) -> ChapterTask | None:
-    """``chapter``'s points that build from one of ``files`` (all its points where None), or None
-    where the chapter declares no ``yours`` or no point builds from those files."""
-    yours = declarations.of(chapter, notebooks_dir).yours
-    if yours is None:
-        return None
-    recipe = recipe_of(yours.recipe)
+def chapter_tasks(chapter: str, files: Iterable[str] | None = None, notebooks_dir=NOTEBOOKS_DIR) -> list[ChapterTask]:
+    """``chapter``'s tasks, one per ``yours`` group, with the points that build from one of
+    ``files`` (all its points where None); none where it declares no ``yours`` or no point builds
+    from those files."""
     wanted = None if files is None else set(files)
-    points = tuple(
-        (dict(p), f) for p in yours.points if (f := recipe.kernel_file_for(dict(p))) and (wanted is None or f in wanted)
-    )
-    return ChapterTask(chapter, yours, points) if points else None
+    tasks = []
+    for group, yours in enumerate(declarations.of(chapter, notebooks_dir).yours):
+        recipe = recipe_of(yours.recipe)
+        points = tuple(
+            (dict(p), f)
+            for p in yours.points
+            if (f := recipe.kernel_file_for(dict(p))) and (wanted is None or f in wanted)
+        )
+        if points:
+            tasks.append(ChapterTask(chapter, yours, points, group))
+    return tasks
 
 
 def tasks_for(files: Iterable[str], only: Iterable[str] = (), notebooks_dir=NOTEBOOKS_DIR) -> list[ChapterTask]:
@@ -78,9 +97,7 @@ def tasks_for(files: Iterable[str], only: Iterable[str] = (), notebooks_dir=NOTE
     for info in catalog.discover(notebooks_dir):
         if chosen and info.id not in chosen and info.number not in chosen:
             continue
-        task = chapter_task(info.id, files, notebooks_dir)
-        if task is not None:
-            tasks.append(task)
+        tasks += chapter_tasks(info.id, files, notebooks_dir)
     return tasks
 
 
@@ -89,7 +106,8 @@ def measured_files(notebooks_dir=NOTEBOOKS_DIR) -> dict[str, list[str]]:
     which file to copy for which chapter)."""
     found: dict[str, list[str]] = {}
     for info in catalog.discover(notebooks_dir):
-        task = chapter_task(info.id, None, notebooks_dir)
-        for f in task.files if task else []:
-            found.setdefault(f, []).append(info.id)
+        for task in chapter_tasks(info.id, None, notebooks_dir):
+            for f in task.files:
+                if info.id not in found.setdefault(f, []):
+                    found[f].append(info.id)
     return found

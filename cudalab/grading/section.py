@@ -44,6 +44,7 @@ def submission_of(lab: Any) -> dict[str, Any] | None:
 def _request(lab: Any, task: plan.ChapterTask, folder: Path | None) -> dict[str, Any]:
     return {
         "chapter": task.chapter,
+        "group": task.group,
         "folder": str(folder) if folder is not None else None,
         "points": [[p, f] for p, f in task.points],
         "params": {**lab.params, "point_time_limit_s": lab.point_time_limit_s},
@@ -57,7 +58,7 @@ def measured(lab: Any, task: plan.ChapterTask, staged: Path, limits: isolate.Lim
     ceiling = lab.ceilings().get(task.yours.ceiling) if task.yours.ceiling else None
     rows = []
     misfits = _misfits(task, staged)
-    fitting = plan.ChapterTask(task.chapter, task.yours, tuple(p for p in task.points if p[1] not in misfits))
+    fitting = task.keeping(tuple(p for p in task.points if p[1] not in misfits))
     mine = isolate.run(_request(lab, fitting, staged), limits) if fitting.points else {"points": []}
     remaining = iter(mine["points"])
     results = {
@@ -114,11 +115,11 @@ def _misfits(task: plan.ChapterTask, staged: Path) -> dict[str, dict[str, str]]:
     return found
 
 
-def compiled(task: plan.ChapterTask, staged: Path, arch: str) -> pd.DataFrame:
-    """The task's files, the student's beside the reference, compiled for ``arch`` without a GPU."""
+def compiled(files: list[str], staged: Path, arch: str) -> pd.DataFrame:
+    """The student's ``files`` beside the reference's, compiled for ``arch`` without a GPU."""
     from cudalab.toolchain import compile_only
 
-    kernels = {f: KERNELS_DIR / f for f in task.files}
+    kernels = {f: KERNELS_DIR / f for f in dict.fromkeys(files)}
     sub = Submission(staged, kernels, [], {}, [])
     return compile_only.beside_reference(sub, arch)
 
@@ -214,29 +215,31 @@ def yours(lab: Any) -> None:
 
     record = submission_of(lab)
     if record is None:
-        task = plan.chapter_task(lab.id)
-        if task is not None and not os.environ.get(BATCH_ENV):
-            points = "; ".join(plan.point_label(p) for p, _ in task.points)
-            display(Markdown(_HINT.format(file=", ".join(task.files), number=lab.id[:2], points=points)))
+        tasks = plan.chapter_tasks(lab.id)
+        if tasks and not os.environ.get(BATCH_ENV):
+            files = ", ".join(f for t in tasks for f in t.files)
+            points = "; ".join(plan.point_label(p) for t in tasks for p, _ in t.points)
+            display(Markdown(_HINT.format(file=files, number=lab.id[:2], points=points)))
         return
-    task = plan.chapter_task(lab.id, record["kernels"])
-    if task is None:
+    tasks = plan.chapter_tasks(lab.id, record["kernels"])
+    if not tasks:
         display(
             Markdown(f"**Your kernels.** This chapter measures none of your files ({', '.join(record['kernels'])}).")
         )
-        return None
+        return
     staged = Path(lab.data_dir).parent / record["staged"]
+    occupancy = None
     if lab.mode == "measure":
         limits = isolate.Limits(record["limits"]["point_s"] or 1e9, record["limits"]["submission_s"] or 1e9)
-        frame = measured(lab, task, staged, limits)
-        occupancy = None
+        frame = pd.concat([measured(lab, t, staged, limits) for t in tasks], ignore_index=True)
     else:
-        frame = compiled(task, staged, _arch(lab))
+        frame = compiled([f for t in tasks for f in t.files], staged, _arch(lab))
         occupancy = occupancy_beside(frame, _recorded_launches(lab), _cc(lab))
         if len(occupancy):
             occupancy.to_csv(Path(lab.out_dir) / f"{TABLE}_occupancy.csv", index=False)
     frame.to_csv(Path(lab.out_dir) / f"{TABLE}.csv", index=False)
-    show(frame, task, lab.mode == "measure", occupancy, getattr(lab.profile.device, "name", ""))
+    files = list(dict.fromkeys(f for t in tasks for f in t.files))
+    show(frame, files, lab.mode == "measure", occupancy, getattr(lab.profile.device, "name", ""))
 
 
 SAME_WITHIN = 0.02  # a ratio closer to 1 than this is "as fast as", whatever the spreads say
@@ -287,7 +290,7 @@ def _has_values(column: pd.Series) -> bool:
 
 def show(
     frame: pd.DataFrame,
-    task: plan.ChapterTask,
+    kernel_files: list[str],
     timed: bool,
     occupancy: pd.DataFrame | None = None,
     gpu: str = "",
@@ -299,7 +302,7 @@ def show(
 
     from cudalab.core import plots
 
-    files = ", ".join(f"`{f}`" for f in task.files)
+    files = ", ".join(f"`{f}`" for f in kernel_files)
     if not timed:
         display(
             Markdown(
