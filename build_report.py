@@ -327,6 +327,12 @@ def main(argv: list[str] | None = None) -> int:
         return _compare(args, command)
     if args.grade is not None:
         return _grade(args)
+    if args.kernels is not None and not args.only:
+        chapters, why = _chapters_measuring(args.kernels)
+        if why:
+            _log(f"error: {why}")
+            return 2
+        args.only = chapters
     if "," in args.gpu:
         return _several(args, command)
     from cudalab.report.build import run  # after --help: papermill and nbconvert load slowly
@@ -368,6 +374,24 @@ def _several(args: argparse.Namespace, command: str) -> int:
         return 1
     _log("done")
     return 0
+
+
+def _chapters_measuring(folder: Path) -> tuple[list[str], str]:
+    """``--kernels``: the chapters that launch one of the folder's kernel files, by the points their
+    declarations measure a student's copy at (each chapter's ``yours``); (chapters, why not) where
+    none does. A folder with nothing to measure is left to the build, which says why."""
+    from cudalab.core.submission import check
+    from cudalab.grading.plan import measured_files
+
+    kernels = check(folder).kernels
+    measured = measured_files()
+    chapters = sorted({c for name in kernels for c in measured.get(name, [])})
+    if kernels and not chapters:
+        return [], (
+            f"--kernels: no chapter measures a student's {', '.join(kernels)}; the files a chapter measures: "
+            + ", ".join(measured)
+        )
+    return chapters, ""
 
 
 def _clash(args: argparse.Namespace) -> str:

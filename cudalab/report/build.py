@@ -236,10 +236,14 @@ def _resolve_request(profile: str, opts: BuildOptions, out: Path | None) -> _Req
     name_or_path = resolve_profile_name(profile)
     gpu_max_threads = gpu.attributes()["MaxThreadsPerBlock"] if has_gpu else None
     prof = load_profile(name_or_path, gpu_max_threads=gpu_max_threads)
-    chapters = catalog.select(list(opts.only) or _chapters_for(submission, mode))
+    chapters = catalog.select(list(opts.only) or _chapters_for(submission))
     notes = []
     missing = [c for c in declarations.offering_ceilings() if c not in {ch.id for ch in chapters}]
-    if record and chapters and missing:
+    if submission is not None and mode == "measure" and missing:
+        # a student's kernels are judged by this build's ceilings, as the lab's are
+        chapters = catalog.select([*missing, *(c.id for c in chapters)])
+        notes.append(f"--kernels measures {', '.join(missing)} too: your kernels are judged by its ceilings")
+    elif record and chapters and missing:
         # Later chapters judge their kernels by the ceilings chapter 00 measures in the same run
         # (lab.ceilings; the chapters that offer them declare so): a recording without it would
         # keep fractions of no ceiling.
@@ -272,10 +276,12 @@ def _submission(opts: BuildOptions, record: bool) -> Submission | None:
     return sub
 
 
-def _chapters_for(submission: Submission | None, mode: str) -> list[str]:
-    """The chapters a student's build runs where ``--only`` names none: those that ask for one of
-    the submitted files (their handouts), and, where they measure, the chapters whose ceilings
-    they are judged by; all chapters without a submission."""
+def _chapters_for(submission: Submission | None) -> list[str]:
+    """The chapters a student's build runs where ``only`` names none: those whose handouts ask for
+    one of the submitted files (the face passes, as ``--only``, every chapter whose declared points
+    build from one, which it learns from the chapters' point recipes: ``grading.plan``); all
+    chapters without a submission. Where chapters measure, the build adds those whose ceilings
+    they are judged by."""
     if submission is None:
         return []
     asked = sorted({c for name in submission.kernels for c in declarations.chapters_for_kernel(name)})
@@ -285,7 +291,7 @@ def _chapters_for(submission: Submission | None, mode: str) -> list[str]:
             f"--kernels: no chapter asks for {', '.join(submission.kernels)}; the files a chapter measures: "
             + ", ".join(known)
         )
-    return [*(declarations.offering_ceilings() if mode == "measure" else []), *asked]
+    return asked
 
 
 def _pick_recording(request: _Request, opts: BuildOptions) -> None:
