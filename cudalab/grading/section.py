@@ -202,10 +202,11 @@ def _arch(lab: Any) -> str:
 
 
 _HINT = (
-    "**Your own kernel here.** Copy the chapter's kernel file (`kernels_cu/{file}`) into a folder of your "
-    "own, edit it, and run `python build_report.py --kernels YOUR_FOLDER --only {number}`: it is measured "
-    "beside the reference at {points}, checked as the reference is, in a report of its own."
+    "**Your own kernel here.** Copy {which} ({files}) into a folder of your own, keeping its name, edit "
+    "it, and run `python build_report.py --kernels YOUR_FOLDER --only {number}`: it is measured beside "
+    "the reference at {points}, checked as the reference is, in a report of its own."
 )
+SHOWN_POINTS = 3  # more, and the hint names where they are declared instead
 
 
 def yours(lab: Any) -> None:
@@ -217,9 +218,16 @@ def yours(lab: Any) -> None:
     if record is None:
         tasks = plan.chapter_tasks(lab.id)
         if tasks and not os.environ.get(BATCH_ENV):
-            files = ", ".join(f for t in tasks for f in t.files)
-            points = "; ".join(plan.point_label(p) for t in tasks for p, _ in t.points)
-            display(Markdown(_HINT.format(file=files, number=lab.id[:2], points=points)))
+            names = list(dict.fromkeys(f for t in tasks for f in t.files))
+            listed = [plan.point_label(p) for t in tasks for p, _ in t.points]
+            points = (
+                "; ".join(listed)
+                if len(listed) <= SHOWN_POINTS
+                else (f"the {len(listed)} points `notebooks/{lab.id}.yaml` declares under `yours`")
+            )
+            which = "the chapter's kernel file" if len(names) == 1 else "a kernel file this chapter measures"
+            files = ", ".join(f"`kernels_cu/{n}`" for n in names)
+            display(Markdown(_HINT.format(which=which, files=files, number=lab.id[:2], points=points)))
         return
     tasks = plan.chapter_tasks(lab.id, record["kernels"])
     if not tasks:
