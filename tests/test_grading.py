@@ -382,3 +382,25 @@ def test_the_vecmax_recipe_builds_from_a_copy_of_its_own_file_only(tmp_path):
     with pytest.raises(CudalabError, match="is not a kernel file of the vecmax02 kernel"):
         VECMAX_POINT.measure(dict(VECMAX_POINT.defaults), kernel_file=str(other), params={"seed": 1})
     assert VECMAX_POINT.kernel_file_for({"kernel": "vecmax00"}) == "vecmax_coalescing.cu"
+
+
+def test_submissions_as_dask_tasks_come_back_in_order_and_one_that_dies_costs_only_itself(tmp_path):
+    """``--workers``: each submission's process is a task on the pool (process workers here, no GPU);
+    its results come back on its own pipe from inside the Dask worker, in the submissions' order,
+    and a process that dies is marked crashed while the others are graded."""
+    pytest.importorskip("distributed")
+    from cudalab.grading import spread
+
+    body = (
+        _emit("start", index=0)
+        + "if request.get('die'): os.kill(os.getpid(), signal.SIGSEGV)\n"
+        + "print(json.dumps({'event': 'point', 'index': 0, 'status': 'ok', 'time_ms': request['ms']}), file=events, flush=True)\n"
+    )
+    requests = [{"chapter": "04_blocking_factor", "points": [[{}, "f.cu"]], "ms": i} for i in range(4)]
+    requests[2]["die"] = True
+    options = grade.GradeOptions(tmp_path, tmp_path / "out", workers=2, limits=isolate.Limits(point=20, submission=60))
+    said: list[str] = []
+    results = spread.run(requests, [f"s{i}" for i in range(4)], options, said.append, worker=_fake(tmp_path, body))
+    assert [r["points"][0]["status"] for r in results] == ["ok", "ok", R.CRASHED, "ok"]
+    assert [r["points"][0].get("time_ms") for r in results if r["points"][0]["status"] == "ok"] == [0, 1, 3]
+    assert any("LocalCluster" in line for line in said), said

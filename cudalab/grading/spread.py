@@ -17,9 +17,15 @@ from cudalab.grading import results as R
 
 
 def run(
-    requests: list[dict[str, Any]], names: list[str], options: Any, log: Callable[[str], None]
+    requests: list[dict[str, Any]],
+    names: list[str],
+    options: Any,
+    log: Callable[[str], None],
+    worker: tuple[str, ...] = isolate.WORKER,
 ) -> list[dict[str, Any]]:
-    """Each request's ``isolate.run`` result, in order, computed on ``options.workers`` GPUs."""
+    """Each request's ``isolate.run`` result, in order, computed on ``options.workers`` GPUs (process
+    workers where there is no GPU); ``worker``: what each task's child process runs (a test's
+    stand-in)."""
     from distributed import as_completed
 
     from cudalab.report.cluster import open_pool
@@ -28,7 +34,8 @@ def run(
     log(f"grading on {pool.description}")
     try:
         futures = [
-            pool.client.submit(isolate.run, request, options.limits, retries=1, pure=False) for request in requests
+            pool.client.submit(isolate.run, request, options.limits, worker=worker, retries=1, pure=False)
+            for request in requests
         ]
         index = {f.key: i for i, f in enumerate(futures)}
         results: list[dict[str, Any] | None] = [None] * len(requests)
