@@ -70,8 +70,7 @@ def measure(request: dict[str, Any]) -> int:
             rows = recipe.measure(dict(point), kernel_file=kernel_file, params=params)
             result = R.one_time(rows, yours.time)
         except KernelCompileError as exc:
-            where = f"{exc.path.name}:{exc.line}" if exc.line else exc.path.name
-            result = {"status": R.DOES_NOT_COMPILE, "reason": R.scrubbed(f"{where}: {exc.message}")}
+            result = {"status": R.DOES_NOT_COMPILE, "reason": R.compile_failure(exc)}
         except CudalabError as exc:
             result = {"status": "failed", "reason": R.scrubbed(exc)}
         except Exception as exc:
@@ -101,7 +100,7 @@ def _solve_cases(request: dict[str, Any], yours: Any, folder: Path | None, param
             ms = kind.solve(Path(case), Path(answer), kernel_file, dict(point), params)
             _emit("point", index=index, status="solved", reason="", time_ms=ms)
         except KernelCompileError as exc:
-            _emit("point", index=index, status=R.DOES_NOT_COMPILE, reason=R.scrubbed(f"{exc.path.name}: {exc.message}"))
+            _emit("point", index=index, status=R.DOES_NOT_COMPILE, reason=R.compile_failure(exc))
         except CudalabError as exc:
             _emit("point", index=index, status="failed", reason=R.scrubbed(exc))
         except Exception as exc:

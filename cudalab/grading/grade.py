@@ -247,15 +247,8 @@ def _request(
     task: plan.ChapterTask, folder: Path | None, options: GradeOptions, ceiling: bool, who: str
 ) -> dict[str, Any]:
     answers = _answers(options, who, task) if _cases(task, options) else None
-    return {
-        "chapter": task.chapter,
-        "group": task.group,
-        "folder": str(folder) if folder is not None else None,
-        "points": [[p, f] for p, f in task.points],
-        "params": chapter_params(task.chapter, options.point_time_limit_s),
-        "ceiling": task.yours.ceiling if ceiling else None,
-        "cases": [[str(c), str(answers / f"{c.name}.out")] for c in _cases(task, options)],
-    }
+    given = [(c, answers / f"{c.name}.out") for c in _cases(task, options)]
+    return task.request(folder, chapter_params(task.chapter, options.point_time_limit_s), ceiling=ceiling, cases=given)
 
 
 def _case_rows(name: str, task: plan.ChapterTask, solved: list[dict], ref: dict, options: GradeOptions) -> list[dict]:

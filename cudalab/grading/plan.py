@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from cudalab.chapter import catalog, declarations
@@ -37,6 +38,27 @@ class ChapterTask:
     def folder_name(self) -> str:
         """The key as a folder name: the chapter, with its group after a dot where not the first."""
         return self.chapter if self.group == 0 else f"{self.chapter}.{self.group}"
+
+    def request(
+        self,
+        folder: Path | None,
+        params: dict[str, Any],
+        *,
+        ceiling: bool = False,
+        cases: list[tuple[Path, Path]] = (),
+    ) -> dict[str, Any]:
+        """The worker's request (``_worker_target``) for this task: the staged submission ``folder``
+        (None: the reference files), the chapter's ``params``, whether to measure its ceiling
+        first, and the ``cases`` to solve (case file, answer file)."""
+        return {
+            "chapter": self.chapter,
+            "group": self.group,
+            "folder": str(folder) if folder is not None else None,
+            "points": [[p, f] for p, f in self.points],
+            "params": params,
+            "ceiling": self.yours.ceiling if ceiling else None,
+            "cases": [[str(c), str(a)] for c, a in cases],
+        }
 
     def keeping(self, points: tuple[tuple[dict[str, Any], str], ...]) -> ChapterTask:
         """This task with other points."""

@@ -29,6 +29,13 @@ def scrubbed(text: str, limit: int = 400) -> str:
     return one if len(one) <= limit else one[: limit - 1] + "…"
 
 
+def compile_failure(error: Any) -> str:
+    """A ``KernelCompileError`` as a student reads it: ``fw_blocked.cu:103: expected a ";"`` (the
+    file's name and line, never its path)."""
+    where = f"{error.path.name}:{error.line}" if error.line else error.path.name
+    return scrubbed(f"{where}: {error.message}")
+
+
 def one_time(rows: pd.DataFrame, how: str) -> dict[str, Any]:
     """A recipe's rows for one point as one result: ``status``/``reason`` (the first row that is
     not ok decides), and ``time_ms`` with its quartiles: the row's (``how="row"``, the first row),

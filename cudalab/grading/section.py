@@ -42,14 +42,7 @@ def submission_of(lab: Any) -> dict[str, Any] | None:
 
 
 def _request(lab: Any, task: plan.ChapterTask, folder: Path | None) -> dict[str, Any]:
-    return {
-        "chapter": task.chapter,
-        "group": task.group,
-        "folder": str(folder) if folder is not None else None,
-        "points": [[p, f] for p, f in task.points],
-        "params": {**lab.params, "point_time_limit_s": lab.point_time_limit_s},
-        "ceiling": None,
-    }
+    return task.request(folder, {**lab.params, "point_time_limit_s": lab.point_time_limit_s})
 
 
 def measured(lab: Any, task: plan.ChapterTask, staged: Path, limits: isolate.Limits) -> pd.DataFrame:
@@ -107,8 +100,7 @@ def _misfits(task: plan.ChapterTask, staged: Path) -> dict[str, dict[str, str]]:
         except ToolUnavailable:
             return {}
         except KernelCompileError as exc:
-            where = f"{exc.path.name}:{exc.line}" if exc.line else exc.path.name
-            found[file] = {"status": R.DOES_NOT_COMPILE, "reason": R.scrubbed(f"{where}: {exc.message}")}
+            found[file] = {"status": R.DOES_NOT_COMPILE, "reason": R.compile_failure(exc)}
             continue
         if problems:
             found[file] = {"status": R.MISFIT, "reason": R.scrubbed("; ".join(problems))}
