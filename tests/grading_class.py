@@ -1,6 +1,7 @@
-"""The fixture class of issue 43: one student folder per way a submission can go, each written
-from today's reference ``kernels_cu/fw_blocked.cu`` (chapter 04), so that the class follows the
-reference as it changes and nothing here copies a kernel by hand."""
+"""The fixture classes of issue 43: one student folder per way a submission can go, each written
+from today's reference ``kernels_cu/fw_blocked.cu`` (chapter 04), and a small k-means class from
+``kernels_cu/km_01_device_update.cu`` (chapter 06), so that the classes follow the references as
+they change and nothing here copies a kernel by hand."""
 
 from __future__ import annotations
 
@@ -69,13 +70,38 @@ def students() -> dict[str, dict[str, str]]:
     }
 
 
-def make_class(dest: Path) -> Path:
-    """Write the class into ``dest`` (one folder per student, plus a link to a file of the machine
-    in ``h_forbidden``) and return ``dest``."""
-    for student, files in students().items():
+KM_AVERAGE = "if (size > 0) centres[i] = sums[i] / size;"
+
+
+def kmeans_students() -> dict[str, dict[str, str]]:
+    """Lab 004 step b's file: the reference, and an update that divides by one member too many
+    (right first assignment, wrong centres, so wrong from the second iteration on)."""
+    ref = (KERNELS_DIR / "km_01_device_update.cu").read_text()
+    return {
+        "km_correct": {"km_01_device_update.cu": ref},
+        "km_wrong_update": {
+            "km_01_device_update.cu": _edit(ref, KM_AVERAGE, "if (size > 0) centres[i] = sums[i] / (size + 1);")
+        },
+    }
+
+
+def _write(dest: Path, students: dict[str, dict[str, str]]) -> Path:
+    for student, files in students.items():
         folder = dest / student
         folder.mkdir(parents=True)
         for name, text in files.items():
             (folder / name).write_text(text)
+    return dest
+
+
+def make_class(dest: Path) -> Path:
+    """Write the class into ``dest`` (one folder per student, plus a link to a file of the machine
+    in ``h_forbidden``) and return ``dest``."""
+    _write(dest, students())
     os.symlink("/etc/hostname", dest / "h_forbidden" / "fw_coalesced.cu")
     return dest
+
+
+def make_kmeans_class(dest: Path) -> Path:
+    """Write the k-means class into ``dest`` and return ``dest``."""
+    return _write(dest, kmeans_students())

@@ -12,20 +12,31 @@ import pytest
 from cudalab.grading import grade, isolate, pages
 from cudalab.grading import results as R
 from cudalab.labs.fw import nthu
-from tests.grading_class import make_class
+from tests.grading_class import make_class, make_kmeans_class
 
 pytestmark = pytest.mark.gpu
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
+def hidden(tmp_path_factory):
+    """The instructor's cases: two NTHU graphs (the C reference answers one, CuPy the other) and two
+    k-means inputs (seeded blobs at K = 16; a photograph's colour features at K = 24, real data
+    with points near the boundaries)."""
+    from cudalab.labs.kmeans import files, reference, sample_data
+
+    folder = tmp_path_factory.mktemp("cases")
+    for v, seed in ((300, 1), (1500, 2)):
+        nthu.write_case(folder / f"v{v}.in", v, nthu.generate_case(v, 0.05, seed=seed))
+    files.write_binary(folder / "blobs.k16.bin", reference.blobs(200_000, 16, 16, seed=5))
+    files.write_binary(folder / "photo.k24.bin", sample_data.image_features()["colour"])
+    return folder
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory, hidden):
     base = tmp_path_factory.mktemp("gpu-grade")
     klass = make_class(base / "class")
     out = pages.prepare(base / "out")
-    hidden = base / "cases"  # the instructor's: two NTHU graphs (the C reference answers one, CuPy the other)
-    hidden.mkdir()
-    for v, seed in ((300, 1), (1500, 2)):
-        nthu.write_case(hidden / f"v{v}.in", v, nthu.generate_case(v, 0.05, seed=seed))
     started = time.monotonic()
     options = grade.GradeOptions(
         klass, out, arch=grade.arch_for(None), limits=isolate.Limits(point=20, submission=120), cases=hidden
@@ -89,7 +100,28 @@ def test_compile_errors_and_misfits_never_reach_the_gpu(graded):
     assert graded.loc["e_signature", "status"] == R.MISFIT
 
 
-def test_on_two_gpus_through_dask_every_submission_is_graded_as_on_one(graded, tmp_path):
+def test_kmeans_cases_are_checked_against_the_sequential_codes_memberships(tmp_path, hidden):
+    """Chapter 06's cases (``KMEANS``): the reference's own file is right on both inputs, with the
+    whole run's agreement as its note; an update that divides by one member too many is wrong from
+    the second iteration, on the cases as at the measured point."""
+    klass = make_kmeans_class(tmp_path / "class")
+    out = pages.prepare(tmp_path / "out")
+    options = grade.GradeOptions(
+        klass, out, arch=grade.arch_for(None), limits=isolate.Limits(point=30, submission=180), cases=hidden
+    )
+    board = grade.grade(options, log=print).scoreboard.set_index("student")
+    print(board[["point", "status", "time_ms", "speed_vs_reference", "reason"]].to_string())
+    assert _points(board, "km_correct")["status"] == R.OK
+    assert _cases(board, "km_correct") == [R.OK, R.OK]
+    correct = board.loc[["km_correct"]]
+    assert correct[correct["point"].str.startswith("case ")]["reason"].str.startswith("whole run:").all()
+    assert _points(board, "km_wrong_update")["status"] == R.WRONG
+    assert _cases(board, "km_wrong_update") == [R.WRONG, R.WRONG]
+    wrong = board.loc[["km_wrong_update"]]
+    assert wrong[wrong["point"].str.startswith("case ")]["reason"].str.contains("after iteration 2").all()
+
+
+def test_on_two_gpus_through_dask_every_submission_is_graded_as_on_one(graded, hidden, tmp_path):
     """Issue 43, item 5: with --workers 2 on a host of two GPUs the submissions are Dask tasks, one
     GPU each; the same statuses come out (the endless and the faulting kernels cost their own
     processes only)."""
@@ -100,7 +132,12 @@ def test_on_two_gpus_through_dask_every_submission_is_graded_as_on_one(graded, t
     klass = make_class(tmp_path / "class")
     out = pages.prepare(tmp_path / "out")
     options = grade.GradeOptions(
-        klass, out, arch=grade.arch_for(None), limits=isolate.Limits(point=20, submission=120), workers=2
+        klass,
+        out,
+        arch=grade.arch_for(None),
+        limits=isolate.Limits(point=20, submission=120),
+        workers=2,
+        cases=hidden,
     )
     started = time.monotonic()
     spread = grade.grade(options, log=print).scoreboard

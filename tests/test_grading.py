@@ -283,6 +283,64 @@ def test_an_nthu_case_is_answered_byte_for_byte_and_a_wrong_answer_says_how_many
     )
 
 
+def test_a_kmeans_case_is_checked_against_the_sequential_codes_memberships_near_ties_excepted(tmp_path):
+    """The case kind of chapter 06 (``--cases``): K from the file's name; the verdict is the
+    memberships after the second iteration, where an object outside the sequential code's
+    cluster is wrong unless it was near a tie; the whole run's agreement is a note only."""
+    import numpy as np
+
+    from cudalab.chapter import declarations
+    from cudalab.grading import cases
+    from cudalab.labs.kmeans import files, reference
+
+    points = reference.blobs(3000, 4, 6, seed=11)
+    files.write_binary(tmp_path / "blobs.k6.bin", points)
+    (tmp_path / "blobs.in").write_text("another chapter's case")
+    yours = declarations.of("06_kmeans_device_update").yours[0]
+    found = cases.cases_in(tmp_path, yours.cases.suffix)
+    assert [p.name for p in found] == ["blobs.k6.bin"]
+    kind = cases.kind_of(yours.cases.kind)
+    expected = kind.expected(found[0])
+    n = len(points)
+    early = reference.classic(points, 6, max_loop=1)
+    whole = reference.classic(points, 6)
+    assert early.iterations > 2, "blobs take more than two iterations (max_loop stopped it): the verdict is the 2nd's"
+    assert np.array_equal(np.frombuffer(expected, "<i4", n), early.membership)
+
+    def answer(early_membership, final_membership, iterations) -> Path:
+        path = tmp_path / "answer.out"
+        path.write_bytes(
+            b"".join(np.asarray(a, "<i4").tobytes() for a in (early_membership, final_membership, [iterations]))
+        )
+        return path
+
+    why, note = kind.verdict(answer(early.membership, whole.membership, whole.iterations), expected)
+    assert (
+        why == ""
+        and note
+        == f"whole run: 100.00% of objects in the sequential code's cluster, {whole.iterations} iterations (its {whole.iterations})"
+    )
+    moved = early.membership.copy()
+    moved[7] = (moved[7] + 1) % 6  # a point of a blob, far from any tie
+    why, _ = kind.verdict(answer(moved, whole.membership, whole.iterations), expected)
+    assert why.startswith(f"after iteration 2, 1 of {n:,} objects are outside the sequential code's cluster")
+    assert "object 7" in why
+    tie = np.frombuffer(expected, np.uint8, n, 4 * n).copy()
+    tie[7] = 1  # the same move at a near tie is no error
+    why, _ = kind.verdict(
+        answer(moved, whole.membership, whole.iterations),
+        bytes(expected[: 4 * n]) + tie.tobytes() + bytes(expected[5 * n :]),
+    )
+    assert why == ""
+    other = whole.membership.copy()
+    other[:30] = (other[:30] + 1) % 6  # the whole run ends elsewhere: a note, never a verdict
+    why, note = kind.verdict(answer(early.membership, other, whole.iterations + 3), expected)
+    assert why == "" and f"{1 - 30 / n:.2%}" in note
+    assert kind.verdict(tmp_path / "none.out", expected)[0] == "wrote no output"
+    (tmp_path / "short.out").write_bytes(b"1234")
+    assert "bytes" in kind.verdict(tmp_path / "short.out", expected)[0]
+
+
 def test_after_a_point_the_worker_reports_crashed_the_rest_are_not_run(tmp_path):
     body = (
         _emit("start", index=0)

@@ -142,7 +142,8 @@ class Handout(_Strict):
 class Cases(_Strict):
     """An instructor's hidden inputs a chapter takes (``--grade --cases DIR``): the files of DIR with
     ``suffix``, solved by each submission as ``kind`` ("module:NAME" of a ``grading.cases.CaseKind``)
-    says, and checked byte for byte against the answer the grader computes."""
+    says, and checked against the answer the grader computes, as the kind checks it (the NTHU
+    graphs byte for byte)."""
 
     suffix: str
     kind: str

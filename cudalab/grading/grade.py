@@ -252,15 +252,17 @@ def _request(
 
 
 def _case_rows(name: str, task: plan.ChapterTask, solved: list[dict], ref: dict, options: GradeOptions) -> list[dict]:
-    """The scoreboard rows of a submission's answers to the cases: ok where the answer is the
-    expected bytes, wrong (with how many entries differ) where not, or what stopped its process."""
+    """The scoreboard rows of a submission's answers to the cases: ok where the case's kind finds
+    the answer right (with its note), wrong (with why) where not, or what stopped its process."""
     rows = []
     file = task.points[0][1]
     for case, got in zip(_cases(task, options), solved, strict=True):
         status, reason = got["status"], got.get("reason", "")
         if status == "solved":
-            why = cases.differs(_answers(options, name, task) / f"{case.name}.out", ref["expected"][case.name])
-            status, reason = (R.WRONG, why) if why else (R.OK, "")
+            why, note = task_kind(task).verdict(
+                _answers(options, name, task) / f"{case.name}.out", ref["expected"][case.name]
+            )
+            status, reason = (R.WRONG, why) if why else (R.OK, note)
         base = ref["by_case"].get(case.name, {})
         ref_ms = base.get("time_ms") if base.get("status") == R.OK else None
         time_ms = got.get("time_ms") if status == R.OK else None
@@ -305,7 +307,9 @@ def _references(jobs: list, options: GradeOptions, log: Log) -> dict[tuple[str, 
         measured, solved = result["points"][: len(task.points)], result["points"][len(task.points) :]
         by_case = {}
         for case, got in zip(given, solved, strict=True):
-            why = cases.differs(_answers(options, REFERENCE_ANSWERS, task) / f"{case.name}.out", expected[case.name])
+            why, _ = task_kind(task).verdict(
+                _answers(options, REFERENCE_ANSWERS, task) / f"{case.name}.out", expected[case.name]
+            )
             by_case[case.name] = {**got, "status": R.OK if got["status"] == "solved" and not why else got["status"]}
             if why and got["status"] == "solved":
                 log(f"warning: the reference kernel's answer to {case.name} differs from the reference solver's: {why}")
