@@ -103,3 +103,29 @@ def test_every_chapter_that_launches_a_students_file_measures_it(tmp_path):
     proc = _build("--kernels", str(mine), "--gpu", "h100", "--out", str(tmp_path / "out"))
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_the_sections_figure_puts_each_point_on_its_own_scale():
+    """A chapter's points may differ a thousandfold (vecMax at 0.17 ms beside the basic
+    Floyd-Warshall kernel at 63 ms): each point is a row of its own, scaled to its own bars, each
+    bar labelled with its value and unit, a wrong result named in its label."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import pandas as pd
+
+    from cudalab.core import plots
+
+    data = pd.DataFrame(
+        {
+            "point": ["n=67108864, kernel=vecmax00"] * 2 + ["n=2048, block_edge=16"] * 2,
+            "source": ["reference", "yours", "reference", "yours (wrong)"],
+            "time_ms": [0.174, 0.175, 62.71, 62.72],
+        }
+    )
+    fig = plots.bars_per_panel(data, "point", "time_ms", "source", xlabel="time (ms)", title="t", unit="ms")
+    small, large = fig.axes
+    assert small.get_xlim()[1] < 1 < 60 < large.get_xlim()[1]
+    assert [t.get_text() for t in large.get_yticklabels()] == ["reference", "yours (wrong)"]
+    assert [t.get_text() for t in small.texts] == ["0.174 ms", "0.175 ms"]
+    assert small.get_title(loc="left") == "n=67108864, kernel=vecmax00"

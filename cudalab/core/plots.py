@@ -188,6 +188,32 @@ def compare_bars(data: pd.DataFrame, x: str, y: str, source: str, *, xlabel: str
     return ax
 
 
+def bars_per_panel(
+    data: pd.DataFrame, panel: str, x: str, source: str, *, xlabel: str, title: str, unit: str = ""
+) -> plt.Figure:
+    """One row of horizontal bars per value of ``panel`` (each source's ``x``, labelled with its
+    value), each row on its own scale: for quantities of different sizes side by side, such as one
+    chapter's points of different recipes (a 60 ms kernel beside a 0.1 ms one)."""
+    import textwrap
+
+    panels = list(dict.fromkeys(data[panel]))
+    colours = palette(data[source], sources=True)
+    fig, axes = plt.subplots(len(panels), 1, figsize=(7.5, 0.6 + 1.05 * len(panels)), squeeze=False)
+    for ax, value in zip(axes[:, 0], panels, strict=True):
+        rows = data[data[panel] == value]
+        bars = ax.barh([str(v) for v in rows[source]], rows[x], color=[colours[v] for v in rows[source]], height=0.7)
+        ax.bar_label(bars, labels=[f"{v:.3g} {unit}".strip() for v in rows[x]], padding=3, fontsize=8)
+        ax.set_xlim(0, float(rows[x].max()) * 1.3 or 1.0)
+        ax.invert_yaxis()
+        ax.set_title(textwrap.fill(str(value), 100), fontsize=8, loc="left")
+        ax.tick_params(labelsize=8)
+        ax.spines[["top", "right"]].set_visible(False)
+    axes[-1, 0].set_xlabel(xlabel)
+    fig.suptitle(title, fontsize=10, x=0.01, ha="left")
+    fig.tight_layout()
+    return fig
+
+
 NOT_PUBLISHED = "not published"
 
 

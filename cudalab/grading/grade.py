@@ -341,11 +341,7 @@ def _run_all(jobs: list, options: GradeOptions, log: Log) -> list[dict[str, Any]
     results = []
     for (name, task, _), request in zip(jobs, requests, strict=True):
         result = isolate.run(request, options.limits)
-        log(
-            f"graded {name} {task.chapter}: "
-            + ", ".join(p["status"] for p in result["points"])
-            + f" ({result['wall_s']:.1f} s)"
-        )
+        log(R.progress_line(name, task.chapter, result))
         results.append(result)
     return results
 

@@ -77,3 +77,10 @@ def rate_of(point: Mapping[str, Any], time_ms: float | None, expression: str | N
 def shown_file(path: str | Path) -> str:
     """A kernel file as a student reads it: its name only."""
     return Path(path).name
+
+
+def progress_line(student: str, chapter: str, result: dict) -> str:
+    """One line of the grader's progress for a (student, chapter) worker's result: each point's
+    status, and each case as answered (its verdict is the grader's, on the scoreboard)."""
+    said = ", ".join("case answered" if p["status"] == "solved" else p["status"] for p in result["points"])
+    return f"graded {student} {chapter}: {said} ({result['wall_s']:.1f} s)"

@@ -288,6 +288,13 @@ def _has_values(column: pd.Series) -> bool:
     return bool(column.notna().any() and column.dropna().astype(str).str.strip().ne("").any())
 
 
+READABLE = {
+    "time_ms": "time (ms)",
+    "speed_vs_reference": "speed vs reference",
+    "fraction_of_ceiling": "fraction of the ceiling",
+}
+
+
 def show(
     frame: pd.DataFrame,
     kernel_files: list[str],
@@ -340,8 +347,8 @@ def show(
         if marked[c].notna().any() or c in ("point", "source", "status")
     ]
     st = plots.styled(
-        marked[shown],
-        {"time_ms": "{:.3f}", "speed_vs_reference": "{:.2f}x", "fraction_of_ceiling": "{:.1%}"},
+        marked[shown].rename(columns=READABLE),
+        {"time (ms)": "{:.3f}", "speed vs reference": "{:.2f}x", "fraction of the ceiling": "{:.1%}"},
         small_print=True,
     )
     st = st.apply(
@@ -352,21 +359,19 @@ def show(
     if len(timed_rows):
         import matplotlib.pyplot as plt
 
-        fig, ax = plt.subplots(figsize=(7, 2.2 + 0.5 * timed_rows["point"].nunique()))
         labels = timed_rows.assign(
             source=[
                 f"{s} ({st})" if st != R.OK else s
                 for s, st in zip(timed_rows["source"], timed_rows["status"], strict=True)
             ]
         )
-        plots.compare_bars(
+        plots.bars_per_panel(
             labels,
             "point",
             "time_ms",
             "source",
-            xlabel="point",
-            ylabel="time (ms)",
+            xlabel="time (ms), each point on its own scale",
             title="Your kernel beside the reference",
-            ax=ax,
+            unit="ms",
         )
         plt.show()

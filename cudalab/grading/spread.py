@@ -50,8 +50,7 @@ def run(
                     "points": [{"status": R.CRASHED, "reason": why}] * len(requests[i]["points"]),
                     "wall_s": 0.0,
                 }
-            points = ", ".join(p["status"] for p in results[i]["points"])
-            log(f"graded {names[i]} {requests[i]['chapter']}: {points} ({results[i]['wall_s']:.1f} s)")
+            log(R.progress_line(names[i], requests[i]["chapter"], results[i]))
         return [r for r in results if r is not None]
     finally:
         pool.close()
