@@ -9,7 +9,13 @@
 - **cached**: the same command again into the same folder: chapters whose kernels, notebook,
   parameters, package and GPU are unchanged are kept (the report says "from cache");
 - **replay**: a build from the recording in ``results/`` (``--replay``), into a fresh folder,
-  as CI and a laptop without a GPU build it.
+  as CI and a laptop without a GPU build it;
+- **workers** (``--workers N``, a host of N GPUs): the cold build again through Dask, one chapter
+  per GPU, with fresh caches of its own, beside the serial cold build of the same run: its wall
+  time against issue 45's goal (4 GPUs: 1.15x chapter 00 plus the slowest chapter, serial; 2
+  GPUs: 0.60x the serial build), each chapter's seconds both ways, and the cells that grew most
+  under Dask (papermill's duration of each cell, serial against workers): where a chapter's time
+  went when it ran beside others.
 
 Each build is timed from the outside (wall clock of the ``build_report.py`` process). The
 goals of issue 13 are printed beside the times; ``--record`` keeps the figures, with the
@@ -37,6 +43,10 @@ from cudalab.core.paths import RESULTS_DIR, ROOT  # noqa: E402
 from cudalab.core.provenance import commit_state  # noqa: E402
 
 GOALS_S = {"cold": 300.0, "cached": 30.0, "replay": 90.0}
+PER_CHAPTER_GOAL = 1.10  # a chapter's seconds under --workers N, at most this times its serial seconds
+CRITICAL_PATH_GOAL = 1.15  # 3+ GPUs: the build, at most this times chapter 00 plus the slowest chapter (serial)
+TWO_GPU_GOAL = 0.60  # 2 GPUs: the build, at most this times the serial build
+FIRST = "00_gpu_capabilities"
 BUILD_TIMES = "build_times"
 
 
@@ -60,14 +70,59 @@ def chapter_seconds(out: Path) -> dict[str, float]:
     return {name: round(float(c.get("seconds", 0.0)), 1) for name, c in chapters.items() if not c.get("reused")}
 
 
+def _gpu_count() -> int:
+    cp = gpu.cupy_or_none()
+    return cp.cuda.runtime.getDeviceCount() if cp is not None and gpu.gpu_available() else 0
+
+
 def machine() -> dict[str, object]:
-    """The machine the builds ran on, derived: the GPU's name where one is present, else the CPU count."""
+    """The machine the builds ran on, derived: the GPU's name and count where one is present, else
+    the CPU count. A host of several GPUs has a slug of its own (``...-x4``)."""
     name = gpu.gpu_name() if gpu.gpu_available() else None
-    return {
-        "gpu_name": name or "none",
-        "cpu_count": os.cpu_count(),
-        "slug": gpu_slug(name) if name else f"no-gpu-{os.cpu_count()}-cores",
-    }
+    count = _gpu_count()
+    slug = gpu_slug(name) + (f"-x{count}" if count > 1 else "") if name else f"no-gpu-{os.cpu_count()}-cores"
+    return {"gpu_name": name or "none", "gpu_count": count, "cpu_count": os.cpu_count(), "slug": slug}
+
+
+def workers_goal_s(serial: dict[str, float], serial_wall_s: float, gpus: int) -> float:
+    """Issue 45's goal for a build on ``gpus`` GPUs, from the serial build of the same run: on 2,
+    ``TWO_GPU_GOAL`` of its wall time; on more, ``CRITICAL_PATH_GOAL`` times chapter 00 plus the
+    slowest other chapter (the critical path: the others read chapter 00's ceilings)."""
+    if gpus <= 2:
+        return TWO_GPU_GOAL * serial_wall_s
+    others = [sec for name, sec in serial.items() if name != FIRST]
+    return CRITICAL_PATH_GOAL * (serial.get(FIRST, 0.0) + max(others, default=0.0))
+
+
+def cell_seconds(folder: Path) -> dict[tuple[str, int], tuple[float, str]]:
+    """(notebook, cell index) -> (seconds, first line) of every executed cell under ``folder``
+    (papermill records each cell's duration)."""
+    import nbformat
+
+    cells = {}
+    for path in sorted(folder.rglob("*.ipynb")):
+        for i, cell in enumerate(nbformat.read(path, as_version=4).cells):
+            seconds = (cell.get("metadata", {}).get("papermill") or {}).get("duration")
+            if seconds is not None:
+                first = next((line for line in cell.source.splitlines() if line.strip()), "")
+                cells[(path.stem, i)] = (float(seconds), first[:80])
+    return cells
+
+
+def cells_grown(serial: Path, spread: Path, count: int = 15) -> list[dict[str, object]]:
+    """The ``count`` cells whose seconds grew most from the serial build to the several-GPU one."""
+    a, b = cell_seconds(serial), cell_seconds(spread)
+    rows = [
+        {
+            "notebook": nb,
+            "cell": i,
+            "first_line": b[(nb, i)][1],
+            "serial_s": round(a[(nb, i)][0], 2),
+            "workers_s": round(b[(nb, i)][0], 2),
+        }
+        for nb, i in a.keys() & b.keys()
+    ]
+    return sorted(rows, key=lambda r: r["workers_s"] - r["serial_s"], reverse=True)[:count]
 
 
 def run(
@@ -77,6 +132,8 @@ def run(
     skip_replay: bool = False,
     record_results: bool = False,
     keep: Path | None = None,
+    workers: int = 0,
+    skip_cached: bool = False,
 ) -> dict[str, object]:
     env = {**os.environ}
     times: dict[str, dict[str, object]] = {}
@@ -93,7 +150,7 @@ def run(
                 "CUPY_CACHE_DIR": str(work / "cupy-cache"),
                 "CUDALAB_CACHE_DIR": str(work / "cudalab-cache"),
             }
-            for label in ("cold", "cached"):
+            for label in ("cold",) if skip_cached else ("cold", "cached"):
                 print(f"{label}: building profile {profile} (measuring) ...", file=sys.stderr, flush=True)
                 extra = ["--record"] if record_results and label == "cold" else []
                 seconds, rc, tail = _build(["--gpu", profile, "--format", formats, "--out", str(out), *extra], env_cold)
@@ -104,6 +161,8 @@ def run(
                     "chapter_seconds": chapter_seconds(out),
                 }
                 print(f"{label}: {seconds:.1f} s (exit status {rc})", file=sys.stderr, flush=True)
+        if workers > 1 and "cold" in times:
+            times["workers"] = _workers_build(profile, formats, work, env, workers, times["cold"])
         if not skip_replay:
             print(f"replay: building profile {profile} from results/ ...", file=sys.stderr, flush=True)
             seconds, rc, tail = _build(
@@ -117,12 +176,13 @@ def run(
                 "chapter_seconds": chapter_seconds(work / "replayed"),
             }
     finally:
-        if keep is not None and (work / "measured").is_dir():  # the executed notebooks: each cell's duration
-            shutil.copytree(work / "measured", keep / "measured", dirs_exist_ok=True)
+        for name in ("measured", "spread"):  # the executed notebooks: each cell's duration
+            if keep is not None and (work / name).is_dir():
+                shutil.copytree(work / name, keep / name, dirs_exist_ok=True)
         shutil.rmtree(work, ignore_errors=True)
     for label, t in times.items():
-        t["goal_s"] = GOALS_S[label]
-        t["meets_goal"] = t["exit_status"] == 0 and t["seconds"] <= GOALS_S[label]
+        t.setdefault("goal_s", GOALS_S.get(label, 0.0))
+        t["meets_goal"] = t["exit_status"] == 0 and t["seconds"] <= t["goal_s"]
     return {
         "profile": profile,
         "formats": formats,
@@ -131,6 +191,39 @@ def run(
         "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         **commit_state(),
         "builds": times,
+    }
+
+
+def _workers_build(
+    profile: str, formats: str, work: Path, env: dict[str, str], workers: int, serial: dict[str, object]
+) -> dict[str, object]:
+    """The cold build through Dask on ``workers`` GPUs, with fresh caches of its own, beside the
+    serial cold build ``serial`` of this run: wall time against its goal, each chapter's seconds
+    and its ratio to the serial chapter, and the cells that grew most."""
+    out = work / "spread"
+    env_cold = {
+        **env,
+        "CUPY_CACHE_DIR": str(work / "cupy-cache-spread"),
+        "CUDALAB_CACHE_DIR": str(work / "cache-spread"),
+    }
+    print(f"workers: building profile {profile} on {workers} GPUs (measuring) ...", file=sys.stderr, flush=True)
+    seconds, rc, tail = _build(
+        ["--gpu", profile, "--format", formats, "--out", str(out), "--workers", str(workers)], env_cold
+    )
+    chapters = chapter_seconds(out)
+    before = serial["chapter_seconds"]
+    print(f"workers: {seconds:.1f} s (exit status {rc})", file=sys.stderr, flush=True)
+    return {
+        "seconds": round(seconds, 1),
+        "exit_status": rc,
+        "log_tail": tail,
+        "gpus": workers,
+        "chapter_seconds": chapters,
+        "chapter_ratio": {k: round(v / before[k], 2) for k, v in chapters.items() if before.get(k)},
+        "per_chapter_goal": PER_CHAPTER_GOAL,
+        "goal_s": round(workers_goal_s(before, float(serial["seconds"]), workers), 1),
+        "serial_seconds": serial["seconds"],
+        "cells_grown": cells_grown(work / "measured", out) if (work / "measured").is_dir() and out.is_dir() else [],
     }
 
 
@@ -179,8 +272,26 @@ def main(argv: list[str] | None = None) -> int:
         metavar="DIR",
         help="copy the measured builds' output (executed notebooks with each cell's duration) into DIR/measured",
     )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="on a host of N GPUs: also the cold build through Dask (build_report.py --workers N), beside the "
+        "serial one, each chapter's seconds both ways and the cells that grew most",
+    )
+    parser.add_argument("--skip-cached", action="store_true", help="time no cached build (the cold one stays)")
     args = parser.parse_args(argv)
-    result = run(args.profile, args.skip_cold, args.formats, args.skip_replay, args.record_results, args.keep)
+    result = run(
+        args.profile,
+        args.skip_cold,
+        args.formats,
+        args.skip_replay,
+        args.record_results,
+        args.keep,
+        args.workers,
+        args.skip_cached,
+    )
     print(
         f"\nbuild times, profile {args.profile}, on {result['machine']['gpu_name']} "
         f"({result['machine']['cpu_count']} CPU cores), {result['date_utc']}"
@@ -197,6 +308,14 @@ def main(argv: list[str] | None = None) -> int:
             spent = sum(t["chapter_seconds"].values())
             parts = ", ".join(f"{name[:2]} {sec:.0f}" for name, sec in t["chapter_seconds"].items())
             print(f"{'':<8} chapters {spent:.0f} s ({parts}); the rest {t['seconds'] - spent:.0f} s")
+    spread = result["builds"].get("workers")
+    if spread:
+        print(f"\neach chapter on {spread['gpus']} GPUs against serial (goal: at most {PER_CHAPTER_GOAL:.2f}x):")
+        for name, ratio in spread["chapter_ratio"].items():
+            print(f"  {name:<28} {spread['chapter_seconds'][name]:6.1f} s  {ratio:.2f}x")
+        print("cells that grew most under Dask (serial s -> workers s):")
+        for c in spread["cells_grown"]:
+            print(f"  {c['serial_s']:6.1f} -> {c['workers_s']:6.1f}  {c['notebook']} [{c['cell']}]  {c['first_line']}")
     if args.keep is not None and (args.keep / "measured").is_dir():
         print(f"\nslowest cells of the measured builds (kept in {args.keep / 'measured'}):")
         for seconds, notebook, index, first in slowest_cells(args.keep / "measured"):
