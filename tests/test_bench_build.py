@@ -83,3 +83,50 @@ def test_benchmarks_say_where_a_recorded_builds_time_went(tmp_path):
     del record["builds"]["cold"]["chapter_seconds"]  # a recording from before bench_build kept them
     (tmp_path / "build_times" / "gpu-h100.json").write_text(json.dumps(record))
     assert "Where the time went" not in "\n".join(build_times(tmp_path))
+
+
+def test_several_gpus_are_set_beside_the_serial_build_against_issue_45s_goals(tmp_path):
+    """``--workers 4,2``: the goal of each GPU count from the serial build of the same run (4: 1.15x
+    chapter 00 plus the slowest chapter; 2: 0.60x the serial build), and the cells that grew most."""
+    import json
+
+    from cudalab.report.benchmarks import build_times
+
+    bench = _bench()
+    serial = {"00_gpu_capabilities": 24.0, "04_blocking_factor": 76.0, "05_matmul_footprint": 49.0}
+    assert bench.workers_goal_s(serial, 287.3, 4) == 1.15 * (24.0 + 76.0)
+    assert round(bench.workers_goal_s(serial, 287.3, 2), 2) == round(0.60 * 287.3, 2)
+    for name in ("measured", "spread"):
+        (tmp_path / name / "notebooks").mkdir(parents=True)
+    _executed(tmp_path / "measured" / "notebooks" / "05_matmul_footprint.ipynb", [4.7, 14.0])
+    _executed(tmp_path / "spread" / "notebooks" / "05_matmul_footprint.ipynb", [9.7, 14.8])
+    grown = bench.cells_grown(tmp_path / "measured", tmp_path / "spread")
+    assert [(c["cell"], c["serial_s"], c["workers_s"]) for c in grown] == [(0, 4.7, 9.7), (1, 14.0, 14.8)]
+    record = {
+        "profile": "h100",
+        "machine": {"gpu_name": "NVIDIA H100 80GB HBM3", "gpu_count": 4, "cpu_count": 64},
+        "date_utc": "2026-11-27T06:00:40Z",
+        "git_commit": "3c87110cdc7f",
+        "builds": {
+            "cold": {"seconds": 287.3, "goal_s": 300.0, "meets_goal": True, "chapter_seconds": serial},
+            "workers-4": {
+                "seconds": 104.0,
+                "goal_s": 115.0,
+                "meets_goal": True,
+                "gpus": 4,
+                "serial_seconds": 287.3,
+                "per_chapter_goal": 1.1,
+                "chapter_seconds": {"00_gpu_capabilities": 26.0, "04_blocking_factor": 87.0},
+                "chapter_ratio": {"00_gpu_capabilities": 1.08, "04_blocking_factor": 1.14},
+            },
+        },
+    }
+    (tmp_path / "build_times").mkdir()
+    (tmp_path / "build_times" / "gpu-x4-h100.json").write_text(json.dumps(record))
+    text = "\n".join(build_times(tmp_path))
+    assert (
+        "| `h100` | NVIDIA H100 80GB HBM3, 64 CPU cores | 2026-11-27T06:00:40Z | `3c87110cdc` | 4 | 287 | 104 | 115 | yes |"
+        in text
+    )
+    assert "1.14x (goal 1.10x) | 00 24 → 26 s (1.08x), 04 76 → 87 s (1.14x) |" in text
+    assert text.count("build on") == 1, "the several-GPU build is in its own table, not summed"

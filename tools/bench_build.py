@@ -10,8 +10,9 @@
   parameters, package and GPU are unchanged are kept (the report says "from cache");
 - **replay**: a build from the recording in ``results/`` (``--replay``), into a fresh folder,
   as CI and a laptop without a GPU build it;
-- **workers** (``--workers N``, a host of N GPUs): the cold build again through Dask, one chapter
-  per GPU, with fresh caches of its own, beside the serial cold build of the same run: its wall
+- **workers-N** (``--workers 4,2``, on a host of at least N GPUs): the cold build again through
+  Dask, one chapter per GPU, with fresh caches of its own, beside the serial cold build of the
+  same run: its wall
   time against issue 45's goal (4 GPUs: 1.15x chapter 00 plus the slowest chapter, serial; 2
   GPUs: 0.60x the serial build), each chapter's seconds both ways, and the cells that grew most
   under Dask (papermill's duration of each cell, serial against workers): where a chapter's time
@@ -19,8 +20,9 @@
 
 Each build is timed from the outside (wall clock of the ``build_report.py`` process). The
 goals of issue 13 are printed beside the times; ``--record`` keeps the figures, with the
-machine, date and commit derived by the code, in ``results/build_times/<machine>.json``, from
-which ``make benchmarks`` renders them into BENCHMARKS.md.
+machine, date and commit derived by the code, in ``results/build_times/<machine>-<profile>.json``
+(written again after each build, so a run stopped midway keeps what it measured), from which
+``make benchmarks`` renders them into BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -132,18 +134,37 @@ def run(
     skip_replay: bool = False,
     record_results: bool = False,
     keep: Path | None = None,
-    workers: int = 0,
+    workers: tuple[int, ...] = (),
     skip_cached: bool = False,
+    record_to: Path | None = None,
+    earlier: dict[str, dict[str, object]] | None = None,
 ) -> dict[str, object]:
     env = {**os.environ}
-    times: dict[str, dict[str, object]] = {}
+    times: dict[str, dict[str, object]] = dict(earlier or {})
+    result = {
+        "profile": profile,
+        "formats": formats,
+        "machine": machine(),
+        "compiler_report_cache_files": 0,
+        "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        **commit_state(),
+        "builds": times,
+    }
+
+    def done(label: str, build: dict[str, object]) -> None:
+        build.setdefault("goal_s", GOALS_S.get(label, 0.0))
+        build["meets_goal"] = build["exit_status"] == 0 and build["seconds"] <= build["goal_s"]
+        times[label] = build
+        if record_to is not None:
+            record_to.parent.mkdir(parents=True, exist_ok=True)
+            record_to.write_text(json.dumps(result, indent=2) + "\n")
+
     work = Path(tempfile.mkdtemp(prefix="cudalab-bench-"))
     # the replay compiles the occupancy tables' kernels, as on a fresh clone: an empty cache of
     # compiler reports of its own (an earlier build's reports would make it look faster)
     replay_cache = work / "replay-cudalab-cache"
-    cached_reports = 0
     try:
-        if gpu.gpu_available() and not skip_cold:
+        if gpu.gpu_available() and not skip_cold and "cold" not in times:
             out = work / "measured"
             env_cold = {
                 **env,
@@ -154,44 +175,37 @@ def run(
                 print(f"{label}: building profile {profile} (measuring) ...", file=sys.stderr, flush=True)
                 extra = ["--record"] if record_results and label == "cold" else []
                 seconds, rc, tail = _build(["--gpu", profile, "--format", formats, "--out", str(out), *extra], env_cold)
-                times[label] = {
+                build = {
                     "seconds": round(seconds, 1),
                     "exit_status": rc,
                     "log_tail": tail,
                     "chapter_seconds": chapter_seconds(out),
                 }
                 print(f"{label}: {seconds:.1f} s (exit status {rc})", file=sys.stderr, flush=True)
-        if workers > 1 and "cold" in times:
-            times["workers"] = _workers_build(profile, formats, work, env, workers, times["cold"])
+                done(label, build)
+        for n in workers if "cold" in times else ():
+            done(f"workers-{n}", _workers_build(profile, formats, work, env, n, times["cold"]))
         if not skip_replay:
             print(f"replay: building profile {profile} from results/ ...", file=sys.stderr, flush=True)
             seconds, rc, tail = _build(
                 ["--gpu", profile, "--replay", "--format", formats, "--out", str(work / "replayed")],
                 {**env, "CUDALAB_CACHE_DIR": str(replay_cache)},
             )
-            times["replay"] = {
-                "seconds": round(seconds, 1),
-                "exit_status": rc,
-                "log_tail": tail,
-                "chapter_seconds": chapter_seconds(work / "replayed"),
-            }
+            done(
+                "replay",
+                {
+                    "seconds": round(seconds, 1),
+                    "exit_status": rc,
+                    "log_tail": tail,
+                    "chapter_seconds": chapter_seconds(work / "replayed"),
+                },
+            )
     finally:
-        for name in ("measured", "spread"):  # the executed notebooks: each cell's duration
+        for name in ("measured", *(f"spread-{n}" for n in workers)):  # the executed notebooks: each cell's duration
             if keep is not None and (work / name).is_dir():
                 shutil.copytree(work / name, keep / name, dirs_exist_ok=True)
         shutil.rmtree(work, ignore_errors=True)
-    for label, t in times.items():
-        t.setdefault("goal_s", GOALS_S.get(label, 0.0))
-        t["meets_goal"] = t["exit_status"] == 0 and t["seconds"] <= t["goal_s"]
-    return {
-        "profile": profile,
-        "formats": formats,
-        "machine": machine(),
-        "compiler_report_cache_files": cached_reports,
-        "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        **commit_state(),
-        "builds": times,
-    }
+    return result
 
 
 def _workers_build(
@@ -206,13 +220,15 @@ def _workers_build(
         "CUPY_CACHE_DIR": str(work / "cupy-cache-spread"),
         "CUDALAB_CACHE_DIR": str(work / "cache-spread"),
     }
-    print(f"workers: building profile {profile} on {workers} GPUs (measuring) ...", file=sys.stderr, flush=True)
+    print(
+        f"workers-{workers}: building profile {profile} on {workers} GPUs (measuring) ...", file=sys.stderr, flush=True
+    )
     seconds, rc, tail = _build(
         ["--gpu", profile, "--format", formats, "--out", str(out), "--workers", str(workers)], env_cold
     )
     chapters = chapter_seconds(out)
     before = serial["chapter_seconds"]
-    print(f"workers: {seconds:.1f} s (exit status {rc})", file=sys.stderr, flush=True)
+    print(f"workers-{workers}: {seconds:.1f} s (exit status {rc})", file=sys.stderr, flush=True)
     return {
         "seconds": round(seconds, 1),
         "exit_status": rc,
@@ -239,6 +255,17 @@ def slowest_cells(folder: Path, count: int = 12) -> list[tuple[float, str, int, 
             first = next((line for line in cell.source.splitlines() if line.strip()), "")
             cells.append((float(seconds), path.stem, i, first[:80]))
     return sorted(cells, reverse=True)[:count]
+
+
+def _counts(text: str) -> tuple[int, ...]:
+    """``--workers 4,2``: GPU counts of 2 or more."""
+    try:
+        counts = tuple(int(n) for n in text.split(",") if n.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: GPU counts, comma-separated (4,2)") from None
+    if not counts or min(counts) < 2:
+        raise argparse.ArgumentTypeError(f"{text!r}: each GPU count is 2 or more")
+    return counts
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -274,14 +301,31 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--workers",
-        type=int,
-        default=0,
-        metavar="N",
-        help="on a host of N GPUs: also the cold build through Dask (build_report.py --workers N), beside the "
-        "serial one, each chapter's seconds both ways and the cells that grew most",
+        type=_counts,
+        default=(),
+        metavar="N[,N...]",
+        help="on a host of at least N GPUs: also the cold build through Dask (build_report.py --workers N) for "
+        "each N, beside the serial one: each chapter's seconds both ways and the cells that grew most",
     )
     parser.add_argument("--skip-cached", action="store_true", help="time no cached build (the cold one stays)")
+    parser.add_argument(
+        "--add",
+        action="store_true",
+        help="add this run's builds to the record of this machine and commit (a --workers build beside the "
+        "serial one of an earlier run on the same host, where one run would not fit a time limit)",
+    )
     args = parser.parse_args(argv)
+    slug = machine()["slug"]
+    dest = RESULTS_DIR / BUILD_TIMES / f"{slug}-{args.profile}.json"
+    earlier = None
+    if args.add:
+        try:
+            prior = json.loads(dest.read_text())
+        except (OSError, ValueError):
+            parser.error(f"--add: no record to add to at {dest}")
+        if prior.get("git_commit") != commit_state().get("git_commit"):
+            parser.error(f"--add: {dest.name} was measured at another commit ({prior.get('git_commit')})")
+        earlier = prior["builds"]
     result = run(
         args.profile,
         args.skip_cold,
@@ -291,26 +335,30 @@ def main(argv: list[str] | None = None) -> int:
         args.keep,
         args.workers,
         args.skip_cached,
+        dest if args.record else None,
+        earlier,
     )
     print(
         f"\nbuild times, profile {args.profile}, on {result['machine']['gpu_name']} "
         f"({result['machine']['cpu_count']} CPU cores), {result['date_utc']}"
     )
-    print(f"{'build':<8} {'seconds':>8} {'goal':>6}  result")
+    print(f"{'build':<10} {'seconds':>8} {'goal':>6}  result")
     for label, t in result["builds"].items():
         verdict = (
             "meets the goal"
             if t["meets_goal"]
             else (f"FAILED (exit {t['exit_status']}): {t['log_tail']}" if t["exit_status"] else "misses the goal")
         )
-        print(f"{label:<8} {t['seconds']:>8.1f} {t['goal_s']:>6.0f}  {verdict}")
-        if t.get("chapter_seconds"):
+        print(f"{label:<10} {t['seconds']:>8.1f} {t['goal_s']:>6.0f}  {verdict}")
+        if t.get("chapter_seconds") and not label.startswith("workers"):  # (side by side: no sum to take)
             spent = sum(t["chapter_seconds"].values())
             parts = ", ".join(f"{name[:2]} {sec:.0f}" for name, sec in t["chapter_seconds"].items())
-            print(f"{'':<8} chapters {spent:.0f} s ({parts}); the rest {t['seconds'] - spent:.0f} s")
-    spread = result["builds"].get("workers")
-    if spread:
-        print(f"\neach chapter on {spread['gpus']} GPUs against serial (goal: at most {PER_CHAPTER_GOAL:.2f}x):")
+            print(f"{'':<10} chapters {spent:.0f} s ({parts}); the rest {t['seconds'] - spent:.0f} s")
+    for n in args.workers:
+        spread = result["builds"].get(f"workers-{n}")
+        if not spread:
+            continue
+        print(f"\neach chapter on {n} GPUs against serial (goal: at most {PER_CHAPTER_GOAL:.2f}x):")
         for name, ratio in spread["chapter_ratio"].items():
             print(f"  {name:<28} {spread['chapter_seconds'][name]:6.1f} s  {ratio:.2f}x")
         print("cells that grew most under Dask (serial s -> workers s):")
@@ -321,10 +369,7 @@ def main(argv: list[str] | None = None) -> int:
         for seconds, notebook, index, first in slowest_cells(args.keep / "measured"):
             print(f"{seconds:7.1f} s  {notebook} [{index}]  {first}")
     if args.record:
-        dest = RESULTS_DIR / BUILD_TIMES / f"{result['machine']['slug']}-{args.profile}.json"
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(json.dumps(result, indent=2) + "\n")
-        print(f"recorded: {dest.relative_to(ROOT)}")
+        print(f"recorded: {BUILD_TIMES}/{slug}-{args.profile}.json")
     return 0 if all(t["exit_status"] == 0 for t in result["builds"].values()) else 1
 
 

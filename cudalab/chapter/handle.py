@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from cudalab.chapter import catalog, declarations, parameters, recorded, staleness
+from cudalab.chapter import awaiting, catalog, declarations, parameters, recorded, staleness
 from cudalab.chapter.profiles import Profile, open_profile, resolve_profile_name, unknown_profile
 from cudalab.chapter.recorded import ANSWERS, PROVENANCE, SCORECARD, SUMMARY
 from cudalab.core import gpu, provenance
@@ -267,11 +267,14 @@ class Chapter:
         """The ceilings the chapters before this one declared (``declarations``: chapter 00's
         ``dram_Bps``, ``dram_read_Bps``, ``dram_read_fast_Bps``, ``add_min_per_s``), read from
         their tables in this build (measure: this run's data folder) or in the recording replayed.
-        Empty where no chapter that offers them was part of the run."""
+        Empty where no chapter that offers them was part of the run. In a Dask build, where chapter
+        00 measures beside this chapter, this waits for it to end (``chapter.awaiting``)."""
         folder = self.data_dir if self.mode == "measure" else self.recorded_dir
         found: dict[str, float] = {}
         for chapter_id in declarations.offering_ceilings():
             if chapter_id != self.id:
+                if self.mode == "measure":  # a Dask build: that chapter may still be measuring beside this one
+                    awaiting.wait_for(chapter_id)
                 found.update(declarations.of(chapter_id).read_ceilings(folder / chapter_id))
         return found
 

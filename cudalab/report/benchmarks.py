@@ -233,7 +233,48 @@ def build_times(results: Path = RESULTS_DIR) -> list[str]:
                 f"{t['seconds']:.0f} | {t['goal_s']:.0f} | {'yes' if t['meets_goal'] else 'no'} |"
             )
     spent = _where_the_time_went(files)
-    return out + ([""] + spent if spent else []) + [""]
+    return out + ([""] + spent if spent else []) + [""] + several_gpus(files)
+
+
+def several_gpus(files: list[Path]) -> list[str]:
+    """The several-GPU builds (``bench_build --workers N``) beside the serial cold build of the same
+    run: wall time against issue 45's goal, and each chapter's seconds both ways, as a ratio."""
+    rows = []
+    for path in files:
+        r = json.loads(path.read_text())
+        serial = (r["builds"].get("cold") or {}).get("chapter_seconds") or {}
+        for label, t in r["builds"].items():
+            if not label.startswith("workers") or not serial:
+                continue
+            ratios = t.get("chapter_ratio") or {}
+            each = ", ".join(
+                f"{name.split('_')[0]} {serial[name]:.0f} → {sec:.0f} s ({ratios.get(name, sec / serial[name]):.2f}x)"
+                for name, sec in t["chapter_seconds"].items()
+                if serial.get(name)
+            )
+            worst = max(ratios.values(), default=float("nan"))
+            rows.append(
+                f"| `{r['profile']}` | {r['machine']['gpu_name']}, {r['machine'].get('cpu_count')} CPU cores | "
+                f"{r['date_utc']} | `{str(r['git_commit'])[:10]}` | {t['gpus']} | {t['serial_seconds']:.0f} | "
+                f"{t['seconds']:.0f} | {t['goal_s']:.0f} | {'yes' if t['meets_goal'] else 'no'} | "
+                f"{worst:.2f}x (goal {t.get('per_chapter_goal', 1.1):.2f}x) | {each} |"
+            )
+    if not rows:
+        return []
+    return [
+        "### On several GPUs",
+        "",
+        "`tools/bench_build.py --workers N --record` on one host: the serial cold build, then the same build "
+        "through Dask on N GPUs (`build_report.py --workers N`), cold again with caches of its own, in the same "
+        "run. The goal (issue 45): on 2 GPUs at most 0.60x the serial build; on more, at most 1.15x chapter 00 "
+        "plus the slowest chapter (serial). A chapter's seconds are its run on its worker, not its time queued.",
+        "",
+        "| profile | machine | date (UTC) | commit | GPUs | serial (s) | on the GPUs (s) | goal (s) | meets it "
+        "| slowest chapter against serial | each chapter, serial → on the GPUs |",
+        "|---|---|---|---|---:|---:|---:|---:|---|---|---|",
+        *rows,
+        "",
+    ]
 
 
 def _where_the_time_went(files: list[Path]) -> list[str]:
@@ -244,7 +285,7 @@ def _where_the_time_went(files: list[Path]) -> list[str]:
         r = json.loads(path.read_text())
         for label, t in r["builds"].items():
             chapters = t.get("chapter_seconds") or {}
-            if not chapters:
+            if not chapters or label.startswith("workers"):  # side by side, in their own table
                 continue
             parts = ", ".join(f"{name.split('_')[0]} {sec:.0f} s" for name, sec in chapters.items())
             rest = t["seconds"] - sum(chapters.values())

@@ -9,8 +9,13 @@ the one output folder, so a chapter there is either whole or absent.
   rotated ``CUDA_VISIBLE_DEVICES``, so device 0 in its kernel is its own card; a worker runs one
   chapter at a time (one thread, and a lock in the task for workers started with more). The
   chapter's provenance names the card (name and UUID).
-- **Chapter 00 first** where chapters measure: the later chapters read the ceilings it measured
-  from the output folder.
+- **Chapter 00 first, the others beside it** where chapters measure: chapter 00 is submitted
+  first (the highest priority), the others longest first (``report.order``), all at once; a
+  chapter reads chapter 00's ceilings from the output folder and waits for them only where it
+  reads them (``chapter.awaiting``: the build marks chapter 00 as measuring until it ends), so
+  chapter 00 is no longer a step every other chapter waits behind.
+- **A chapter's seconds** are its run on its worker (from papermill's start to its move into the
+  output), not the time it spent queued behind others; the wait is in the log.
 - **A worker that dies** mid-chapter: the chapter runs once more on another worker, then fails
   with the reason while the others complete. The attempts are counted in the staging folder
   (shared with the workers, as the output folder is), so this holds whatever the scheduler's
@@ -38,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from cudalab.chapter import catalog, declarations
+from cudalab.chapter.awaiting import AWAITING_ENV
 from cudalab.chapter.recorded import PROVENANCE
 from cudalab.core.errors import CudalabError
 from cudalab.report import order
@@ -49,6 +55,7 @@ ATTEMPTS = 2  # a chapter whose worker dies runs once more, then fails
 ARRIVING_S = 10  # at Ctrl-C, how long to wait for the results of chapters already moved into the output
 STAGING_PREFIX = ".cudalab-staging-"
 ACTIVE = "ACTIVE"  # present while the build that made the staging folder waits for its chapters
+AWAITING = "awaiting"  # in the staging folder: a file per ceiling-offering chapter still measuring
 # A test hook: "CHAPTER=SECONDS[,...]" holds that chapter's task before papermill starts (attempt
 # 1 only with "CHAPTER=SECONDS@1"), so a test can kill its worker mid-chapter.
 HOLD_ENV = "CUDALAB_TEST_HOLD"
@@ -227,7 +234,9 @@ def _run_on(
         chapter = job.chapter
         prov_path = out / "data" / chapter.id / PROVENANCE
         provenance = json.loads(prov_path.read_text()) if prov_path.is_file() else {}
-        seconds = time.time() - started[chapter.id]
+        waited = time.time() - started[chapter.id]
+        seconds = float(result.get("seconds", waited))  # its run on the worker, not its time in the queue
+        queued = f", {waited - seconds:.0f} s queued" if waited - seconds >= 1 else ""
         where = result.get("worker", "")
         ran.outcomes.append(
             ChapterOutcome(
@@ -244,37 +253,38 @@ def _run_on(
         measured = job.params.get("mode") == "measure"  # a replay ran on no GPU: it read a recording
         gpu = f" on {provenance.get('gpu_name')}" if measured and provenance.get("gpu_name") else ""
         status = "ok" if result["ok"] else "FAILED: " + (result["error"].splitlines() or [""])[0][:300]
-        log(f"[{job.index}/{job.total}] {chapter.id}: {status}{gpu} ({where or 'no worker'}, {seconds:.0f} s)")
+        log(f"[{job.index}/{job.total}] {chapter.id}: {status}{gpu} ({where or 'no worker'}, {seconds:.0f} s{queued})")
+        (staging / AWAITING / chapter.id).unlink(missing_ok=True)  # ended: those reading its ceilings go on
         return result["ok"]
 
     futures: dict[Any, Any] = {}
     try:
-        offering = set(declarations.offering_ceilings())  # measured first: the others read their ceilings
+        offering = set(declarations.offering_ceilings())  # first: the others read their ceilings
         first = [j for j in jobs if j.params.get("mode") == "measure" and j.chapter.id in offering]
         rest = [j for j in jobs if j not in first]
         by_id = {j.chapter.id: j for j in rest}
         rest = [by_id[c] for c in order.longest_first([j.chapter.id for j in rest], seconds or {})]
-        waves = [first, rest] if first else [rest]
-        for wave in waves:
-            for rank, job in enumerate(wave):
-                log(f"[{job.index}/{job.total}] {job.chapter.id} ... (a Dask task)")
-                futures[submit(job, len(wave) - rank)] = job
-            pending = distributed.as_completed(list(futures))
-            for future in pending:
-                if pool.stopping:
-                    raise KeyboardInterrupt
-                job = futures.pop(future)
-                result = _result_of(future, job.chapter.id, staging)
-                if result is None:  # its worker died before it could retry here: once more
-                    log(f"[{job.index}/{job.total}] {job.chapter.id}: its worker died; running it on another")
-                    again = submit(job, len(jobs))  # a retry goes before what has not started
-                    futures[again] = job
-                    pending.add(again)
-                    continue
-                if not finish(job, result) and fail_fast:
-                    ran.stopped = True
-                    break
-            if ran.stopped:
+        (staging / AWAITING).mkdir()
+        for job in first:  # measuring: a chapter reading its ceilings waits for it (chapter.awaiting)
+            (staging / AWAITING / job.chapter.id).touch()
+        wave = first + rest
+        for rank, job in enumerate(wave):
+            log(f"[{job.index}/{job.total}] {job.chapter.id} ... (a Dask task)")
+            futures[submit(job, len(wave) - rank)] = job
+        pending = distributed.as_completed(list(futures))
+        for future in pending:
+            if pool.stopping:
+                raise KeyboardInterrupt
+            job = futures.pop(future)
+            result = _result_of(future, job.chapter.id, staging)
+            if result is None:  # its worker died before it could retry here: once more
+                log(f"[{job.index}/{job.total}] {job.chapter.id}: its worker died; running it on another")
+                again = submit(job, len(jobs))  # a retry goes before what has not started
+                futures[again] = job
+                pending.add(again)
+                continue
+            if not finish(job, result) and fail_fast:
+                ran.stopped = True
                 break
     except KeyboardInterrupt:
         (staging / ACTIVE).unlink(missing_ok=True)
@@ -380,16 +390,25 @@ def run_chapter_task(
         data.mkdir(parents=True)
         for offering in declarations.offering_ceilings():  # chapter 00's ceilings, as in the serial build
             ceilings = out_p / "data" / offering
-            if chapter_id != offering and ceilings.is_dir():
+            measuring = (staging_p / AWAITING / offering).exists()  # it arrives there while this chapter runs
+            if chapter_id != offering and (ceilings.is_dir() or measuring):
                 (data / offering).symlink_to(ceilings, target_is_directory=True)
         out_nb = work / chapter.path.name
-        ok, error = _papermill(chapter, out_nb, {**params, "data_dir": str(data)}, cell_timeout, kernel_threads)
+        started = time.monotonic()
+        ok, error = _papermill(
+            chapter, out_nb, {**params, "data_dir": str(data)}, cell_timeout, kernel_threads, staging_p / AWAITING
+        )
         if not (staging_p / ACTIVE).is_file():  # interrupted meanwhile: leave nothing behind
             _discard(mine)
             return {"ok": False, "error": "cancelled: the build stopped", "worker": worker}
         _move_in(work, out_p, chapter_id, chapter.path.name)
         shutil.rmtree(mine, ignore_errors=True)
-        return {"ok": ok, "error": error, "worker": worker + (f" (attempt {attempt})" if attempt > 1 else "")}
+        return {
+            "ok": ok,
+            "error": error,
+            "worker": worker + (f" (attempt {attempt})" if attempt > 1 else ""),
+            "seconds": time.monotonic() - started,
+        }
 
 
 def _discard(mine: Path) -> None:
@@ -403,16 +422,25 @@ def _discard(mine: Path) -> None:
 
 
 def _papermill(
-    chapter: catalog.ChapterInfo, out_nb: Path, params: dict, cell_timeout: int, kernel_threads: int | None
+    chapter: catalog.ChapterInfo,
+    out_nb: Path,
+    params: dict,
+    cell_timeout: int,
+    kernel_threads: int | None,
+    awaiting: Path | None = None,
 ) -> tuple[bool, str]:
     """papermill, retried with fresh ports where the kernel could not start (ports race when
-    kernels start at once on one node); the kernel gets ``kernel_threads`` CPU threads."""
+    kernels start at once on one node); the kernel gets ``kernel_threads`` CPU threads, and the
+    folder of the chapters still measuring (``chapter.awaiting``)."""
     from cudalab.report.execute import run_notebook
 
-    saved = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+    threads = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+    saved = {k: os.environ.get(k) for k in (*threads, AWAITING_ENV)}
     if kernel_threads:
-        for k in saved:
+        for k in threads:
             os.environ[k] = str(kernel_threads)
+    if awaiting is not None:
+        os.environ[AWAITING_ENV] = str(awaiting)
     try:
         for tries in range(3):
             ok, error = run_notebook(chapter, out_nb, params, cell_timeout, False)
