@@ -125,7 +125,8 @@ def write(graded: Graded, out: Path, *, title: str, klass: str = "") -> dict[str
         f"<p class='note'>Measured on: {html.escape(graded.measured_on)}. "
         f"{len(graded.submissions)} student(s). Rank: 1 is the fastest correct result at the point; a wrong, "
         "timed-out or crashed result is never ranked. Speed vs reference: the reference file's time at the same "
-        "point in this run over the student's (above 1: faster).</p>",
+        "point in this run over the student's (above 1: faster). Reason: why a result is not ok, or, beside an ok "
+        "answer to a hidden case, what its check noted (a k-means run's agreement with the sequential code).</p>",
     ]
     for chapter, rows in board.groupby(board["chapter"].replace("", "Refused, or measured by no chapter"), sort=True):
         parts.append(f"<h2>{html.escape(chapter)}</h2>")
