@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from cudalab.core.paths import KERNELS_DIR
 from cudalab.grading import grade, isolate, pages, plan
 from cudalab.grading import results as R
 from cudalab.toolchain.nvcc import cuda_tool
@@ -458,7 +459,48 @@ def test_submissions_as_dask_tasks_come_back_in_order_and_one_that_dies_costs_on
     requests[2]["die"] = True
     options = grade.GradeOptions(tmp_path, tmp_path / "out", workers=2, limits=isolate.Limits(point=20, submission=60))
     said: list[str] = []
-    results = spread.run(requests, [f"s{i}" for i in range(4)], options, said.append, worker=_fake(tmp_path, body))
+    pool = spread.open_pool(options.workers, said.append)
+    try:
+        results = spread.run(
+            pool, requests, [f"s{i}" for i in range(4)], [options.limits] * 4, said.append, worker=_fake(tmp_path, body)
+        )
+    finally:
+        pool.close()
     assert [r["points"][0]["status"] for r in results] == ["ok", "ok", R.CRASHED, "ok"]
     assert [r["points"][0].get("time_ms") for r in results if r["points"][0]["status"] == "ok"] == [0, 1, 3]
     assert any("LocalCluster" in line for line in said), said
+
+
+@needs_nvcc
+@pytest.mark.parametrize("workers", [None, 2])
+def test_a_measured_class_is_scored_beside_its_reference_serially_and_on_a_pool(tmp_path, workers):
+    """``--grade`` measuring (a stand-in for each submission's process, no GPU here): the reference
+    and the ceiling are measured in the same run, serially or as tasks on the pool beside the
+    students (the pool opens while the compiler checks them); each correct student is scored
+    against them and ranked."""
+    if workers:
+        pytest.importorskip("distributed")
+    klass = tmp_path / "class"
+    ref = (KERNELS_DIR / "fw_blocked.cu").read_text()
+    for name in ("a", "b"):
+        (klass / name).mkdir(parents=True)
+        (klass / name / "fw_blocked.cu").write_text(ref)
+    body = (
+        "if request.get('ceiling'):\n"
+        + "    print(json.dumps({'event': 'ceiling', 'name': request['ceiling'], 'value': 4.0e12}), file=events, flush=True)\n"
+        + "ms = 10.0 if not request.get('folder') else (8.0 if request['folder'].endswith('a') else 12.0)\n"
+        + "for i, _ in enumerate(request['points']):\n"
+        + "    print(json.dumps({'event': 'start', 'index': i}), file=events, flush=True)\n"
+        + "    print(json.dumps({'event': 'point', 'index': i, 'status': 'ok', 'time_ms': ms}), file=events, flush=True)\n"
+    )
+    out = pages.prepare(tmp_path / "out")
+    said: list[str] = []
+    options = grade.GradeOptions(klass, out, only=("04",), workers=workers, measure=True, worker=_fake(tmp_path, body))
+    board = grade.grade(options, log=said.append).scoreboard.set_index("student")
+    a, b = board.loc["a"], board.loc["b"]
+    assert a["status"] == b["status"] == R.OK
+    assert a["reference_time_ms"] == b["reference_time_ms"] == 10.0
+    assert a["speed_vs_reference"] == 10.0 / 8.0 and a["rank"] == 1 and b["rank"] == 2
+    assert a["ceiling_per_s"] == 4.0e12 and 0 < a["fraction_of_ceiling"] < 1
+    assert any(line.startswith("graded reference 04_blocking_factor") for line in said), said
+    assert any("LocalCluster" in line for line in said) == bool(workers), said

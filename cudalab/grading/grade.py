@@ -73,6 +73,7 @@ class GradeOptions:
     point_time_limit_s: float = 20.0
     cases: Path | None = None  # an instructor's hidden inputs (--cases)
     measure: bool | None = None  # None: where a GPU is present
+    worker: tuple[str, ...] = isolate.WORKER  # what each submission's process runs (a test's stand-in)
 
 
 @dataclass
@@ -131,14 +132,44 @@ def grade(options: GradeOptions, log: Log = print) -> Graded:
     """Grade every student folder of ``options.submissions`` (see the module docstring)."""
     folders = students(options.submissions)
     measure = gpu.gpu_available() if options.measure is None else options.measure
+    checked = {folder.name: check(folder) for folder in folders}
+    staged = {name: stage(sub, options.out / "staged" / name) for name, sub in checked.items() if sub.kernels}
+    # the compiler's verdicts, on every core: nvcc runs as child processes, outside Python's lock;
+    # meanwhile the Dask pool starts (--workers N), so its start-up costs nothing on the way
+    pool = None
+    with ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 2) // 2)) as threads:
+        pending = {n: threads.submit(_compile_checked, checked[n], staged[n], options.arch) for n in staged}
+        if measure and (options.workers or 0) > 1 and staged:
+            from cudalab.grading import spread
+
+            pool = spread.open_pool(options.workers, log)
+        try:
+            verdicts = {n: f.result() for n, f in pending.items()}
+        except BaseException:
+            if pool is not None:
+                pool.close()
+            raise
+    try:
+        return _graded(options, checked, staged, verdicts, measure, pool, log)
+    finally:
+        if pool is not None:
+            pool.close()
+
+
+def _graded(
+    options: GradeOptions,
+    checked: dict[str, Submission],
+    staged: dict[str, Path],
+    verdicts: dict[str, Any],
+    measure: bool,
+    pool: Any,
+    log: Log,
+) -> Graded:
+    """The scoreboard from the checked submissions and the compiler's verdicts: each submission's
+    points measured beside the reference (on ``pool`` where there is one), or compiled only."""
     graded = Graded(pd.DataFrame())
     rows: list[dict[str, Any]] = []
     jobs: list[tuple[str, plan.ChapterTask, Path]] = []
-    checked = {folder.name: check(folder) for folder in folders}
-    staged = {name: stage(sub, options.out / "staged" / name) for name, sub in checked.items() if sub.kernels}
-    # the compiler's verdicts, on every core: nvcc runs as child processes, outside Python's lock
-    with ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 2) // 2)) as pool:
-        verdicts = dict(zip(staged, pool.map(lambda n: _compile_checked(checked[n], staged[n], options.arch), staged)))
     for name, sub in checked.items():
         graded.submissions[name] = sub
         rows += [_row(name, "", r.name, "", compiled=False, status=R.REFUSED, reason=r.reason) for r in sub.refused]
@@ -189,9 +220,29 @@ def grade(options: GradeOptions, log: Log = print) -> Graded:
         graded.measured_on = f"no GPU here: compiled for {options.arch} only"
         return graded
     graded.measured_on = gpu.gpu_name() or "GPU"
-    references = _references(jobs, options, log)
-    results = _run_all(jobs, options, log)
-    for (name, task, _), result in zip(jobs, results, strict=True):
+    # the references (and the chapters' ceilings) are measured in this run beside the students
+    ref_tasks = _reference_tasks(jobs)
+    expected = {}
+    for task in ref_tasks:
+        log(
+            f"reference {task.folder_name}: {len(task.points)} point(s)"
+            + (f" and the {task.yours.ceiling} ceiling" if task.yours.ceiling else "")
+        )
+        expected[task.key] = {c.name: task_kind(task).expected(c) for c in _cases(task, options)}  # grader's own
+    results = _run_all(
+        [_request(t, None, options, True, REFERENCE_ANSWERS) for t in ref_tasks]
+        + [_request(task, folder, options, False, name) for name, task, folder in jobs],
+        ["reference"] * len(ref_tasks) + [name for name, _, _ in jobs],
+        [_reference_limits(options)] * len(ref_tasks) + [options.limits] * len(jobs),
+        pool,
+        log,
+        options.worker,
+    )
+    references = {
+        t.key: _reference(t, r, expected[t.key], options, log)
+        for t, r in zip(ref_tasks, results[: len(ref_tasks)], strict=True)
+    }
+    for (name, task, _), result in zip(jobs, results[len(ref_tasks) :], strict=True):
         ref = references[(task.chapter, task.group)]
         measured, solved = result["points"][: len(task.points)], result["points"][len(task.points) :]
         rows += _case_rows(name, task, solved, ref, options)
@@ -283,43 +334,43 @@ def _case_rows(name: str, task: plan.ChapterTask, solved: list[dict], ref: dict,
     return rows
 
 
-def _references(jobs: list, options: GradeOptions, log: Log) -> dict[tuple[str, int], dict[str, Any]]:
-    """Per chapter and group (``ChapterTask.key``): the reference files' results at every point any
-    student is measured at, and the chapter's ceiling, measured in this run (each in a process of
-    its own)."""
+def _reference_tasks(jobs: list) -> list[plan.ChapterTask]:
+    """Per chapter and group (``ChapterTask.key``): the reference's task, at every point any student
+    is measured at."""
     union: dict[tuple[str, int], plan.ChapterTask] = {}
     for _, task, _ in jobs:
         have = union.get(task.key)
         points = (have.points if have else ()) + tuple(p for p in task.points if not have or p not in have.points)
         union[task.key] = task.keeping(points)
-    out = {}
-    for key, task in union.items():
-        log(
-            f"reference {task.folder_name}: {len(task.points)} point(s)"
-            + (f" and the {task.yours.ceiling} ceiling" if task.yours.ceiling else "")
+    return list(union.values())
+
+
+def _reference_limits(options: GradeOptions) -> isolate.Limits:
+    """The reference is never stopped where a student would be: four times the limits."""
+    return isolate.Limits(options.limits.point * 4, options.limits.submission * 4)
+
+
+def _reference(
+    task: plan.ChapterTask, result: dict[str, Any], expected: dict[str, bytes], options: GradeOptions, log: Log
+) -> dict[str, Any]:
+    """The reference files' results at the task's points and cases, and the chapter's ceiling, from
+    its worker's ``result`` (measured in this run, in a process of its own); ``expected``: the
+    cases' answers, computed in the grader's own process."""
+    measured, solved = result["points"][: len(task.points)], result["points"][len(task.points) :]
+    by_case = {}
+    for case, got in zip(_cases(task, options), solved, strict=True):
+        why, _ = task_kind(task).verdict(
+            _answers(options, REFERENCE_ANSWERS, task) / f"{case.name}.out", expected[case.name]
         )
-        given = _cases(task, options)
-        expected = {c.name: task_kind(task).expected(c) for c in given}  # in the grader's own process
-        result = isolate.run(
-            _request(task, None, options, True, REFERENCE_ANSWERS),
-            isolate.Limits(options.limits.point * 4, options.limits.submission * 4),
-        )
-        measured, solved = result["points"][: len(task.points)], result["points"][len(task.points) :]
-        by_case = {}
-        for case, got in zip(given, solved, strict=True):
-            why, _ = task_kind(task).verdict(
-                _answers(options, REFERENCE_ANSWERS, task) / f"{case.name}.out", expected[case.name]
-            )
-            by_case[case.name] = {**got, "status": R.OK if got["status"] == "solved" and not why else got["status"]}
-            if why and got["status"] == "solved":
-                log(f"warning: the reference kernel's answer to {case.name} differs from the reference solver's: {why}")
-        out[key] = {
-            "ceiling": result["ceiling"],
-            "by_point": {plan.point_label(p): r for (p, _), r in zip(task.points, measured, strict=True)},
-            "by_case": by_case,
-            "expected": expected,
-        }
-    return out
+        by_case[case.name] = {**got, "status": R.OK if got["status"] == "solved" and not why else got["status"]}
+        if why and got["status"] == "solved":
+            log(f"warning: the reference kernel's answer to {case.name} differs from the reference solver's: {why}")
+    return {
+        "ceiling": result["ceiling"],
+        "by_point": {plan.point_label(p): r for (p, _), r in zip(task.points, measured, strict=True)},
+        "by_case": by_case,
+        "expected": expected,
+    }
 
 
 REFERENCE_ANSWERS = ".reference"  # no student folder is hidden: students() skips them
@@ -330,18 +381,24 @@ def task_kind(task: plan.ChapterTask) -> cases.CaseKind:
     return cases.kind_of(task.yours.cases.kind)
 
 
-def _run_all(jobs: list, options: GradeOptions, log: Log) -> list[dict[str, Any]]:
-    """Each (student, chapter) job's worker result, in order: one after another here, or as tasks on
-    a Dask cluster of ``options.workers`` GPUs (a task retried once where its Dask worker died)."""
-    requests = [_request(task, folder, options, False, name) for name, task, folder in jobs]
-    if options.workers and options.workers > 1 and len(jobs) > 1:
+def _run_all(
+    requests: list[dict[str, Any]],
+    names: list[str],
+    limits: list[isolate.Limits],
+    pool: Any,
+    log: Log,
+    worker: tuple[str, ...] = isolate.WORKER,
+) -> list[dict[str, Any]]:
+    """Each request's worker result, in order: one after another here, or as tasks on the Dask
+    ``pool`` (``grading.spread``: one GPU each, a task retried once where its Dask worker died)."""
+    if pool is not None and len(requests) > 1:
         from cudalab.grading import spread
 
-        return spread.run(requests, [n for n, _, _ in jobs], options, log)
+        return spread.run(pool, requests, names, limits, log, worker=worker)
     results = []
-    for (name, task, _), request in zip(jobs, requests, strict=True):
-        result = isolate.run(request, options.limits)
-        log(R.progress_line(name, task.chapter, result))
+    for name, request, limit in zip(names, requests, limits, strict=True):
+        result = isolate.run(request, limit, worker=worker)
+        log(R.progress_line(name, request["chapter"], result))
         results.append(result)
     return results
 
