@@ -3,12 +3,15 @@
 of chapter 04's fw_blocked.cu, graded by the real face (``build_report.py --grade``) with its
 default limits, timed from the outside.
 
-    python tools/bench_grading.py [--students 30] [--workers N] [--record]
+    python tools/bench_grading.py [--students 30] [--workers N] [--no-cases] [--record]
 
 The class is the fixture class of the tests (a correct kernel, a slower correct one, a wrong
 result, a compile error, a signature mismatch, an endless loop, an out-of-bounds write, forbidden
 files), filled up to ``--students`` with correct kernels (the reference, each with a comment of
-its own, so every file has its own sha256). ``--record`` keeps the figure, with the machine, date
+its own, so every file has its own sha256). Cases included, as the goal says: the instructor's
+hidden inputs (``--cases``) are two NTHU graphs, V = 300 and V = 1500, as the GPU tests use, each
+solved by every submission and checked against the reference solver's answer (``--no-cases``
+leaves them out). ``--record`` keeps the figure, with the machine, date
 and commit derived by the code, in ``results/grading/<gpu>.json``; ``make benchmarks`` renders it
 into BENCHMARKS.md.
 """
@@ -47,10 +50,24 @@ def make(dest: Path, students: int) -> Path:
     return dest
 
 
+CASES = ((300, 1), (1500, 2))  # (V, seed) of the hidden NTHU graphs
+
+
+def hidden_cases(dest: Path) -> list[str]:
+    """The instructor's hidden inputs: NTHU graphs of ``CASES``, written into ``dest``."""
+    from cudalab.labs.fw import nthu
+
+    dest.mkdir(parents=True)
+    for v, seed in CASES:
+        nthu.write_case(dest / f"v{v}.in", v, nthu.generate_case(v, 0.05, seed=seed))
+    return sorted(p.name for p in dest.iterdir())
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--students", type=int, default=30)
     parser.add_argument("--workers", type=int, default=None, help="grade on this many GPUs (Dask)")
+    parser.add_argument("--no-cases", action="store_true", help="no hidden inputs (the measured points only)")
     parser.add_argument("--record", action="store_true", help="keep the figure in results/grading/")
     args = parser.parse_args()
     if not gpu.gpu_available():
@@ -61,6 +78,8 @@ def main() -> int:
         out = Path(tmp) / "out"
         command = [sys.executable, str(ROOT / "build_report.py"), "--grade", str(klass), "--out", str(out)]
         command += ["--workers", str(args.workers)] if args.workers else []
+        given = [] if args.no_cases else hidden_cases(Path(tmp) / "cases")
+        command += ["--cases", str(Path(tmp) / "cases")] if given else []
         started = time.perf_counter()
         proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
         wall = time.perf_counter() - started
@@ -80,6 +99,7 @@ def main() -> int:
         "chapter": "04_blocking_factor",
         "kernel_file": "fw_blocked.cu",
         "students": args.students,
+        "cases": given,
         "scoreboard_rows": len(board) - 1,
         "statuses": statuses,
         "wall_s": round(wall, 1),
@@ -89,7 +109,7 @@ def main() -> int:
     }
     print(json.dumps(record, indent=2))
     if args.record:
-        target = RESULTS_DIR / "grading" / f"{gpu_slug(record['gpu_name'])}-{record['gpus']}gpu.json"
+        target = RESULTS_DIR / "grading" / f"{gpu_slug(record['gpu_name'])}-{record['gpus']}gpu.json"  # the newest
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(record, indent=2) + "\n")
         print(f"recorded {target.relative_to(ROOT)}", file=sys.stderr)

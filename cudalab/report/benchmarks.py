@@ -296,6 +296,12 @@ def _where_the_time_went(files: list[Path]) -> list[str]:
     return ["Where the time went:", ""] + lines if lines else []
 
 
+def _cases_of(record: dict) -> str:
+    """The hidden cases a grading run included, by name, or "none" (a run from before
+    ``bench_grading`` gave cases has no such field: it gave none)."""
+    return ", ".join(f"`{c}`" for c in record.get("cases", [])) or "none"
+
+
 def grading_times(results: Path = RESULTS_DIR) -> list[str]:
     """The section of the grading runs that ``tools/bench_grading.py --record`` measured: a class
     graded through ``build_report.py --grade``, its wall time beside the goal, and what became of
@@ -311,15 +317,16 @@ def grading_times(results: Path = RESULTS_DIR) -> list[str]:
         "compile error, a signature mismatch, an endless loop, an out-of-bounds write, forbidden files; the rest "
         "correct), each in a process of its own, with the grader's default limits, timed from the outside.",
         "",
-        "| machine | GPUs | date (UTC) | commit | chapter | students | seconds | goal (s) | meets it | scoreboard rows |",
-        "|---|---:|---|---|---|---:|---:|---:|---|---|",
+        "| machine | GPUs | date (UTC) | commit | chapter | students | hidden cases | seconds | goal (s) | meets it "
+        "| scoreboard rows |",
+        "|---|---:|---|---|---|---:|---|---:|---:|---|---|",
     ]
     for path in files:
         r = json.loads(path.read_text())
         statuses = ", ".join(f"{n} {s}" for s, n in sorted(r["statuses"].items(), key=lambda x: -x[1]))
         out.append(
             f"| {r['gpu_name']} | {r['gpus']} | {r['date_utc']} | `{str(r['git_commit'])[:10]}` | {r['chapter']} "
-            f"(`{r['kernel_file']}`) | {r['students']} | {r['wall_s']:.0f} | {r['goal_s']:.0f} | "
+            f"(`{r['kernel_file']}`) | {r['students']} | {_cases_of(r)} | {r['wall_s']:.0f} | {r['goal_s']:.0f} | "
             f"{'yes' if r['meets_goal'] else 'no'} | {statuses} |"
         )
     return out + [""]
