@@ -416,6 +416,11 @@ def _grade(args: argparse.Namespace) -> int:
             raise CudalabError(
                 f"--cases {args.cases}: not a folder (give a folder of case files, e.g. NTHU *.in graphs)"
             )
+        if args.cases is not None:  # each case read as its chapter reads it: a bad one is one line, now
+            from cudalab.grading import cases, plan
+
+            found = cases.check_folder(args.cases, plan.case_takers(args.only or ()))
+            _log("hidden cases: " + ", ".join(f"{n} for {chapter}" for chapter, n in found.items() if n))
         out = args.out or Path("build") / f"grade-{args.grade.resolve().name}"
         options = grade.GradeOptions(
             submissions=args.grade,

@@ -192,6 +192,37 @@ def test_what_a_kernel_prints_can_never_forge_a_result(tmp_path):
     assert [p["status"] for p in result["points"]] == ["wrong"]
 
 
+@pytest.mark.parametrize(
+    "files, says",
+    [
+        ({"notes.txt": b"x"}, "no case file a graded chapter takes (04_blocking_factor takes *.in; "),
+        ({"v10.in": b"\x05\x00\x00\x00"}, "--cases: v10.in (04_blocking_factor): "),
+        ({"photo.k4.bin": (3).to_bytes(4, "little") + (2).to_bytes(4, "little") + b"\x00" * 8}, "photo.k4.bin"),
+        ({"few.k9.bin": (2).to_bytes(4, "little") + (1).to_bytes(4, "little") + b"\x00" * 8}, "K cannot exceed N"),
+    ],
+)
+def test_an_instructors_case_that_its_chapter_cannot_read_is_one_line_before_any_work(tmp_path, files, says):
+    """``--cases``: every file a graded chapter takes is read as that chapter reads it before anything
+    is compiled or written; a truncated graph or k-means input, K above N, or a folder with no file
+    any chapter takes is one line and exit status 2."""
+    (tmp_path / "class" / "ann").mkdir(parents=True)
+    (tmp_path / "class" / "ann" / "fw_blocked.cu").write_text("// a file\n")
+    (tmp_path / "cases").mkdir()
+    for name, data in files.items():
+        (tmp_path / "cases" / name).write_bytes(data)
+    proc = subprocess.run(
+        [sys.executable, "build_report.py", "--grade", str(tmp_path / "class"), "--cases", str(tmp_path / "cases")]
+        + ["--out", str(tmp_path / "o")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert says in proc.stderr, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith("error: --cases")
+    assert not (tmp_path / "o").exists(), "nothing written before the cases are checked"
+
+
 def test_messages_are_scrubbed_of_the_machines_paths():
     said = R.scrubbed("cannot open /home/grader/secret/answers.bin nor C:\\x\\y.cu (see /tmp/a/b/log)")
     assert "/home" not in said and "grader" not in said and "answers.bin" in said and "log" in said

@@ -41,6 +41,7 @@ class CaseKind:
     solve: Callable[..., float]
     expected: Callable[[Path], bytes]
     check: Callable[[Path, bytes], Verdict] | None = None
+    read: Callable[[Path], object] | None = None  # reads a case as ``solve`` will: a bad file raises, before any work
 
     def verdict(self, answer: Path, expected: bytes) -> Verdict:
         """Why ``answer`` is wrong ("" where it is right) and a note, by this kind's check."""
@@ -52,6 +53,32 @@ def kind_of(spec: str) -> CaseKind:
     from cudalab.grading.plan import named
 
     return named(spec, CaseKind, "yours.cases.kind")
+
+
+def check_folder(folder: Path, takers: dict[str, tuple[str, str]]) -> dict[str, int]:
+    """Every file of an instructor's ``folder`` that a chapter takes, read as that chapter reads it,
+    before any work: ``takers`` maps each chapter to its (suffix, kind). Returns the case files per
+    chapter; raises ``CudalabError`` in one line for a file its chapter cannot read, or for a
+    folder with no file any chapter takes (naming what each takes)."""
+    from cudalab.core.errors import CudalabError
+
+    found = {}
+    for chapter, (suffix, spec) in takers.items():
+        kind = kind_of(spec)
+        given = cases_in(folder, suffix)
+        for case in given:
+            try:
+                if kind.read is not None:
+                    kind.read(case)
+            except CudalabError as exc:
+                raise CudalabError(f"--cases: {case.name} ({chapter}): {exc}") from None
+            except (OSError, ValueError) as exc:
+                raise CudalabError(f"--cases: {case.name} ({chapter}): cannot be read: {exc}") from None
+        found[chapter] = len(given)
+    if takers and not any(found.values()):
+        wanted = "; ".join(f"{chapter} takes *{suffix}" for chapter, (suffix, _) in takers.items())
+        raise CudalabError(f"--cases {folder}: no case file a graded chapter takes ({wanted})")
+    return found
 
 
 def cases_in(folder: Path | None, suffix: str) -> list[Path]:
@@ -105,8 +132,17 @@ def _nthu_expected(case: Path) -> bytes:
     return np.ascontiguousarray(dist, dtype="<i4").tobytes()
 
 
+def _nthu_read(case: Path) -> object:
+    from cudalab.labs.fw import nthu
+
+    return nthu.read_case(case)
+
+
 NTHU = CaseKind(
-    "an NTHU-format graph (lab 001), answered byte for byte as the course judge checks it", _nthu_solve, _nthu_expected
+    "an NTHU-format graph (lab 001), answered byte for byte as the course judge checks it",
+    _nthu_solve,
+    _nthu_expected,
+    read=_nthu_read,
 )
 
 
@@ -213,9 +249,18 @@ def _kmeans_check(answer: Path, expected: bytes) -> Verdict:
     )
 
 
+def _kmeans_read(case: Path) -> object:
+    from cudalab.labs.kmeans import files, reference
+
+    points = files.read_binary(case)
+    reference.check_k(_kmeans_k(case), len(points), case.name)
+    return points
+
+
 KMEANS = CaseKind(
     "a classic k-means binary input (lab 004), checked against the sequential code's memberships",
     _kmeans_solve,
     _kmeans_expected,
     _kmeans_check,
+    _kmeans_read,
 )

@@ -133,3 +133,17 @@ def measured_files(notebooks_dir=NOTEBOOKS_DIR) -> dict[str, list[str]]:
                 if info.id not in found.setdefault(f, []):
                     found[f].append(info.id)
     return found
+
+
+def case_takers(only: Iterable[str] = (), notebooks_dir=NOTEBOOKS_DIR) -> dict[str, tuple[str, str]]:
+    """Each chapter (of ``only``, where given) that takes an instructor's hidden inputs -> the
+    (suffix, kind) its ``yours`` declares (``--cases``)."""
+    chosen = set(only)
+    takers = {}
+    for info in catalog.discover(notebooks_dir):
+        if chosen and info.id not in chosen and info.number not in chosen:
+            continue
+        for yours in declarations.of(info.id, notebooks_dir).yours:
+            if yours.cases is not None:
+                takers.setdefault(info.id, (yours.cases.suffix, yours.cases.kind))
+    return takers
