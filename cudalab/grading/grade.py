@@ -137,19 +137,14 @@ def grade(options: GradeOptions, log: Log = print) -> Graded:
     # the compiler's verdicts, on every core: nvcc runs as child processes, outside Python's lock;
     # meanwhile the Dask pool starts (--workers N), so its start-up costs nothing on the way
     pool = None
-    with ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 2) // 2)) as threads:
-        pending = {n: threads.submit(_compile_checked, checked[n], staged[n], options.arch) for n in staged}
-        if measure and (options.workers or 0) > 1 and staged:
-            from cudalab.grading import spread
-
-            pool = spread.open_pool(options.workers, log)
-        try:
-            verdicts = {n: f.result() for n, f in pending.items()}
-        except BaseException:
-            if pool is not None:
-                pool.close()
-            raise
     try:
+        with ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 2) // 2)) as threads:
+            pending = {n: threads.submit(_compile_checked, checked[n], staged[n], options.arch) for n in staged}
+            if measure and (options.workers or 0) > 1 and staged:
+                from cudalab.grading import spread
+
+                pool = spread.open_pool(options.workers, log)
+            verdicts = {n: f.result() for n, f in pending.items()}
         return _graded(options, checked, staged, verdicts, measure, pool, log)
     finally:
         if pool is not None:
