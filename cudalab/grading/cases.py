@@ -158,6 +158,17 @@ def _kmeans_k(case: Path) -> int:
     return int(found.group(1)) if found else KMEANS_K
 
 
+def _kmeans_input(case: Path) -> tuple[Any, int]:
+    """A k-means case's (N, D) float32 objects and its K, as the classic code reads them: a file
+    it cannot read, or K above N, raises ``CaseFormatError``."""
+    from cudalab.labs.kmeans import files, reference
+
+    points = files.read_binary(case)
+    k = _kmeans_k(case)
+    reference.check_k(k, len(points), case.name)
+    return points, k
+
+
 def _kmeans_solve(
     case: Path, out: Path, kernel_file: str | None, point: dict[str, Any], params: dict[str, Any]
 ) -> float:
@@ -166,13 +177,12 @@ def _kmeans_solve(
     (int32); return the run's GPU time (every stage of every iteration, ms)."""
     import numpy as np
 
-    from cudalab.labs.kmeans import files, gpu, reference
+    from cudalab.labs.kmeans import gpu, reference
 
-    points = files.read_binary(case)
-    k = _kmeans_k(case)
-    reference.check_k(k, len(points), case.name)
+    points, k = _kmeans_input(case)
     runner = gpu.Runner(gpu.Problem(points, k), str(point["variant"]), kernel_file)
     early, gpu_ms, loop = None, 0.0, 0
+    # gpu.run_to_convergence's loop, with the memberships kept at iteration EARLY on the way
     while True:
         changed = runner.step()
         gpu_ms += sum(runner.last_times.values())
@@ -196,11 +206,9 @@ def _kmeans_expected(case: Path) -> bytes:
     memberships and its iteration count."""
     import numpy as np
 
-    from cudalab.labs.kmeans import files, reference
+    from cudalab.labs.kmeans import reference
 
-    points = files.read_binary(case)
-    k = _kmeans_k(case)
-    reference.check_k(k, len(points), case.name)
+    points, k = _kmeans_input(case)
     early = reference.classic(points, k, max_loop=EARLY - 1)
     ran = min(early.iterations, EARLY)  # the classic count reads one more where max_loop stopped it
     before = points[:k] if ran == 1 else reference.classic(points, k, max_loop=ran - 2).centres
@@ -249,18 +257,10 @@ def _kmeans_check(answer: Path, expected: bytes) -> Verdict:
     )
 
 
-def _kmeans_read(case: Path) -> object:
-    from cudalab.labs.kmeans import files, reference
-
-    points = files.read_binary(case)
-    reference.check_k(_kmeans_k(case), len(points), case.name)
-    return points
-
-
 KMEANS = CaseKind(
     "a classic k-means binary input (lab 004), checked against the sequential code's memberships",
     _kmeans_solve,
     _kmeans_expected,
     _kmeans_check,
-    _kmeans_read,
+    _kmeans_input,
 )
