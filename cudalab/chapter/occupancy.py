@@ -140,9 +140,9 @@ def compile_ahead(launches: Iterable[Launch], gpus: Mapping[str, str]) -> int:
     report that fails is left for its first use to report, where the chapter says which; a launch
     whose options differ on the lab's GPU (``launches`` given as a function of the compute
     capability) compiles there, as before."""
+    import os
     from concurrent.futures import ThreadPoolExecutor, wait
 
-    from cudalab.core.cpus import cpu_share
     from cudalab.core.errors import CudalabError
     from cudalab.core.kernels import precompile
     from cudalab.toolchain.nvcc import kernel_resources_for_cc
@@ -163,7 +163,7 @@ def compile_ahead(launches: Iterable[Launch], gpus: Mapping[str, str]) -> int:
         except CudalabError:
             pass
 
-    with ThreadPoolExecutor(max_workers=max(2, cpu_share())) as pool:
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
         pending = [pool.submit(report, job) for job in reports]
         precompile(builds)
         wait(pending)

@@ -163,9 +163,8 @@ def precompile(builds: Iterable[tuple[str | Path, Iterable[str]]], workers: int 
     is first used. NVRTC compiles outside Python's interpreter lock, so threads compile in
     parallel; the modules land in ``load_module``'s cache (and CuPy's on disk). A build that
     fails to compile is left for its first use to report, where the chapter says which."""
+    import os
     from concurrent.futures import ThreadPoolExecutor
-
-    from cudalab.core.cpus import cpu_share
 
     unique = list(dict.fromkeys((str(f), tuple(o)) for f, o in builds))
 
@@ -175,7 +174,7 @@ def precompile(builds: Iterable[tuple[str | Path, Iterable[str]]], workers: int 
         except KernelCompileError:
             pass
 
-    with ThreadPoolExecutor(max_workers=workers or min(16, cpu_share())) as pool:
+    with ThreadPoolExecutor(max_workers=workers or min(16, os.cpu_count() or 1)) as pool:
         list(pool.map(one, unique))
     return len(unique)
 

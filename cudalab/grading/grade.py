@@ -17,6 +17,7 @@ and every message is scrubbed of the machine's paths (``results.scrubbed``).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -28,7 +29,6 @@ import pandas as pd
 from cudalab.chapter import catalog
 from cudalab.chapter.parameters import check_one
 from cudalab.core import gpu
-from cudalab.core.cpus import cpu_share
 from cudalab.core.errors import CudalabError, ToolUnavailable
 from cudalab.core.submission import Submission, check, stage
 from cudalab.grading import cases, isolate, plan
@@ -138,7 +138,7 @@ def grade(options: GradeOptions, log: Log = print) -> Graded:
     # meanwhile the Dask pool starts (--workers N), so its start-up costs nothing on the way
     pool = None
     try:
-        with ThreadPoolExecutor(max_workers=max(1, cpu_share() // 2)) as threads:
+        with ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 2) // 2)) as threads:
             pending = {n: threads.submit(_compile_checked, checked[n], staged[n], options.arch) for n in staged}
             if measure and (options.workers or 0) > 1 and staged:
                 from cudalab.grading import spread

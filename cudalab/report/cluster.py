@@ -25,9 +25,7 @@ the one output folder, so a chapter there is either whole or absent.
   chapter is ever moved in. The next build resumes from the cache as the serial build does.
 - Kernel ports race when kernels start at once on one node (papermill#511): a launch error is
   retried with fresh ports. The nanny's ``OMP_NUM_THREADS=1`` is replaced, for the kernel, by
-  the node's cores shared among the local workers, and so is the size of the chapter's own pools
-  of compilers (``core.cpus``): sized for the whole host in each of four chapters, they had
-  doubled the time of chapter 05's compile cell.
+  the node's cores shared among the local workers.
 """
 
 from __future__ import annotations
@@ -47,7 +45,6 @@ from typing import Any
 from cudalab.chapter import catalog, declarations
 from cudalab.chapter.awaiting import AWAITING_ENV
 from cudalab.chapter.recorded import PROVENANCE
-from cudalab.core.cpus import CPU_SHARE_ENV
 from cudalab.core.errors import CudalabError
 from cudalab.report import order
 
@@ -433,12 +430,11 @@ def _papermill(
     awaiting: Path | None = None,
 ) -> tuple[bool, str]:
     """papermill, retried with fresh ports where the kernel could not start (ports race when
-    kernels start at once on one node); the kernel gets ``kernel_threads`` CPU threads, for its
-    BLAS and for its own pools of compilers (``core.cpus``), and the folder of the chapters still
-    measuring (``chapter.awaiting``)."""
+    kernels start at once on one node); the kernel gets ``kernel_threads`` CPU threads, and the
+    folder of the chapters still measuring (``chapter.awaiting``)."""
     from cudalab.report.execute import run_notebook
 
-    threads = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", CPU_SHARE_ENV)
+    threads = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
     saved = {k: os.environ.get(k) for k in (*threads, AWAITING_ENV)}
     if kernel_threads:
         for k in threads:

@@ -9,11 +9,11 @@ records them is the chapter layer's (``chapter/occupancy.py``).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Mapping
 
 import pandas as pd
 
-from cudalab.core.cpus import cpu_share
 from cudalab.core.errors import ProfileError, ToolUnavailable
 from cudalab.core.launch import Launch
 from cudalab.core.occupancy import SM_LIMITS, cc_key, occupancy
@@ -96,7 +96,7 @@ def distinct_launches(launches: Iterable[Launch]) -> list[Launch]:
     return list(merged.values())
 
 
-def _prefetch(per_cc: Mapping[str, Iterable[Launch]], workers: int | None = None) -> None:
+def _prefetch(per_cc: Mapping[str, Iterable[Launch]], workers: int = max(2, os.cpu_count() or 2)) -> None:
     """Compile each distinct (file, options, compute capability) once, all GPUs' builds side by
     side (``kernel_resources_for_cc`` caches the reports): nvcc runs are most of the table's time."""
     from concurrent.futures import ThreadPoolExecutor
@@ -106,7 +106,7 @@ def _prefetch(per_cc: Mapping[str, Iterable[Launch]], workers: int | None = None
     )
     if len(builds) < 2:
         return
-    with ThreadPoolExecutor(max_workers=workers or max(2, cpu_share())) as pool:
+    with ThreadPoolExecutor(max_workers=workers) as pool:
         list(pool.map(lambda build: kernel_resources_for_cc(build[0], build[2], build[1]), builds))
 
 

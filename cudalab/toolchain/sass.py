@@ -58,16 +58,15 @@ def present_arch() -> str:
 def sass_table(builds: Iterable[tuple[str, str, tuple[str, ...]]], arch: str | None = None):
     """A tidy frame (build, kernel, opcode, count) of the SASS of each (label, file, options)
     build for the present GPU; one row with the reason where nvcc or cuobjdump is missing."""
+    import os
     from concurrent.futures import ThreadPoolExecutor
 
     import pandas as pd
 
-    from cudalab.core.cpus import cpu_share
-
     arch = arch or present_arch()
     builds = list(builds)
-    try:  # the builds are independent child processes: compile them side by side, one per core of ours
-        with ThreadPoolExecutor(max_workers=cpu_share()) as pool:
+    try:  # the builds are independent child processes: compile them side by side, one per core
+        with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
             counts = list(pool.map(lambda b: sass_opcodes(b[1], arch, b[2]), builds))
     except ToolUnavailable as exc:
         return pd.DataFrame([{"build": "", "kernel": "", "opcode": "", "count": 0, "arch": arch, "note": str(exc)}])

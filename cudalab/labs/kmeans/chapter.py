@@ -468,16 +468,16 @@ def real_data_agreement(
     features: ``data`` is colour or texture) at every K of ``ks``, against the classic sequential
     code from the same initial centres (the first K points), as ``_against_classic`` compares
     them. The sequential runs go on a thread each (the C code releases the GIL)."""
+    import os
     from concurrent.futures import ThreadPoolExecutor
 
-    from cudalab.core.cpus import cpu_share
     from cudalab.core.launch import refusal_types
     from cudalab.labs.kmeans import gpu, sample_data
 
     points = sample_data.image_features()[data]
     n, d = points.shape
     ks = [k for k in dict.fromkeys(ks) if 1 <= k <= n]
-    with ThreadPoolExecutor(max_workers=cpu_share()) as pool:
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         classic = dict(zip(ks, pool.map(lambda k: reference.classic(points, k), ks)))
     rows = []
     for k, variant in progress(
