@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 
 import nbformat
 
@@ -130,3 +131,29 @@ def test_several_gpus_are_set_beside_the_serial_build_against_issue_45s_goals(tm
     )
     assert "1.14x (goal 1.10x) | 00 24 → 26 s (1.08x), 04 76 → 87 s (1.14x) |" in text
     assert text.count("build on") == 1, "the several-GPU build is in its own table, not summed"
+
+
+def test_each_gpu_count_builds_cold_and_a_build_that_kept_chapters_meets_no_goal(tmp_path, monkeypatch):
+    """``--workers 4,2``: each N writes a folder and caches of its own, so the second is cold too;
+    one whose summary lacks a chapter the serial build ran (kept, or never run) is no cold build."""
+    import json
+
+    bench = _bench()
+    seen = []
+
+    def build(args, env):
+        out = Path(args[args.index("--out") + 1])
+        seen.append((out.name, env["CUPY_CACHE_DIR"], env["CUDALAB_CACHE_DIR"]))
+        out.mkdir(parents=True, exist_ok=True)
+        chapters = {"00_gpu_capabilities": {"seconds": 24.0}, "04_blocking_factor": {"seconds": 70.0}}
+        if len(seen) == 2:
+            chapters["04_blocking_factor"]["reused"] = True
+        (out / "build.json").write_text(json.dumps({"chapters": chapters}))
+        return 90.0, 0, ""
+
+    monkeypatch.setattr(bench, "_build", build)
+    serial = {"seconds": 287.0, "chapter_seconds": {"00_gpu_capabilities": 24.0, "04_blocking_factor": 76.0}}
+    four = bench._workers_build("h100", "html", tmp_path, {}, 4, serial)
+    two = bench._workers_build("h100", "html", tmp_path, {}, 2, serial)
+    assert len({s[0] for s in seen}) == len({s[1] for s in seen}) == len({s[2] for s in seen}) == 2
+    assert four["not_measured"] == [] and two["not_measured"] == ["04_blocking_factor"]
