@@ -105,7 +105,10 @@ def main() -> int:
         "wall_s": round(wall, 1),
         "goal_s": GOAL_S,
         "meets_goal": wall <= GOAL_S,
-        "best_time_ms": float(frame[frame["status"].eq("ok")]["time_ms"].min()),
+        # the measured point's best, not a hidden case's (a V = 300 graph solves in a fraction of it)
+        "best_time_ms": float(
+            frame[frame["status"].eq("ok") & ~frame["point"].astype(str).str.startswith("case ")]["time_ms"].min()
+        ),
     }
     print(json.dumps(record, indent=2))
     if args.record:
