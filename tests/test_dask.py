@@ -267,3 +267,11 @@ def test_a_chapter_whose_comparison_fails_on_dask_shows_its_reason_and_exits_1(t
     assert summary["failed"] == ["01_block_size"] and "04_blocking_factor" in summary["chapters"]
     html = (out / "report.html").read_text()
     assert "comparison failed:</b> UnicodeDecodeError" in html and (out / "data" / "04_blocking_factor").is_dir()
+
+
+def test_a_retried_chapter_names_the_worker_that_died_running_it():
+    from cudalab.report.cluster import _retried
+
+    assert _retried(1, []) == ""
+    earlier = ["1033 tcp://127.0.0.1:40161"]
+    assert _retried(2, earlier) == " (attempt 2, after tcp://127.0.0.1:40161 died running it)"

@@ -406,9 +406,18 @@ def run_chapter_task(
         return {
             "ok": ok,
             "error": error,
-            "worker": worker + (f" (attempt {attempt})" if attempt > 1 else ""),
+            "worker": worker + _retried(attempt, earlier),
             "seconds": time.monotonic() - started,
         }
+
+
+def _retried(attempt: int, earlier: list[str]) -> str:
+    """What the log says of a chapter run again: its attempt, and the worker that died running it
+    before (the attempts file's lines are "pid address"), so a retry on another GPU can be seen."""
+    if attempt < 2:
+        return ""
+    died = ", ".join(line.split(" ", 1)[-1] for line in earlier)
+    return f" (attempt {attempt}, after {died} died running it)"
 
 
 def _discard(mine: Path) -> None:
