@@ -317,6 +317,11 @@ def _finished(futures: dict[Any, Any], out: Path) -> list[Any]:
     return [f for f in futures if f.status == "finished"]
 
 
+def _workers_of(attempts: list[str]) -> str:
+    """The workers of an attempts file's lines ("pid address"), as the log and errors name them."""
+    return ", ".join(line.split(" ", 1)[-1] for line in attempts)
+
+
 def _attempts(staging: Path, chapter_id: str) -> list[str]:
     path = staging / chapter_id / "attempts"
     return path.read_text().splitlines() if path.is_file() else []
@@ -334,7 +339,7 @@ def _result_of(future: Any, chapter_id: str, staging: Path) -> dict[str, Any] | 
         tried = _attempts(staging, chapter_id)
         if len(tried) < ATTEMPTS:
             return None
-        workers = ", ".join(line.split(" ", 1)[-1] for line in tried)
+        workers = _workers_of(tried)
         return {
             "ok": False,
             "error": f"KilledWorker: the Dask workers running this chapter died {len(tried)} times ({workers})",
@@ -369,7 +374,7 @@ def run_chapter_task(
     mine.mkdir(parents=True, exist_ok=True)
     earlier = _attempts(staging_p, chapter_id)
     if len(earlier) >= ATTEMPTS:  # the scheduler retries more often than we do: stop here
-        workers = ", ".join(line.split(" ", 1)[-1] for line in earlier)
+        workers = _workers_of(earlier)
         return {
             "ok": False,
             "error": f"the Dask workers running this chapter died {len(earlier)} times ({workers})",
@@ -416,8 +421,7 @@ def _retried(attempt: int, earlier: list[str]) -> str:
     before (the attempts file's lines are "pid address"), so a retry on another GPU can be seen."""
     if attempt < 2:
         return ""
-    died = ", ".join(line.split(" ", 1)[-1] for line in earlier)
-    return f" (attempt {attempt}, after {died} died running it)"
+    return f" (attempt {attempt}, after {_workers_of(earlier)} died running it)"
 
 
 def _discard(mine: Path) -> None:
