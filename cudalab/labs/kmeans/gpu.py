@@ -100,6 +100,8 @@ TENSOR_MIN_CC = (8, 0)  # mma.sync with TF32 operands: Ampere and later
 ONE_PASS = "assign+delta+update (one pass)"
 HELD_TRIES = 3  # an iteration whose host fell behind the hold is measured again, at most this often
 WARMUP = 2  # untimed iterations before the timed ones (time_iterations)
+DEVICE_LOOP = ("tensor",)  # variants whose pass also ends the run (km_07 item 11): the loop needs no host
+LOOP_BATCH = 4  # the device loop's iterations enqueued at a time; the host looks at the end flag once per batch
 SCALE_HEADROOM_BITS = 62  # the fixed-point sums keep N x max|x| x 2^s below 2^62 (int64, with a bit to spare)
 SCALE_MAX_BITS = (
     60  # and 2^s no larger than this where the data are all near zero  # the stage name of the fused and tiled kernels
@@ -703,8 +705,11 @@ class Runner:
             grid, split = tensor_split(p.n, max_fixed, threads, plan["COPIES"], one.grid.x)
             one = one.with_grid(grid)
             self.done = cp.zeros(1, dtype=cp.uint32)  # blocks finished; the last one finalizes and resets it
+            self.loop_state = cp.zeros(2, dtype=cp.int32)  # the device loop's count and end flag
             finish = (self.centres, count, np.float64(2.0**-self.scale_bits), self.done)
             pass_args = (*pass_args, np.int32(split), *finish)
+            self._device_loop = (one, tiled, pass_args)  # run_on_device adds its own loop arguments
+            pass_args = (*pass_args, self.loop_state, np.float32(0.0), np.int32(-1))  # step(): every launch iterates
         stages = [Stage(ONE_PASS, lambda: one(pass_args, kernel=tiled, stream=self.stream))]
         transfer = Stage("transfer", self._read_count, on_device=False)
         if "finalize" not in specs:
@@ -767,9 +772,9 @@ class Runner:
         count after the iteration without a copy of its own (a 4-byte copy costs ~20 us of
         the ~0.4 ms iteration)."""
         cp = require_cupy()
-        self._count_memory = cp.cuda.alloc_pinned_memory(4)
-        self._count = np.frombuffer(self._count_memory, dtype=np.int32, count=1)
-        self._count[0] = 0
+        self._count_memory = cp.cuda.alloc_pinned_memory(12)  # the count, then the device loop's count and end
+        self._count = np.frombuffer(self._count_memory, dtype=np.int32, count=3)
+        self._count[:] = 0
         return np.uintp(self._count_memory.ptr)
 
     def _read_count(self) -> None:
@@ -830,6 +835,55 @@ class Runner:
         self.last_times = dict(times)
         return self.changed
 
+    def run_on_device(self, threshold: float, max_loop: int, batch: int = LOOP_BATCH) -> dict[str, Any]:
+        """A whole run to convergence with its loop on the device (``DEVICE_LOOP`` variants; km_07
+        item 11): the pass itself applies the classic loop's test and, once the run has ended,
+        every later launch returns at once. The host enqueues ``batch`` iterations at a time, one
+        batch ahead of the GPU, and reads the end flag (in its own memory) once a batch has run:
+        no sync and no test of the host's between two iterations. Returns the iterations, the
+        wall time from the first enqueue to the end (ms), the summed GPU time of the iterations
+        (an event pair around each launch) and of the launches after the end."""
+        if self.variant not in DEVICE_LOOP:
+            raise ValueError(f"{self.variant}: its loop needs the host; the device loop is {', '.join(DEVICE_LOOP)}'s")
+        cp = require_cupy()
+        one, kernel, args = self._device_loop
+        with self.stream:
+            self.loop_state.fill(0)
+        self.stream.synchronize()
+        self._count[1:] = 0
+        run_args = (*args, self.loop_state, np.float32(threshold), np.int32(max_loop))
+        events: list[tuple[Any, Any]] = []
+        batches: list[Any] = []
+        t0 = time.perf_counter()
+        while True:
+            for _ in range(batch):
+                start, end = cp.cuda.Event(), cp.cuda.Event()
+                start.record(self.stream)
+                one(run_args, kernel=kernel, stream=self.stream)
+                end.record(self.stream)
+                events.append((start, end))
+            batches.append(cp.cuda.Event(disable_timing=True))
+            batches[-1].record(self.stream)
+            if len(batches) > 1:
+                batches[-2].synchronize()  # the batch before this one has run: has the run ended?
+                if self._count[2]:
+                    break
+            if len(events) > max_loop + 1 + 2 * batch:
+                self.stream.synchronize()
+                raise MeasurementError(f"{self.variant}: the device loop did not end after {len(events)} launches")
+        self.stream.synchronize()
+        wall_ms = (time.perf_counter() - t0) * 1e3
+        iterations = int(self._count[1]) + 1
+        times = [cp.cuda.get_elapsed_time(start, end) for start, end in events]
+        self.changed = int(self._count[0])
+        return {
+            "iterations": iterations,
+            "wall_ms": wall_ms,
+            "gpu_ms": sum(times[:iterations]),
+            "after_end_ms": sum(times[iterations:]),
+            "launches": len(events),
+        }
+
     def result(self) -> tuple[np.ndarray, np.ndarray]:
         """(centres, membership) on the host."""
         self.stream.synchronize()
@@ -837,13 +891,36 @@ class Runner:
 
 
 def run_to_convergence(
-    problem: Problem, variant: str, threshold: float = reference.THRESHOLD, max_loop: int = reference.MAX_LOOP
+    problem: Problem,
+    variant: str,
+    threshold: float = reference.THRESHOLD,
+    max_loop: int = reference.MAX_LOOP,
+    *,
+    loop_on: str = "auto",
 ) -> dict[str, Any]:
     """The whole k-means, as the classic code loops: iterate while the changed fraction exceeds
     ``threshold``, at most ``max_loop`` more times. Returns the iteration count, the wall time of
-    the loop and the summed time of each stage (ms)."""
+    the loop, the summed time of each stage and the GPU's share of them (ms), and where the loop
+    ran: ``loop_on`` "host" (a step and the host's test per iteration), "device" (``DEVICE_LOOP``
+    variants: ``Runner.run_on_device``), or "auto", the device where the variant allows. Both
+    loops run the same iterations in the same order: the same bits."""
+    if loop_on not in ("auto", "host", "device"):
+        raise ValueError(f"loop_on {loop_on!r}: auto, host or device")
     runner = Runner(problem, variant)
+    if loop_on == "device" or (loop_on == "auto" and variant in DEVICE_LOOP):
+        run = runner.run_on_device(threshold, max_loop)
+        centres, membership = runner.result()
+        return {
+            "iterations": run["iterations"],
+            "total_ms": run["wall_ms"],
+            "stages_ms": {ONE_PASS: run["gpu_ms"]},
+            "gpu_ms": run["gpu_ms"],
+            "loop": "device",
+            "centres": centres,
+            "membership": membership,
+        }
     totals: dict[str, float] = defaultdict(float)
+    on_device = {stage.name for stage in runner.stages if stage.on_device}
     loop = 0
     t0 = time.perf_counter()
     while True:
@@ -859,6 +936,8 @@ def run_to_convergence(
         "iterations": loop + 1,
         "total_ms": wall_ms,
         "stages_ms": dict(totals),
+        "gpu_ms": sum(ms for stage, ms in totals.items() if stage in on_device),
+        "loop": "host",
         "centres": centres,
         "membership": membership,
     }
