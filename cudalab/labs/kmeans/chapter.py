@@ -51,6 +51,8 @@ SHORT_NAMES = {
     "same_bits_twice": "same bits twice",
     "same_bits": "same bits",
     "classic_iterations": "sequential iterations",
+    "loop": "loop on",
+    "wall_over_gpu": "wall / GPU",
 }
 FLOAT32 = 4
 
@@ -311,7 +313,8 @@ def plot_stage_split(stages: pd.DataFrame, floors: pd.Series, ax=None, title: st
 
 def full_runs(n: int, d: int, k: int, seed: int, *, show_progress: bool = True) -> pd.DataFrame:
     """Every variant run to convergence from the same initial centres: iterations, wall time,
-    and the summed time of each stage."""
+    the summed time of each stage and the GPU's share of it, and where the loop ran (the host,
+    or the device where the variant allows: ``gpu.DEVICE_LOOP``)."""
     from cudalab.core.launch import refusal_types
     from cudalab.labs.kmeans import gpu
 
@@ -329,6 +332,8 @@ def full_runs(n: int, d: int, k: int, seed: int, *, show_progress: bool = True) 
                 **base,
                 "iterations": run["iterations"],
                 "total_ms": run["total_ms"],
+                "gpu_ms": run["gpu_ms"],
+                "loop": run["loop"],
                 **{f"{stage}_ms": ms for stage, ms in run["stages_ms"].items()},
                 "status": "ok",
                 "reason": "",
@@ -339,13 +344,18 @@ def full_runs(n: int, d: int, k: int, seed: int, *, show_progress: bool = True) 
 
 def chain(runs: pd.DataFrame, wrong: Iterable[str] = ()) -> pd.DataFrame:
     """The ladder's whole runs as lab 004 reports them: total seconds, each step's gain over the
-    step before and over the baseline (the CuPy peer beside them, outside the chain)."""
+    step before and over the baseline (the CuPy peer beside them, outside the chain); and, where
+    the recording has them, where each loop ran and its wall time over its GPU time (what the
+    host's syncs and tests between iterations cost)."""
     out = runs.copy()
     out.loc[out["variant"].isin(list(wrong)) & out["status"].eq("ok"), "status"] = "wrong"
     out["step"] = out["variant"].map(STEPS)
     out["label"] = out["variant"].map(VARIANTS)
     out["total_s"] = out["total_ms"] / 1e3
     out["ms_per_iteration"] = out["total_ms"] / out["iterations"]
+    timed_gpu = "gpu_ms" in out and "loop" in out
+    if timed_gpu:
+        out["wall_over_gpu"] = out["total_ms"] / out["gpu_ms"]
     ladder = out["variant"].isin(LADDER) & out["status"].eq("ok")
     times = out["total_s"].where(ladder)
     out["speedup_over_previous"] = (times.shift(1) / times).where(ladder & ladder.shift(1, fill_value=False))
@@ -353,19 +363,9 @@ def chain(runs: pd.DataFrame, wrong: Iterable[str] = ()) -> pd.DataFrame:
     out["speedup_over_baseline"] = (
         (baseline.iloc[0] / out["total_s"]).where(out["status"].eq("ok")) if len(baseline) else np.nan
     )
-    return out[
-        [
-            "step",
-            "variant",
-            "label",
-            "iterations",
-            "total_s",
-            "ms_per_iteration",
-            "speedup_over_previous",
-            "speedup_over_baseline",
-            "status",
-        ]
-    ]
+    columns = ["step", "variant", "label", "iterations", "total_s", "ms_per_iteration"]
+    columns += ["loop", "wall_over_gpu"] if timed_gpu else []
+    return out[[*columns, "speedup_over_previous", "speedup_over_baseline", "status"]]
 
 
 def chosen(per_it: pd.DataFrame) -> pd.DataFrame:
