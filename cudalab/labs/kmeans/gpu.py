@@ -61,7 +61,9 @@ VARIANTS = {
     "tensor": "ours: tensor-core scores, fixed-point sums",
     "exact": "ours: the sequential code's arithmetic",
     "cupy": "CuPy, vectorized",
+    "torch": "PyTorch, as its users write it",
 }
+PEERS = ("cupy", "torch")  # libraries' iterations beside ours, never ours
 LADDER = ("host_update", "device_update", "shared_buffers", "fused", "tiled", "fixed", "dot", "tensor")
 CLASSIC = LADDER[:3]  # the variants built on the classic code's assignment kernel
 THREADS = 128  # the classic code's threads per block
@@ -250,6 +252,8 @@ def refusal(
     opt in to ``optin`` bytes of shared memory: by default the present one's), or "". ``tune``:
     the dot variant's overrides (``dot_shape``'s ppt, threads, cpair); ``cc``: the GPU's compute
     capability ("8.0"; default the present GPU's, unchecked where there is none)."""
+    if variant == "torch":
+        return torch_missing()
     assign = 4 * (k * d + THREADS)
     if variant in CLASSIC and assign > SHARED_LIMIT:
         return (
@@ -312,6 +316,17 @@ def refusal(
                 f"the tile, the centres and each warp's {'int64 ' if variant == 'fixed' else ''}sums take "
                 f"{plan['dynamic_bytes']:,} bytes of shared memory; a block may have {room:,}"
             )
+    return ""
+
+
+def torch_missing() -> str:
+    """Why the PyTorch peer cannot run here, or "": the reason its rows give where it is absent."""
+    try:
+        import torch
+    except ImportError:
+        return "PyTorch is not installed here (pip install torch): the PyTorch peer needs it"
+    if not torch.cuda.is_available():
+        return f"PyTorch {torch.__version__} here sees no CUDA device"
     return ""
 
 
@@ -536,6 +551,8 @@ class Runner:
             if self.variant == "fused"
             else self._tiled_stages
             if self.variant in ("tiled", "fixed", "dot", "tensor")
+            else self._torch_stages
+            if self.variant == "torch"
             else self._cupy_stages
         )
         self.stages: list[Stage] = build()
@@ -748,6 +765,48 @@ class Runner:
                 self.centres = cp.where(
                     counts[:, None] > 0, sums / cp.maximum(counts, 1)[:, None].astype(cp.float32), self.centres
                 )
+
+        return [
+            Stage("assign", distances),
+            Stage("delta", delta_count),
+            Stage("update", update),
+            Stage("transfer", self._fetch_count, on_device=False),
+        ]
+
+    def _torch_stages(self) -> list[Stage]:
+        """The peer a PyTorch user would write: distances by a matrix multiply (TF32 off, FP32 as
+        every contestant), argmin, the sums and the sizes by ``index_add_`` (``torch.bincount``
+        reads its largest index back to size its output: a sync inside the iteration, as
+        ``cupy.bincount``). It runs on this runner's stream (``torch.cuda.ExternalStream``), so
+        the same events and hold time it; its tensors share the runner's arrays through DLPack,
+        so ``result`` and the change count read what it wrote."""
+        import torch
+
+        p = self.p
+        torch.backends.cuda.matmul.allow_tf32 = False
+        stream = torch.cuda.ExternalStream(self.stream.ptr)
+        with torch.cuda.stream(stream):
+            rows = torch.from_dlpack(p.rows)
+            centres, membership = torch.from_dlpack(self.centres), torch.from_dlpack(self.membership)
+            delta = torch.from_dlpack(self.delta)
+            ones = torch.ones(p.n, dtype=torch.int32, device=rows.device)
+        state: dict[str, Any] = {}
+
+        def distances():
+            with torch.cuda.stream(stream):
+                norms = (centres * centres).sum(dim=1)
+                state["new"] = torch.argmin(norms[None, :] - 2.0 * (rows @ centres.T), dim=1).to(torch.int32)
+
+        def delta_count():
+            with torch.cuda.stream(stream):
+                delta.copy_((state["new"] != membership).sum().reshape(1))
+                membership.copy_(state["new"])
+
+        def update():
+            with torch.cuda.stream(stream):
+                sums = torch.zeros((p.k, p.d), dtype=torch.float32, device=rows.device).index_add_(0, membership, rows)
+                sizes = torch.zeros(p.k, dtype=torch.int32, device=rows.device).index_add_(0, membership, ones)
+                centres.copy_(torch.where(sizes[:, None] > 0, sums / sizes.clamp(min=1)[:, None], centres))
 
         return [
             Stage("assign", distances),
