@@ -319,6 +319,17 @@ def refusal(
     return ""
 
 
+def release_cached_memory() -> None:
+    """Free CuPy's pool and, where the PyTorch peer ran, PyTorch's cache, so that a problem of
+    another size has the whole GPU (PyTorch keeps what it freed for itself)."""
+    import sys
+
+    require_cupy().get_default_memory_pool().free_all_blocks()
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
+
+
 def torch_missing() -> str:
     """Why the PyTorch peer cannot run here, or "": the reason its rows give where it is absent."""
     try:
