@@ -86,6 +86,7 @@ def _run(args: argparse.Namespace) -> int:
     read_s = time.perf_counter() - t0
     n, d = points.shape
     stages: dict[str, float] = {}
+    run: dict | None = None
     t1 = time.perf_counter()
     if args.cpu or not gpu_available():
         where = "the classic sequential code (CPU)"
@@ -108,7 +109,7 @@ def _run(args: argparse.Namespace) -> int:
     written = files.write_outputs(prefix, centres, membership)
     write_s = time.perf_counter() - t2
     print(f"N = {n} objects, D = {d} coordinates, K = {args.k} clusters, threshold {args.threshold:g}: {where}")
-    print(f"iterations: {iterations}")
+    print(f"iterations: {iterations}" + (f" (the loop on the {run['loop']})" if run else ""))
     print(f"read {read_s * 1e3:.1f} ms, compute {compute_s * 1e3:.1f} ms, write {write_s * 1e3:.1f} ms")
     for name, ms in stages.items():
         print(f"  {name}: {ms:.2f} ms")

@@ -15,7 +15,8 @@
 // its sums at once, and the norms add from a copy of the centres in shared memory (rows D + 1
 // words apart: no bank conflict). The sums, sizes and count are read through L2 (__ldcg): other
 // blocks of the same launch may have written them with atomics, and L1 must not answer for them.
-__device__ __forceinline__ void fixed_update(float* centres, long long* sums, int* sizes, float* next, int* changed,
+// Returns the change count on thread 0 (0 on the others).
+__device__ __forceinline__ int fixed_update(float* centres, long long* sums, int* sizes, float* next, int* changed,
                                              int* changed_out, double inverse_scale, int thread, int threads)
 {
     constexpr int BATCH = 4;  // sums a thread reads before it waits for the first
@@ -56,6 +57,7 @@ __device__ __forceinline__ void fixed_update(float* centres, long long* sums, in
         *changed_out = moved;
         *changed = 0;
     }
+    return moved;
 }
 
 #endif

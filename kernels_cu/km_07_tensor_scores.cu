@@ -64,14 +64,23 @@
 //  10. A membership is written only where it changed: once most points have settled, the pass
 //      writes a few of the N memberships instead of all (16 MiB a pass at N = 4 Mi): less time
 //      at K = 8 and K = 32 (docs/tuning-log.md).
+//  11. The run's loop on the device. With max_loop >= 0 the last block also applies the classic
+//      code's test, changed / n > threshold in float32 and fewer than max_loop further iterations:
+//      it counts the iteration in loop_state[0], or ends the run in loop_state[1], and mirrors
+//      both to changed_out[1] and [2] in the host's memory. A launch that finds the run ended
+//      returns at once, so the host enqueues iterations ahead and looks once per batch
+//      (gpu.Runner.run_on_device): no sync, no host test between two iterations. The same
+//      iterations in the same order: the same bits as the host's loop. With max_loop < 0 (timed
+//      iterations) nothing is tested and every launch iterates.
 // Compile-time constants: K (<= 64: 2 x ceil(K / 8) x 4 scores per lane in registers), D (<= 32:
 // D floats per lane in registers), THREADS (a multiple of 32), COPIES (1 or 8), MIN_WARPS (warps
 // per SM the compiler must leave registers for). Tensor-core TF32 needs compute
 // capability 8.0; older GPUs are refused by the host (gpu.refusal) and this kernel traps there.
 // Inputs: objects transposed, objects[d * n + i]; table = [K x D] -2 x centre, then [K] |centre|^2
 // (the last block writes the next one over it); split = SPLIT (0: fixed_add); centres, the
-// change count's destination and 1 / SCALE for the last block; done, zero before the launch
-// (the last block zeroes it again, and the sums, sizes and count).
+// change count's destination (host memory, 3 ints with the device loop) and 1 / SCALE for the
+// last block; done, zero before the launch (the last block zeroes it again, and the sums, sizes
+// and count); loop_state (2 ints, zero before a run), threshold and max_loop (item 11).
 // Dynamic shared memory, in bytes: the split centre fragments KT x KS x 32 x 16, their norms
 // KT x 8 x 4, the block's sums' low and high words 2 x COPIES x CS x 4. Launch: grid
 // (gpu.tensor_split: a few blocks per SM, persistent, or more where N needs them), block THREADS.
@@ -156,8 +165,12 @@ struct Step {
 extern "C" __global__ void __launch_bounds__(THREADS, (MIN_WARPS + WARPS - 1) / WARPS) kmeans_tensor(
     const float* __restrict__ objects, int* __restrict__ membership, unsigned long long* __restrict__ sums,
     int* __restrict__ sizes, int* __restrict__ changed, float* table, int n, float scale, int split,
-    float* __restrict__ centres, int* __restrict__ changed_out, double inverse_scale, unsigned* __restrict__ done)
+    float* __restrict__ centres, int* __restrict__ changed_out, double inverse_scale, unsigned* __restrict__ done,
+    int* loop_state, float threshold, int max_loop)
 {
+    // The run has ended (item 11): this launch does nothing. Every thread reads the same word.
+    if (max_loop >= 0 && *reinterpret_cast<volatile int*>(loop_state + 1)) return;
+
     extern __shared__ __align__(16) unsigned char shared[];
     uint4* s_b = reinterpret_cast<uint4*>(shared);                   // [KT][KS][32 lanes]: split fragments
     float* s_norm = reinterpret_cast<float*>(s_b + KT * KS * 32);    // [KT x 8]: |centre|^2, +inf past K
@@ -394,7 +407,16 @@ extern "C" __global__ void __launch_bounds__(THREADS, (MIN_WARPS + WARPS - 1) / 
     __syncthreads();
     if (!s_last) return;
     __threadfence();
-    fixed_update(centres, reinterpret_cast<long long*>(sums), sizes, table, changed, changed_out, inverse_scale,
-                 threadIdx.x, THREADS);
-    if (threadIdx.x == 0) *done = 0;  // ready for the next launch
+    int count = fixed_update(centres, reinterpret_cast<long long*>(sums), sizes, table, changed, changed_out,
+                             inverse_scale, threadIdx.x, THREADS);
+    if (threadIdx.x != 0) return;
+    *done = 0;  // ready for the next launch
+    if (max_loop < 0) return;
+    // The classic loop's test (item 11), in its float32 arithmetic: another iteration, or the end.
+    int loop = loop_state[0];
+    bool more = static_cast<float>(count) / static_cast<float>(n) > threshold && loop < max_loop;
+    if (more) loop_state[0] = loop + 1;
+    else loop_state[1] = 1;
+    changed_out[1] = more ? loop + 1 : loop;
+    changed_out[2] = more ? 0 : 1;
 }

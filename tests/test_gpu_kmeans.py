@@ -410,3 +410,37 @@ def test_the_chapters_real_data_table_finds_the_exact_variant_bit_for_bit(gpu):
     assert exact["same_bits"].all() and exact["membership_agreement"].eq(1.0).all()
     assert (exact["iterations"] == exact["classic_iterations"]).all()
     assert set(table["d"]) == {9} and set(table["n"]) == {19200}
+
+
+# The device loop (km_07 item 11): the pass ends the run itself, with the host's test in float32.
+LOOPS = [(20000, 8, 12, 500), (4099, 16, 32, 500), (100000, 32, 32, 500), (20000, 8, 12, 2), (300, 2, 1, 500)]
+
+
+@pytest.mark.parametrize("n,d,k,max_loop", LOOPS, ids=[f"n{n}-d{d}-k{k}-max{m}" for n, d, k, m in LOOPS])
+def test_the_device_loop_runs_the_host_loops_iterations_to_the_same_bits(gpu, n, d, k, max_loop):
+    points = reference.blobs(n, d, max(k, 2), seed=n + k)
+    host = gpu.run_to_convergence(gpu.Problem(points, k), "tensor", max_loop=max_loop, loop_on="host")
+    device = gpu.run_to_convergence(gpu.Problem(points, k), "tensor", max_loop=max_loop, loop_on="device")
+    assert (host["loop"], device["loop"]) == ("host", "device")
+    assert device["iterations"] == host["iterations"] <= max_loop + 1
+    assert np.array_equal(device["membership"], host["membership"])
+    assert np.array_equal(device["centres"].view(np.int32), host["centres"].view(np.int32))
+    assert 0 < device["gpu_ms"] <= device["total_ms"]
+
+
+def test_after_the_device_loop_ends_the_launches_enqueued_ahead_change_nothing(gpu):
+    points = reference.blobs(20000, 8, 12, seed=3)
+    runner = gpu.Runner(gpu.Problem(points, 12), "tensor")
+    run = runner.run_on_device(reference.THRESHOLD, reference.MAX_LOOP, batch=3)
+    assert run["launches"] > run["iterations"], "the host enqueues ahead of the end"
+    centres, membership = runner.result()
+    again = gpu.run_to_convergence(gpu.Problem(points, 12), "tensor", loop_on="host")
+    assert run["iterations"] == again["iterations"]
+    assert np.array_equal(membership, again["membership"])
+    assert np.array_equal(centres.view(np.int32), again["centres"].view(np.int32))
+
+
+def test_a_variant_whose_loop_needs_the_host_is_refused_the_device_loop(gpu):
+    runner = gpu.Runner(gpu.Problem(reference.blobs(1000, 4, 4, seed=1), 4), "exact")
+    with pytest.raises(ValueError, match="device loop"):
+        runner.run_on_device(reference.THRESHOLD, reference.MAX_LOOP)

@@ -382,3 +382,10 @@ def test_the_image_features_are_real_varied_and_the_same_on_every_call():
         assert len(np.unique(x, axis=0)) > 10000 and (x.std(axis=0) > 1e-3).all()
     colour = first["colour"]
     assert (colour[:, :3] >= 0).all() and (colour[:, :3] <= 1).all()  # the channel means, in [0, 1]
+
+
+def test_a_loop_that_is_neither_host_nor_device_is_refused_before_any_work():
+    from cudalab.labs.kmeans import gpu
+
+    with pytest.raises(ValueError, match="auto, host or device"):
+        gpu.run_to_convergence(None, "tensor", loop_on="sideways")

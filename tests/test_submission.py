@@ -171,4 +171,5 @@ def test_signatures_are_read_as_the_gpu_launches_them():
     vecmax = compile_only.entry_signatures(KERNELS_DIR / "vecmax_coalescing.cu", "sm_90")
     assert vecmax["vecmax00"] == ("u64", "u64", "u64", "u32")
     tensor = compile_only.entry_signatures(KERNELS_DIR / "km_07_tensor_scores.cu", "sm_90")
-    assert list(tensor) == ["kmeans_tensor"] and len(tensor["kmeans_tensor"]) == 13
+    assert list(tensor) == ["kmeans_tensor"] and len(tensor["kmeans_tensor"]) == 16
+    assert tensor["kmeans_tensor"][-3:] == ("u64", "f32", "u32"), "the device loop's state, threshold and max_loop"

@@ -13,7 +13,7 @@ import pandas as pd
 
 from cudalab.core.sweep import progress
 from cudalab.labs.kmeans import reference
-from cudalab.labs.kmeans.gpu import LADDER, VARIANTS
+from cudalab.labs.kmeans.gpu import LADDER, PEERS, VARIANTS
 
 STEPS = {
     "host_update": "a",
@@ -26,17 +26,20 @@ STEPS = {
     "tensor": "ours 5",
     "exact": "exact",
     "cupy": "peer",
+    "torch": "peer",
 }
-# The variants the stage sweep times: the ladder and the CuPy peer. The exact variant (the
-# sequential code's arithmetic, one chain of adds per sum) is run whole and checked, not swept:
-# at millions of points per cluster its update takes tens of milliseconds an iteration.
-SWEPT = (*LADDER, "cupy")
+# The variants the stage sweep times: the ladder and the library peers (CuPy; PyTorch where it is
+# installed). The exact variant (the sequential code's arithmetic, one chain of adds per sum) is run
+# whole and checked, not swept: at millions of points per cluster its update takes tens of
+# milliseconds an iteration.
+SWEPT = (*LADDER, *PEERS)
 SHORT_NAMES = {
     "time_ms": "ms / iteration",
     "points_per_s": "points/s",
     "x_read_floor": "x read floor",
     "x_flop_floor": "x flop floor",
     "speedup_over_cupy": "x CuPy",
+    "speedup_over_torch": "x PyTorch",
     "total_s": "total s",
     "ms_per_iteration": "ms / iteration",
     "speedup_over_previous": "x previous",
@@ -51,6 +54,8 @@ SHORT_NAMES = {
     "same_bits_twice": "same bits twice",
     "same_bits": "same bits",
     "classic_iterations": "sequential iterations",
+    "loop": "loop on",
+    "wall_over_gpu": "wall / GPU",
 }
 FLOAT32 = 4
 
@@ -126,11 +131,9 @@ def sweep(
     """Stage times of every swept variant (of ``variants``) at every configuration: one row per (n, d,
     k, variant, iteration, stage); a variant a configuration refuses is one row with its reason.
     ``file``: a copy of a kernel file to build instead (``gpu.stage_launches``)."""
-    from cudalab.core.gpu import require_cupy
     from cudalab.core.launch import refusal_types
     from cudalab.labs.kmeans import gpu
 
-    cp = require_cupy()
     rows: list[pd.DataFrame] = []
     variants = list(variants)
     points = [(cfg, v) for cfg in configurations(sizes, dims, clusters, base_d, base_k) for v in variants]
@@ -140,7 +143,7 @@ def sweep(
         try:
             if current != (n, d, k):
                 problem, current = None, (n, d, k)
-                cp.get_default_memory_pool().free_all_blocks()
+                gpu.release_cached_memory()
                 problem = gpu.Problem(gpu.blobs_on_device(n, d, k, seed), k)
             times = gpu.time_iterations(problem, variant, iterations, file=file)
             rows.append(times.assign(**base, status="ok", reason=""))
@@ -248,8 +251,8 @@ def floors_basis() -> pd.DataFrame:
 
 def per_iteration(stages: pd.DataFrame, basis: pd.Series, wrong: Iterable[str] = ()) -> pd.DataFrame:
     """One row per (n, d, k, variant): the median time per iteration (sum of its stages), points
-    per second, its two floors and its multiple of each, and its speedup over CuPy at the same
-    configuration. A variant in ``wrong`` (failed the correctness check) or skipped gets no
+    per second, its two floors and its multiple of each, and its speedup over each peer (CuPy,
+    PyTorch) at the same configuration, where the peer ran. A variant in ``wrong`` (failed the correctness check) or skipped gets no
     multiple and no speedup."""
     keys = ["n", "d", "k", "variant"]
     ran = stages[stages["status"].eq("ok")]
@@ -267,9 +270,10 @@ def per_iteration(stages: pd.DataFrame, basis: pd.Series, wrong: Iterable[str] =
     out["floor_ms"] = out[["read_floor_ms", "flop_floor_ms"]].max(axis=1)
     out["x_read_floor"] = (out["time_ms"] / out["read_floor_ms"]).where(good)
     out["x_flop_floor"] = (out["time_ms"] / out["flop_floor_ms"]).where(good)
-    cupy = out[out["variant"].eq("cupy") & good].set_index(["n", "d", "k"])["time_ms"]
     at = pd.MultiIndex.from_frame(out[["n", "d", "k"]])
-    out["speedup_over_cupy"] = (cupy.reindex(at).to_numpy() / out["time_ms"]).where(good)
+    for peer in PEERS:
+        peer_ms = out[out["variant"].eq(peer) & good].set_index(["n", "d", "k"])["time_ms"]
+        out[f"speedup_over_{peer}"] = (peer_ms.reindex(at).to_numpy() / out["time_ms"]).where(good)
     order = {v: i for i, v in enumerate(VARIANTS)}
     return (
         out.sort_values(["n", "d", "k"], kind="stable")
@@ -311,7 +315,8 @@ def plot_stage_split(stages: pd.DataFrame, floors: pd.Series, ax=None, title: st
 
 def full_runs(n: int, d: int, k: int, seed: int, *, show_progress: bool = True) -> pd.DataFrame:
     """Every variant run to convergence from the same initial centres: iterations, wall time,
-    and the summed time of each stage."""
+    the summed time of each stage and the GPU's share of it, and where the loop ran (the host,
+    or the device where the variant allows: ``gpu.DEVICE_LOOP``)."""
     from cudalab.core.launch import refusal_types
     from cudalab.labs.kmeans import gpu
 
@@ -329,6 +334,8 @@ def full_runs(n: int, d: int, k: int, seed: int, *, show_progress: bool = True) 
                 **base,
                 "iterations": run["iterations"],
                 "total_ms": run["total_ms"],
+                "gpu_ms": run["gpu_ms"],
+                "loop": run["loop"],
                 **{f"{stage}_ms": ms for stage, ms in run["stages_ms"].items()},
                 "status": "ok",
                 "reason": "",
@@ -339,13 +346,18 @@ def full_runs(n: int, d: int, k: int, seed: int, *, show_progress: bool = True) 
 
 def chain(runs: pd.DataFrame, wrong: Iterable[str] = ()) -> pd.DataFrame:
     """The ladder's whole runs as lab 004 reports them: total seconds, each step's gain over the
-    step before and over the baseline (the CuPy peer beside them, outside the chain)."""
+    step before and over the baseline (the CuPy peer beside them, outside the chain); and, where
+    the recording has them, where each loop ran and its wall time over its GPU time (what the
+    host's syncs and tests between iterations cost)."""
     out = runs.copy()
     out.loc[out["variant"].isin(list(wrong)) & out["status"].eq("ok"), "status"] = "wrong"
     out["step"] = out["variant"].map(STEPS)
     out["label"] = out["variant"].map(VARIANTS)
     out["total_s"] = out["total_ms"] / 1e3
     out["ms_per_iteration"] = out["total_ms"] / out["iterations"]
+    timed_gpu = "gpu_ms" in out and "loop" in out
+    if timed_gpu:
+        out["wall_over_gpu"] = out["total_ms"] / out["gpu_ms"]
     ladder = out["variant"].isin(LADDER) & out["status"].eq("ok")
     times = out["total_s"].where(ladder)
     out["speedup_over_previous"] = (times.shift(1) / times).where(ladder & ladder.shift(1, fill_value=False))
@@ -353,19 +365,9 @@ def chain(runs: pd.DataFrame, wrong: Iterable[str] = ()) -> pd.DataFrame:
     out["speedup_over_baseline"] = (
         (baseline.iloc[0] / out["total_s"]).where(out["status"].eq("ok")) if len(baseline) else np.nan
     )
-    return out[
-        [
-            "step",
-            "variant",
-            "label",
-            "iterations",
-            "total_s",
-            "ms_per_iteration",
-            "speedup_over_previous",
-            "speedup_over_baseline",
-            "status",
-        ]
-    ]
+    columns = ["step", "variant", "label", "iterations", "total_s", "ms_per_iteration"]
+    columns += ["loop", "wall_over_gpu"] if timed_gpu else []
+    return out[[*columns, "speedup_over_previous", "speedup_over_baseline", "status"]]
 
 
 def chosen(per_it: pd.DataFrame) -> pd.DataFrame:

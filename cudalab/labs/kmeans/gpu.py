@@ -61,7 +61,9 @@ VARIANTS = {
     "tensor": "ours: tensor-core scores, fixed-point sums",
     "exact": "ours: the sequential code's arithmetic",
     "cupy": "CuPy, vectorized",
+    "torch": "PyTorch, as its users write it",
 }
+PEERS = ("cupy", "torch")  # libraries' iterations beside ours, never ours
 LADDER = ("host_update", "device_update", "shared_buffers", "fused", "tiled", "fixed", "dot", "tensor")
 CLASSIC = LADDER[:3]  # the variants built on the classic code's assignment kernel
 THREADS = 128  # the classic code's threads per block
@@ -100,6 +102,8 @@ TENSOR_MIN_CC = (8, 0)  # mma.sync with TF32 operands: Ampere and later
 ONE_PASS = "assign+delta+update (one pass)"
 HELD_TRIES = 3  # an iteration whose host fell behind the hold is measured again, at most this often
 WARMUP = 2  # untimed iterations before the timed ones (time_iterations)
+DEVICE_LOOP = ("tensor",)  # variants whose pass also ends the run (km_07 item 11): the loop needs no host
+LOOP_BATCH = 4  # the device loop's iterations enqueued at a time; the host looks at the end flag once per batch
 SCALE_HEADROOM_BITS = 62  # the fixed-point sums keep N x max|x| x 2^s below 2^62 (int64, with a bit to spare)
 SCALE_MAX_BITS = (
     60  # and 2^s no larger than this where the data are all near zero  # the stage name of the fused and tiled kernels
@@ -248,6 +252,8 @@ def refusal(
     opt in to ``optin`` bytes of shared memory: by default the present one's), or "". ``tune``:
     the dot variant's overrides (``dot_shape``'s ppt, threads, cpair); ``cc``: the GPU's compute
     capability ("8.0"; default the present GPU's, unchecked where there is none)."""
+    if variant == "torch":
+        return torch_missing()
     assign = 4 * (k * d + THREADS)
     if variant in CLASSIC and assign > SHARED_LIMIT:
         return (
@@ -310,6 +316,28 @@ def refusal(
                 f"the tile, the centres and each warp's {'int64 ' if variant == 'fixed' else ''}sums take "
                 f"{plan['dynamic_bytes']:,} bytes of shared memory; a block may have {room:,}"
             )
+    return ""
+
+
+def release_cached_memory() -> None:
+    """Free CuPy's pool and, where the PyTorch peer ran, PyTorch's cache, so that a problem of
+    another size has the whole GPU (PyTorch keeps what it freed for itself)."""
+    import sys
+
+    require_cupy().get_default_memory_pool().free_all_blocks()
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
+
+
+def torch_missing() -> str:
+    """Why the PyTorch peer cannot run here, or "": the reason its rows give where it is absent."""
+    try:
+        import torch
+    except ImportError:
+        return "PyTorch is not installed here (pip install torch): the PyTorch peer needs it"
+    if not torch.cuda.is_available():
+        return f"PyTorch {torch.__version__} here sees no CUDA device"
     return ""
 
 
@@ -534,6 +562,8 @@ class Runner:
             if self.variant == "fused"
             else self._tiled_stages
             if self.variant in ("tiled", "fixed", "dot", "tensor")
+            else self._torch_stages
+            if self.variant == "torch"
             else self._cupy_stages
         )
         self.stages: list[Stage] = build()
@@ -703,8 +733,11 @@ class Runner:
             grid, split = tensor_split(p.n, max_fixed, threads, plan["COPIES"], one.grid.x)
             one = one.with_grid(grid)
             self.done = cp.zeros(1, dtype=cp.uint32)  # blocks finished; the last one finalizes and resets it
+            self.loop_state = cp.zeros(2, dtype=cp.int32)  # the device loop's count and end flag
             finish = (self.centres, count, np.float64(2.0**-self.scale_bits), self.done)
             pass_args = (*pass_args, np.int32(split), *finish)
+            self._device_loop = (one, tiled, pass_args)  # run_on_device adds its own loop arguments
+            pass_args = (*pass_args, self.loop_state, np.float32(0.0), np.int32(-1))  # step(): every launch iterates
         stages = [Stage(ONE_PASS, lambda: one(pass_args, kernel=tiled, stream=self.stream))]
         transfer = Stage("transfer", self._read_count, on_device=False)
         if "finalize" not in specs:
@@ -751,6 +784,48 @@ class Runner:
             Stage("transfer", self._fetch_count, on_device=False),
         ]
 
+    def _torch_stages(self) -> list[Stage]:
+        """The peer a PyTorch user would write: distances by a matrix multiply (TF32 off, FP32 as
+        every contestant), argmin, the sums and the sizes by ``index_add_`` (``torch.bincount``
+        reads its largest index back to size its output: a sync inside the iteration, as
+        ``cupy.bincount``). It runs on this runner's stream (``torch.cuda.ExternalStream``), so
+        the same events and hold time it; its tensors share the runner's arrays through DLPack,
+        so ``result`` and the change count read what it wrote."""
+        import torch
+
+        p = self.p
+        torch.backends.cuda.matmul.allow_tf32 = False
+        stream = torch.cuda.ExternalStream(self.stream.ptr)
+        with torch.cuda.stream(stream):
+            rows = torch.from_dlpack(p.rows)
+            centres, membership = torch.from_dlpack(self.centres), torch.from_dlpack(self.membership)
+            delta = torch.from_dlpack(self.delta)
+            ones = torch.ones(p.n, dtype=torch.int32, device=rows.device)
+        state: dict[str, Any] = {}
+
+        def distances():
+            with torch.cuda.stream(stream):
+                norms = (centres * centres).sum(dim=1)
+                state["new"] = torch.argmin(norms[None, :] - 2.0 * (rows @ centres.T), dim=1).to(torch.int32)
+
+        def delta_count():
+            with torch.cuda.stream(stream):
+                delta.copy_((state["new"] != membership).sum().reshape(1))
+                membership.copy_(state["new"])
+
+        def update():
+            with torch.cuda.stream(stream):
+                sums = torch.zeros((p.k, p.d), dtype=torch.float32, device=rows.device).index_add_(0, membership, rows)
+                sizes = torch.zeros(p.k, dtype=torch.int32, device=rows.device).index_add_(0, membership, ones)
+                centres.copy_(torch.where(sizes[:, None] > 0, sums / sizes.clamp(min=1)[:, None], centres))
+
+        return [
+            Stage("assign", distances),
+            Stage("delta", delta_count),
+            Stage("update", update),
+            Stage("transfer", self._fetch_count, on_device=False),
+        ]
+
     def _write_table(self, centres: np.ndarray) -> None:
         """The one-pass kernels' table of the centres: -2 x centre, then |centre|^2."""
         c = np.asarray(centres, dtype=np.float32)
@@ -767,9 +842,9 @@ class Runner:
         count after the iteration without a copy of its own (a 4-byte copy costs ~20 us of
         the ~0.4 ms iteration)."""
         cp = require_cupy()
-        self._count_memory = cp.cuda.alloc_pinned_memory(4)
-        self._count = np.frombuffer(self._count_memory, dtype=np.int32, count=1)
-        self._count[0] = 0
+        self._count_memory = cp.cuda.alloc_pinned_memory(12)  # the count, then the device loop's count and end
+        self._count = np.frombuffer(self._count_memory, dtype=np.int32, count=3)
+        self._count[:] = 0
         return np.uintp(self._count_memory.ptr)
 
     def _read_count(self) -> None:
@@ -830,6 +905,55 @@ class Runner:
         self.last_times = dict(times)
         return self.changed
 
+    def run_on_device(self, threshold: float, max_loop: int, batch: int = LOOP_BATCH) -> dict[str, Any]:
+        """A whole run to convergence with its loop on the device (``DEVICE_LOOP`` variants; km_07
+        item 11): the pass itself applies the classic loop's test and, once the run has ended,
+        every later launch returns at once. The host enqueues ``batch`` iterations at a time, one
+        batch ahead of the GPU, and reads the end flag (in its own memory) once a batch has run:
+        no sync and no test of the host's between two iterations. Returns the iterations, the
+        wall time from the first enqueue to the end (ms), the summed GPU time of the iterations
+        (an event pair around each launch) and of the launches after the end."""
+        if self.variant not in DEVICE_LOOP:
+            raise ValueError(f"{self.variant}: its loop needs the host; the device loop is {', '.join(DEVICE_LOOP)}'s")
+        cp = require_cupy()
+        one, kernel, args = self._device_loop
+        with self.stream:
+            self.loop_state.fill(0)
+        self.stream.synchronize()
+        self._count[1:] = 0
+        run_args = (*args, self.loop_state, np.float32(threshold), np.int32(max_loop))
+        events: list[tuple[Any, Any]] = []
+        batches: list[Any] = []
+        t0 = time.perf_counter()
+        while True:
+            for _ in range(batch):
+                start, end = cp.cuda.Event(), cp.cuda.Event()
+                start.record(self.stream)
+                one(run_args, kernel=kernel, stream=self.stream)
+                end.record(self.stream)
+                events.append((start, end))
+            batches.append(cp.cuda.Event(disable_timing=True))
+            batches[-1].record(self.stream)
+            if len(batches) > 1:
+                batches[-2].synchronize()  # the batch before this one has run: has the run ended?
+                if self._count[2]:
+                    break
+            if len(events) > max_loop + 1 + 2 * batch:
+                self.stream.synchronize()
+                raise MeasurementError(f"{self.variant}: the device loop did not end after {len(events)} launches")
+        self.stream.synchronize()
+        wall_ms = (time.perf_counter() - t0) * 1e3
+        iterations = int(self._count[1]) + 1
+        times = [cp.cuda.get_elapsed_time(start, end) for start, end in events]
+        self.changed = int(self._count[0])
+        return {
+            "iterations": iterations,
+            "wall_ms": wall_ms,
+            "gpu_ms": sum(times[:iterations]),
+            "after_end_ms": sum(times[iterations:]),
+            "launches": len(events),
+        }
+
     def result(self) -> tuple[np.ndarray, np.ndarray]:
         """(centres, membership) on the host."""
         self.stream.synchronize()
@@ -837,13 +961,36 @@ class Runner:
 
 
 def run_to_convergence(
-    problem: Problem, variant: str, threshold: float = reference.THRESHOLD, max_loop: int = reference.MAX_LOOP
+    problem: Problem,
+    variant: str,
+    threshold: float = reference.THRESHOLD,
+    max_loop: int = reference.MAX_LOOP,
+    *,
+    loop_on: str = "auto",
 ) -> dict[str, Any]:
     """The whole k-means, as the classic code loops: iterate while the changed fraction exceeds
     ``threshold``, at most ``max_loop`` more times. Returns the iteration count, the wall time of
-    the loop and the summed time of each stage (ms)."""
+    the loop, the summed time of each stage and the GPU's share of them (ms), and where the loop
+    ran: ``loop_on`` "host" (a step and the host's test per iteration), "device" (``DEVICE_LOOP``
+    variants: ``Runner.run_on_device``), or "auto", the device where the variant allows. Both
+    loops run the same iterations in the same order: the same bits."""
+    if loop_on not in ("auto", "host", "device"):
+        raise ValueError(f"loop_on {loop_on!r}: auto, host or device")
     runner = Runner(problem, variant)
+    if loop_on == "device" or (loop_on == "auto" and variant in DEVICE_LOOP):
+        run = runner.run_on_device(threshold, max_loop)
+        centres, membership = runner.result()
+        return {
+            "iterations": run["iterations"],
+            "total_ms": run["wall_ms"],
+            "stages_ms": {ONE_PASS: run["gpu_ms"]},
+            "gpu_ms": run["gpu_ms"],
+            "loop": "device",
+            "centres": centres,
+            "membership": membership,
+        }
     totals: dict[str, float] = defaultdict(float)
+    on_device = {stage.name for stage in runner.stages if stage.on_device}
     loop = 0
     t0 = time.perf_counter()
     while True:
@@ -859,6 +1006,8 @@ def run_to_convergence(
         "iterations": loop + 1,
         "total_ms": wall_ms,
         "stages_ms": dict(totals),
+        "gpu_ms": sum(ms for stage, ms in totals.items() if stage in on_device),
+        "loop": "host",
         "centres": centres,
         "membership": membership,
     }
