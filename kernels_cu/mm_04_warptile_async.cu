@@ -29,22 +29,25 @@
 //      aligned case pays one uniform branch per tile for the choice of copy width.
 //   6. Dynamic shared memory: STAGES x BK x (BM + 4 + BN) floats may exceed the 48 KiB of a
 //      static array (the launch opts in, up to the GPU's limit; over it, it is refused).
-//   7. (-DSPLIT_WAVE=G, optional) the last partial wave split along k. With one tile per block, n
-//      = 3000 makes 288 tiles of 128 x 256: two full waves of 132 on an H100, then 24 tiles while
-//      108 SMs idle (0.79 of cuBLAS). Here the grid is one dimension of work items: the first
-//      T - R tiles (R = T mod G, G = blocks in a wave) whole, then each of the last R tiles as P =
-//      min(G / R, MAX_SPLIT) segments of its k range, so the last wave is P times shorter. A
-//      segment's partial sums go to C in segment order: segment 0 stores them, segment s waits
-//      until segment s - 1 has stored, then adds its own (C = (P0 + P1) + P2 ...), so the result
-//      has the same bits every run. Blocks take their item from a counter (not blockIdx), so an
-//      item waited on was taken by a block already running: no deadlock whatever order the
-//      GPU starts blocks in. The counter and the per-tile flags reset themselves for the next launch.
+//   7. (-DSPLIT_WAVE=G, optional) Stream-K for the last waves. With one tile per block, n = 1000
+//      makes 32 tiles of 128 x 256 for 132 SMs, and n = 1600 91: one partial wave, most SMs idle
+//      (0.61 and 0.75 of cuBLAS on an H100). Here the grid is one dimension of work items: first
+//      the tiles of the full waves, whole, one per block (data-parallel); then the last tiles (all
+//      of them where there are fewer than a wave, else the partial wave and one full wave before
+//      it, so that every block gets at least one tile's work) as one run of k steps, cut into G
+//      equal ranges, one per block (at least SK_MIN k tiles each). A range may start or end
+//      inside a tile: such a segment stores its partial sums in a slot of its own (split_partials)
+//      and counts itself in the tile's counter; the segment that arrives last sums every slot of
+//      the tile in k order (so the result has the same bits whichever arrives last) and writes C.
+//      No block waits for another, so no order of starting blocks can deadlock. Blocks take
+//      their item from a counter (not blockIdx), so the whole tiles start first. The counter and
+//      the per-tile counts reset themselves for the next launch.
 // Without cp.async (below sm_80: the rtx2080 profile's Turing) the same copies are plain loads
 // and stores, in the same ring: correct, with less latency hidden.
 // Tuning: -DBM -DBN -DBK -DWM -DWN -DTM -DTN -DSTAGES (-DMIN_BLOCKS: blocks per SM the compiler
 // must leave registers for); the chapter's search picks them for the present GPU.
 // Launch: grid (ceil(n / BN), ceil(n / BM)), block (THREADS), STAGES * BK * (BM + 4 + BN) * 4
-// bytes of dynamic shared memory; with SPLIT_WAVE, grid (T - R + R x P) (matmul.split_plan).
+// bytes of dynamic shared memory; with SPLIT_WAVE, grid (whole tiles + stream-K blocks) (matmul.split_plan).
 
 #ifndef BM
 #define BM 128
@@ -75,12 +78,14 @@
 #endif
 
 #ifdef SPLIT_WAVE
-#define MAX_SPLIT 8        // segments per split tile, at most: each adds one read-add-write of the tile to C
-#define SPLIT_FLAGS 4096   // split tiles a launch may have (R < G)
-__device__ unsigned split_next;                // the next work item to hand out
-__device__ unsigned split_done[SPLIT_FLAGS];   // per split tile: segments stored so far (0 between launches)
-#if SPLIT_WAVE > SPLIT_FLAGS
-#error "SPLIT_WAVE larger than the flags kept"
+#define SK_MIN 4           // k tiles a stream-K block takes at least (matmul.SK_MIN)
+#define SPLIT_FLAGS 4096   // stream-K tiles a launch may have (at most 2 G)
+__device__ unsigned split_next;                 // the next work item to hand out
+__device__ unsigned split_arrived[SPLIT_FLAGS]; // per stream-K tile: segments stored so far (0 between launches)
+// Two slots of partial sums per stream-K block: its first tile's and its last tile's.
+__device__ float4 split_partials[2 * SPLIT_WAVE * (BM * BN / 4)];
+#if 2 * SPLIT_WAVE > SPLIT_FLAGS
+#error "SPLIT_WAVE larger than the counts kept"
 #endif
 #endif
 
@@ -152,159 +157,209 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) mm_warptile_as
     float* As = smem;                            // [STAGES][BK][AS_LD]
     float* Bs = smem + STAGES * AS_STAGE;        // [STAGES][BK][BN]
 
-    int tid = threadIdx.x;
-    int warp = tid / 32, lane = tid % 32;
-    int wm0 = (warp / WARPS_N) * WM, wn0 = (warp % WARPS_N) * WN;   // the warp's tile in the block's patch
-    int ly = lane / LN, lx = lane % LN;                             // the lane's place in the warp
+    const int tid = threadIdx.x;
     const int ktiles = (n + BK - 1) / BK;
 #ifdef SPLIT_WAVE
-    // Which work item: a whole tile, or segment `seg` of `parts` of one of the last R tiles.
-    __shared__ unsigned s_item;
+    const int tiles_n = (n + BN - 1) / BN;
+    // Which work item: a whole tile, or stream-K block sk's range of the last tiles' k steps
+    // (matmul.split_plan computes the same plan). Thread 0 plans; the plan waits in shared memory
+    // through the k loop, where registers are scarce.
+    __shared__ unsigned s_item, s_whole, s_blocks, s_steps, s_it, s_end;
+    __shared__ int s_last;
     if (tid == 0) {
         unsigned id = atomicAdd(&split_next, 1u);
         if (id == gridDim.x - 1) split_next = 0;   // every block has its item: ready for the next launch
-        s_item = id;
+        const int tiles = tiles_n * ((n + BM - 1) / BM), rest = tiles % SPLIT_WAVE;
+        int shared_tiles = rest == 0 ? 0 : tiles < SPLIT_WAVE ? tiles : rest + SPLIT_WAVE;
+        int sk_blocks = min(SPLIT_WAVE, shared_tiles * ktiles / SK_MIN);
+        if (shared_tiles >= sk_blocks * ((shared_tiles + SPLIT_WAVE - 1) / SPLIT_WAVE))   // no gain: none shared
+            shared_tiles = sk_blocks = 0;
+        const unsigned whole = tiles - shared_tiles;
+        // Positions in k tiles: a whole tile's own, or the stream-K region's (its last
+        // shared_tiles tiles); 32 bits: the products below stay under 2^32 for n < 46341 and
+        // SPLIT_WAVE < 400. This block's range is [s_it, s_end).
+        const unsigned steps = shared_tiles * ktiles;
+        s_item = id, s_whole = whole, s_blocks = sk_blocks, s_steps = steps;
+        s_it = id < whole ? 0u : id - whole < sk_blocks ? (id - whole) * steps / sk_blocks : 0u;
+        s_end = id < whole ? ktiles : id - whole < sk_blocks ? (id - whole + 1) * steps / sk_blocks : 0u;
     }
     __syncthreads();
-    const int item = s_item, tiles_n = (n + BN - 1) / BN, tiles = tiles_n * ((n + BM - 1) / BM);
-    int split = tiles % SPLIT_WAVE, parts = split ? min(min(SPLIT_WAVE / split, MAX_SPLIT), ktiles) : 1;
-    if (parts < 2) split = 0, parts = 1;
-    const int whole = tiles - split;
-    const int tile = item < whole ? item : whole + (item - whole) / parts;
-    const int seg = item < whole ? 0 : (item - whole) % parts;
-    if (tile >= tiles) return;
-    int m0 = tile / tiles_n * BM, n0 = tile % tiles_n * BN;
-    const int pieces = item < whole ? 1 : parts;   // a whole tile: all of k
-    const int t_begin = seg * ktiles / pieces, t_end = (seg + 1) * ktiles / pieces;
+    while (s_it < s_end) {   // a segment: one tile's k tiles [t_begin, t_end)
+        const int st = s_it / ktiles, tile = s_item < s_whole ? s_item : s_whole + st;
+        const int t_begin = s_it - st * ktiles, t_end = min(ktiles, static_cast<int>(s_end - st * ktiles));
+        const int m0 = tile / tiles_n * BM, n0 = tile % tiles_n * BN;
 #else
-    int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
-    const int t_begin = 0, t_end = ktiles;
+    {
+        const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+        const int t_begin = 0, t_end = ktiles;
 #endif
-    bool vec = (n & 3) == 0;
+        const int warp = tid / 32, lane = tid % 32;
+        const int wm0 = (warp / WARPS_N) * WM, wn0 = (warp % WARPS_N) * WN;   // the warp's tile in the block's patch
+        const int ly = lane / LN, lx = lane % LN;                             // the lane's place in the warp
+        const bool vec = (n & 3) == 0;
 
-    // Each thread's copies, fixed but for the tile: A by 4 bytes, consecutive lanes along k (a
-    // warp reads whole 32-byte sectors and writes 32 banks of the transposed tile); B by 16
-    // bytes (or 4 where n % 4 != 0) along n. Addresses advance by one tile per tile.
-    const int a_r = tid / BK, a_c = tid % BK;
-    const float* a_src = A + (size_t)(m0 + a_r) * n + a_c;
-    float* a_dst = As + a_c * AS_LD + a_r;
-    const int b_per_row = vec ? BN / 4 : BN;
-    const int b_r = tid / b_per_row, b_c = (vec ? 4 : 1) * (tid % b_per_row), b_step = THREADS / b_per_row;
-    const float* b_src = B + (size_t)b_r * n + n0 + b_c;
-    float* b_dst = Bs + b_r * BN + b_c;
-    const bool b_col_ok = n0 + b_c < n;   // n % 4 == 0 on the float4 path: a float4 is all in or all out
+        // Each thread's copies, fixed but for the tile: A by 4 bytes, consecutive lanes along k (a
+        // warp reads whole 32-byte sectors and writes 32 banks of the transposed tile); B by 16
+        // bytes (or 4 where n % 4 != 0) along n. Addresses advance by one tile per tile.
+        const int a_r = tid / BK, a_c = tid % BK;
+        const float* a_src = A + (size_t)(m0 + a_r) * n + a_c;
+        float* a_dst = As + a_c * AS_LD + a_r;
+        const int b_per_row = vec ? BN / 4 : BN;
+        const int b_r = tid / b_per_row, b_c = (vec ? 4 : 1) * (tid % b_per_row), b_step = THREADS / b_per_row;
+        const float* b_src = B + (size_t)b_r * n + n0 + b_c;
+        float* b_dst = Bs + b_r * BN + b_c;
+        const bool b_col_ok = n0 + b_c < n;   // n % 4 == 0 on the float4 path: a float4 is all in or all out
 
-    auto load_tile = [&](int stage, int t) {
-        int k0 = t * BK;
-        const float* pa = a_src + k0;
-        bool a_col_ok = k0 + a_c < n;
+        auto load_tile = [&](int stage, int t) {
+            int k0 = t * BK;
+            const float* pa = a_src + k0;
+            bool a_col_ok = k0 + a_c < n;
 #pragma unroll
-        for (int l = 0; l < A_COPIES; l++) {
-            bool ok = a_col_ok && m0 + a_r + l * A_STEP < n;
-            copy4(a_dst + stage * AS_STAGE + l * A_STEP, ok ? pa + l * A_STEP * n : A, ok);
-        }
-        const float* pb = b_src + (size_t)k0 * n;
-        if (vec) {
-#pragma unroll
-            for (int l = 0; l < B_VEC_COPIES; l++) {
-                bool ok = b_col_ok && k0 + b_r + l * b_step < n;
-                copy16(b_dst + stage * BS_STAGE + l * b_step * BN, ok ? pb + l * b_step * n : B, ok);
+            for (int l = 0; l < A_COPIES; l++) {
+                bool ok = a_col_ok && m0 + a_r + l * A_STEP < n;
+                copy4(a_dst + stage * AS_STAGE + l * A_STEP, ok ? pa + l * A_STEP * n : A, ok);
             }
-        } else {
+            const float* pb = b_src + (size_t)k0 * n;
+            if (vec) {
 #pragma unroll
-            for (int l = 0; l < B_COPIES; l++) {
-                bool ok = b_col_ok && k0 + b_r + l * b_step < n;
-                copy4(b_dst + stage * BS_STAGE + l * b_step * BN, ok ? pb + l * b_step * n : B, ok);
-            }
-        }
-    };
-
-    float acc[TM][TN] = {};
-    const int count = t_end - t_begin;   // k tiles of this block: all of them but in a split tile
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; s++) {   // fill the ring but one stage
-        if (s < count) load_tile(s, t_begin + s);
-        copies_commit();
-    }
-    copies_wait<STAGES - 2>();   // tile 0 has landed
-    __syncthreads();
-
-    float a[2][TM], b[2][TN];   // step k's operands, and step k + 1's being read
-    const float* as0 = As + wm0 + 4 * ly;
-    const float* bs0 = Bs + wn0 + 4 * lx;
-    auto load_operands = [&](int buf, int stage, int k) {
-#pragma unroll
-        for (int g = 0; g < TM / 4; g++)
-            *reinterpret_cast<float4*>(&a[buf][4 * g]) = *reinterpret_cast<const float4*>(&as0[stage * AS_STAGE + k * AS_LD + g * 4 * LM]);
-#pragma unroll
-        for (int g = 0; g < TN / 4; g++)
-            *reinterpret_cast<float4*>(&b[buf][4 * g]) = *reinterpret_cast<const float4*>(&bs0[stage * BS_STAGE + k * BN + g * 4 * LN]);
-    };
-    load_operands(0, 0, 0);
-    int read_stage = 0, write_stage = STAGES - 1;
-    for (int u = 0; u < count; u++) {
-#pragma unroll
-        for (int k = 0; k < BK; k++) {
-            if (k == BK - 1) {   // tile u + 1 has landed, and every warp has read the last of tile u (refilled next)
-                copies_wait<STAGES - 2>();
-                __syncthreads();
-                read_stage = read_stage + 1 == STAGES ? 0 : read_stage + 1;
-            }
-            load_operands((k + 1) % 2, read_stage, (k + 1) % BK);   // the next step's, maybe the next tile's
-            if (k == 0) {   // refill the stage tile u - 1 used
-                int next = u + STAGES - 1;
-                if (next < count) load_tile(write_stage, t_begin + next);
-                copies_commit();
-                write_stage = write_stage + 1 == STAGES ? 0 : write_stage + 1;
-            }
-#pragma unroll
-            for (int i = 0; i < TM; i++)
-#pragma unroll
-                for (int j = 0; j < TN; j++)
-                    acc[i][j] = fmaf(a[k % 2][i], b[k % 2][j], acc[i][j]);
-        }
-    }
-
-#ifdef SPLIT_WAVE
-    // A later segment adds to C only once the one before it has stored (acquire: the flag, then a fence).
-    const bool add_to_c = seg > 0;
-    if (add_to_c) {
-        if (tid == 0) {
-            while (atomicAdd(&split_done[tile - whole], 0u) != static_cast<unsigned>(seg)) __nanosleep(64);
-            __threadfence();
-        }
-        __syncthreads();
-    }
-#else
-    const bool add_to_c = false;
-#endif
-#pragma unroll
-    for (int i = 0; i < TM; i++) {
-        int row = m0 + wm0 + (i / 4) * 4 * LM + 4 * ly + i % 4;
-        if (row >= n) continue;
-#pragma unroll
-        for (int g = 0; g < TN / 4; g++) {
-            int col = n0 + wn0 + g * 4 * LN + 4 * lx;
-            float* out = &C[(size_t)row * n + col];
-            if (vec && col + 3 < n) {
-                float4 v = make_float4(acc[i][4 * g], acc[i][4 * g + 1], acc[i][4 * g + 2], acc[i][4 * g + 3]);
-                if (add_to_c) {   // the earlier segments' sum first, then this one's: a fixed order
-                    float4 c = __ldcg(reinterpret_cast<const float4*>(out));
-                    v = make_float4(c.x + v.x, c.y + v.y, c.z + v.z, c.w + v.w);
+                for (int l = 0; l < B_VEC_COPIES; l++) {
+                    bool ok = b_col_ok && k0 + b_r + l * b_step < n;
+                    copy16(b_dst + stage * BS_STAGE + l * b_step * BN, ok ? pb + l * b_step * n : B, ok);
                 }
-                *reinterpret_cast<float4*>(out) = v;
             } else {
 #pragma unroll
-                for (int j = 0; j < 4; j++)
-                    if (col + j < n) out[j] = add_to_c ? __ldcg(out + j) + acc[i][4 * g + j] : acc[i][4 * g + j];
+                for (int l = 0; l < B_COPIES; l++) {
+                    bool ok = b_col_ok && k0 + b_r + l * b_step < n;
+                    copy4(b_dst + stage * BS_STAGE + l * b_step * BN, ok ? pb + l * b_step * n : B, ok);
+                }
+            }
+        };
+
+        float acc[TM][TN] = {};
+        const int count = t_end - t_begin;   // k tiles of this segment: all of them but in stream-K
+#pragma unroll
+        for (int s = 0; s < STAGES - 1; s++) {   // fill the ring but one stage
+            if (s < count) load_tile(s, t_begin + s);
+            copies_commit();
+        }
+        copies_wait<STAGES - 2>();   // tile 0 has landed
+        __syncthreads();
+
+        float a[2][TM], b[2][TN];   // step k's operands, and step k + 1's being read
+        const float* as0 = As + wm0 + 4 * ly;
+        const float* bs0 = Bs + wn0 + 4 * lx;
+        auto load_operands = [&](int buf, int stage, int k) {
+#pragma unroll
+            for (int g = 0; g < TM / 4; g++)
+                *reinterpret_cast<float4*>(&a[buf][4 * g]) = *reinterpret_cast<const float4*>(&as0[stage * AS_STAGE + k * AS_LD + g * 4 * LM]);
+#pragma unroll
+            for (int g = 0; g < TN / 4; g++)
+                *reinterpret_cast<float4*>(&b[buf][4 * g]) = *reinterpret_cast<const float4*>(&bs0[stage * BS_STAGE + k * BN + g * 4 * LN]);
+        };
+        load_operands(0, 0, 0);
+        int read_stage = 0, write_stage = STAGES - 1;
+        for (int u = 0; u < count; u++) {
+#pragma unroll
+            for (int k = 0; k < BK; k++) {
+                if (k == BK - 1) {   // tile u + 1 has landed, and every warp has read the last of tile u (refilled next)
+                    copies_wait<STAGES - 2>();
+                    __syncthreads();
+                    read_stage = read_stage + 1 == STAGES ? 0 : read_stage + 1;
+                }
+                load_operands((k + 1) % 2, read_stage, (k + 1) % BK);   // the next step's, maybe the next tile's
+                if (k == 0) {   // refill the stage tile u - 1 used
+                    int next = u + STAGES - 1;
+                    if (next < count) load_tile(write_stage, t_begin + next);
+                    copies_commit();
+                    write_stage = write_stage + 1 == STAGES ? 0 : write_stage + 1;
+                }
+#pragma unroll
+                for (int i = 0; i < TM; i++)
+#pragma unroll
+                    for (int j = 0; j < TN; j++)
+                        acc[i][j] = fmaf(a[k % 2][i], b[k % 2][j], acc[i][j]);
             }
         }
-    }
+
 #ifdef SPLIT_WAVE
-    if (pieces > 1) {   // a split tile's segment releases: the stores, a fence, then the flag (0 after the last segment)
-        __threadfence();
+        copies_wait<0>();   // no copy of this segment still in flight into the ring the next one fills
         __syncthreads();
-        if (tid == 0) atomicExch(&split_done[tile - whole], seg + 1 == parts ? 0u : static_cast<unsigned>(seg + 1));
-    }
+        if (s_item >= s_whole) {   // a stream-K tile: shared with other blocks unless this one holds all of it
+            // The blocks whose ranges meet this tile's k steps [st K, (st + 1) K), K = ktiles: from
+            // the last whose range starts at or before st K to the last that starts before its end.
+            const unsigned steps = s_steps, sk_blocks = s_blocks, st = s_it / ktiles;
+            const int sk = s_item - s_whole;
+            const int b_first = ((st * ktiles + 1u) * sk_blocks - 1) / steps;
+            const int b_last = ((st + 1u) * ktiles * sk_blocks - 1) / steps;
+            if (b_first != b_last) {
+                // Store this segment's sums in its slot (0 for the block's first tile, 1 for its last),
+                // one float4 per thread per step, consecutive across the block's threads.
+                float4* mine = split_partials + (size_t)(2 * sk + (st == sk * steps / sk_blocks / ktiles ? 0 : 1)) * (BM * BN / 4) + tid;
+#pragma unroll
+                for (int i = 0; i < TM; i++)
+#pragma unroll
+                    for (int g = 0; g < TN / 4; g++)
+                        __stcg(mine + (i * (TN / 4) + g) * THREADS,
+                               make_float4(acc[i][4 * g], acc[i][4 * g + 1], acc[i][4 * g + 2], acc[i][4 * g + 3]));
+                __threadfence();   // release: the sums, then the count
+                __syncthreads();
+                if (tid == 0) {
+                    const unsigned arrived = atomicAdd(&split_arrived[st], 1u) + 1;
+                    s_last = arrived == static_cast<unsigned>(b_last - b_first + 1);
+                    if (s_last) split_arrived[st] = 0;   // ready for the next launch
+                }
+                __syncthreads();
+                if (!s_last) goto next_segment;   // another segment of this tile still computes: it writes C
+                __threadfence();   // acquire: the count, then every slot
+                // The tile's sums in k order, block b_first's first: the same bits whoever sums them.
+#pragma unroll
+                for (int i = 0; i < TM; i++)
+#pragma unroll
+                    for (int jj = 0; jj < TN; jj++) acc[i][jj] = 0.0f;
+                for (int bb = b_first; bb <= b_last; bb++) {
+                    const int slot = bb * steps / sk_blocks / ktiles == st ? 0 : 1;   // the tile is bb's first, or its last
+                    const float4* part = split_partials + (size_t)(2 * bb + slot) * (BM * BN / 4) + tid;
+#pragma unroll
+                    for (int i = 0; i < TM; i++) {
+#pragma unroll
+                        for (int g = 0; g < TN / 4; g++) {
+                            float4 p = __ldcg(part + (i * (TN / 4) + g) * THREADS);
+                            acc[i][4 * g] += p.x;
+                            acc[i][4 * g + 1] += p.y;
+                            acc[i][4 * g + 2] += p.z;
+                            acc[i][4 * g + 3] += p.w;
+                        }
+                        // one row's loads in flight at a time: all of them at once would need as
+                        // many registers again as the sums, and spill
+                        asm volatile("" ::: "memory");
+                    }
+                }
+            }
+        }
 #endif
+#pragma unroll
+        for (int i = 0; i < TM; i++) {
+            int row = m0 + wm0 + (i / 4) * 4 * LM + 4 * ly + i % 4;
+            if (row >= n) continue;
+#pragma unroll
+            for (int g = 0; g < TN / 4; g++) {
+                int col = n0 + wn0 + g * 4 * LN + 4 * lx;
+                float* out = &C[(size_t)row * n + col];
+                if (vec && col + 3 < n) {
+                    *reinterpret_cast<float4*>(out) =
+                        make_float4(acc[i][4 * g], acc[i][4 * g + 1], acc[i][4 * g + 2], acc[i][4 * g + 3]);
+                } else {
+#pragma unroll
+                    for (int jj = 0; jj < 4; jj++)
+                        if (col + jj < n) out[jj] = acc[i][4 * g + jj];
+                }
+            }
+        }
+#ifdef SPLIT_WAVE
+    next_segment:   // every thread has read s_it for this segment; thread 0 moves it on
+        __syncthreads();
+        if (tid == 0) s_it = (s_it / ktiles + 1) * ktiles < s_end ? (s_it / ktiles + 1) * ktiles : s_end;
+        __syncthreads();
+#endif
+    }
 }

@@ -107,11 +107,15 @@ def test_the_final_step_matches_cublas_where_tiles_and_float4_rows_do_not_fit(cp
     assert rows["status"].tolist() == ["ok"] * len(sizes), rows[["n", "status", "reason"]].to_string()
 
 
-def test_the_split_last_wave_matches_cublas_and_gives_the_same_bits_every_run(cp):
-    """n = 130 (n % 4 != 0) and 1000: every tile split; 3000: two whole waves on an H100, then
-    tiles in segments added into C in order. The same C, bit for bit, on a second and third run."""
-    kernel = mm.split_last_wave(mm.warptile_async(128, 256, 32, 64, 64, 8, 16, stages=2))
-    sizes = [130, 1000, 3000]
+@pytest.mark.parametrize(
+    "shape", [(128, 256, 32, 64, 64, 8, 16, 2, 1), (128, 128, 8, 32, 64, 8, 8, 4, 2)], ids=["128x256x32", "128x128x8"]
+)
+def test_stream_k_matches_cublas_and_gives_the_same_bits_every_run(cp, shape):
+    """n = 130 (n % 4 != 0) and 1000: every tile shared by k steps; 3000: one whole wave on an
+    H100, then tiles in stream-K ranges, summed in k order by whichever segment arrives last. The
+    same C, bit for bit, on a second and third run."""
+    kernel = mm.stream_k(mm.warptile_async(*shape[:7], stages=shape[7], min_blocks=shape[8]))
+    sizes = [130, 1000, 1600, 3000]
     frame = mm.sweep([kernel], sizes, seed=5, timing={"min_repeats": 1, "max_repeats": 1, "min_total_s": 0})
     rows = frame[frame["kernel"].eq(kernel.label)]
     assert rows["status"].tolist() == ["ok"] * len(sizes), rows[["n", "status", "reason"]].to_string()

@@ -142,9 +142,9 @@ VARIANTS += [
         "-DBM=128 -DBN=64 -DTN=4 -DBK=16",
     )
 ]
-# Chapter 05's final kernel with its last wave split (the counter, the flags, the ordered adds).
+# Chapter 05's final kernel with stream-K last waves (the counter, the partial sums, the k-order fixup).
 VARIANTS += [
-    ("mm_04_warptile_async.cu", "-DBM=128 -DBN=256 -DBK=32 -DWM=64 -DWN=64 -DTM=8 -DTN=16 -DSTAGES=2 -DSPLIT_WAVE=132")
+    ("mm_04_warptile_async.cu", "-DBM=128 -DBN=256 -DBK=16 -DWM=64 -DWN=64 -DTM=8 -DTN=16 -DSTAGES=3 -DSPLIT_WAVE=132")
 ]
 # Chapter 06's fused k-means pass in the shapes its grids use, on both of its paths.
 VARIANTS += [

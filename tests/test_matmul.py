@@ -133,23 +133,28 @@ def test_warptile_async_geometry_defines_and_dynamic_shared_memory():
     assert mm.register_blocked().launch(4096).dynamic_shared_bytes == 0
 
 
-def test_the_last_partial_wave_is_split_along_k_as_the_kernel_computes_it():
+def test_the_last_waves_are_shared_out_by_k_steps_as_the_kernel_computes_it():
     base = mm.warptile_async(128, 256, 32, 64, 64, 8, 16, stages=2)
-    split = mm.split_last_wave(base, sm_count=132)
-    assert dict(split.defines)["SPLIT_WAVE"] == 132 and "last wave split" in split.label
-    # n = 3000: 24 x 12 = 288 tiles, two full waves of 132, then 24 tiles in 132 // 24 = 5 segments
-    assert mm.split_plan(3000, 128, 256, 32, 132) == {"tiles": 288, "whole": 264, "split": 24, "parts": 5, "items": 384}
-    assert split.grid(3000) == Dim3(384)
-    # 4096: 512 tiles, the last 116 of them too many to split in one wave: nothing split, one item per tile
-    assert mm.split_plan(4096, 128, 256, 32, 132)["parts"] == 1 and split.grid(4096) == Dim3(512)
-    # small n: every tile split, at most MAX_SPLIT ways, never into more segments than k tiles
-    assert mm.split_plan(257, 128, 256, 32, 132)["parts"] == mm.MAX_SPLIT
-    assert mm.split_plan(64, 128, 256, 32, 132) == {"tiles": 1, "whole": 0, "split": 1, "parts": 2, "items": 2}
-    assert mm.split_plan(20, 128, 256, 32, 132)["parts"] == 1  # one k tile: nothing to split
+    split = mm.stream_k(base, sm_count=132)
+    assert dict(split.defines)["SPLIT_WAVE"] == 132 and "stream-K" in split.label
+    # n = 3000: 24 x 12 = 288 tiles, two full waves of 132 and 24 more; the last 24 and one full
+    # wave before them (156 tiles, 94 k tiles each) go to 132 stream-K blocks; 132 tiles stay whole
+    plan = mm.split_plan(3000, 128, 256, 32, 132)
+    assert {k: plan[k] for k in ("tiles", "whole", "shared", "blocks", "items")} == {
+        "tiles": 288, "whole": 132, "shared": 156, "blocks": 132, "items": 264
+    }  # fmt: skip
+    assert plan["wave_fill"] == pytest.approx(288 / (3 * 132)) and split.grid(3000) == Dim3(264)
+    # n = 1000: 32 tiles, fewer than a wave: all shared by 132 blocks of 7-8 k tiles each
+    assert mm.split_plan(1000, 128, 256, 32, 132)["items"] == 132
+    # tiles that fill whole waves (11 x 11 of them, a wave of 121): nothing shared, one item per tile
+    assert mm.split_plan(128 * 11, 128, 128, 8, 121)["shared"] == 0
+    # never fewer than SK_MIN k tiles a block, and never a block per tile or fewer: then unsplit
+    assert mm.split_plan(257, 128, 256, 32, 132)["blocks"] == 6 * 9 // mm.SK_MIN
+    assert mm.split_plan(64, 128, 256, 32, 132)["items"] == 1 == mm.split_plan(64, 128, 256, 32, 132)["tiles"]
     # a recorded row names it back; no wave (no GPU to size it for) leaves the kernel as it was
     assert mm.kernel_from_row({"family": split.family, **split.fields}) == split
     assert mm.kernel_from_row({"family": base.family, **base.fields, "wave": float("nan")}) == base
-    assert mm.split_last_wave(base, sm_count=0) == base
+    assert mm.stream_k(base, sm_count=0) == base
 
 
 def test_the_search_is_a_dozen_sound_shapes_and_rows_name_them_back():

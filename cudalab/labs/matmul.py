@@ -50,9 +50,9 @@ TOLERANCE_FACTOR = 8.0
 STATIC_SHARED_LIMIT = 48 * 1024  # statically sized __shared__ arrays cannot exceed 48 KiB
 MAX_REGISTERS_PER_THREAD = 255  # the most registers a thread can address
 ARGUMENTS = ("A", "B", "C", "n")  # every matmul kernel computes C = A B for n x n matrices
-# The final step's shape, as its rows name it (kernel_from_row) and its variants copy it (split_last_wave).
+# The final step's shape, as its rows name it (kernel_from_row) and its variants copy it (stream_k).
 ASYNC_SHAPE = ("bm", "bn", "bk", "wm", "wn", "tm", "tn", "stages", "min_blocks")
-MAX_SPLIT = 8  # segments of k a split tile takes at most (mm_04's MAX_SPLIT): each adds a read-add-write of C
+SK_MIN = 4  # k tiles a stream-K block takes at least (mm_04's SK_MIN)
 
 
 def flops(n: int) -> int:
@@ -104,7 +104,7 @@ class MatmulKernel:
 
     def grid(self, n: int) -> Dim3:
         """The blocks that cover an n x n C, a patch each; with SPLIT_WAVE, one block per work
-        item of ``split_plan`` (the last partial wave's tiles in segments)."""
+        item of ``split_plan`` (the whole tiles, then the stream-K blocks of the last tiles)."""
         defines = dict(self.defines)
         if defines.get("SPLIT_WAVE"):
             return Dim3(split_plan(n, *self.patch, defines["BK"], defines["SPLIT_WAVE"])["items"])
@@ -157,21 +157,25 @@ class MatmulKernel:
 
 def split_plan(n: int, bm: int, bn: int, bk: int, wave: int) -> dict[str, int]:
     """How mm_04 with SPLIT_WAVE = ``wave`` (blocks one wave holds) shares out an n x n C of BM x
-    BN tiles: the first ``whole`` tiles each by one block, the last ``split`` tiles (those past the
-    last full wave) each in ``parts`` segments of its k range, ``items`` blocks in all. The kernel
-    computes the same from n and its constants; the two must agree."""
+    BN tiles: the first ``whole`` tiles each by one block; the last ``shared`` tiles (all of them
+    where there are fewer than a wave, else the partial wave and one full wave before it) as one
+    run of k tiles cut into ``blocks`` equal ranges (stream-K), each at least ``SK_MIN`` k tiles
+    long; ``items`` blocks in all. ``wave_fill`` is the unsplit grid's use of its waves: tiles over
+    waves x ``wave``. The kernel computes the same plan from n and its constants; the two must agree."""
     tiles = -(-n // bm) * -(-n // bn)
     ktiles = -(-n // bk)
-    split = tiles % wave
-    parts = min(wave // split, MAX_SPLIT, ktiles) if split else 1
-    if parts < 2:
-        split, parts = 0, 1
+    rest = tiles % wave
+    shared = 0 if rest == 0 else tiles if tiles < wave else rest + wave
+    blocks = min(wave, shared * ktiles // SK_MIN)
+    if shared >= blocks * -(-shared // wave):  # no fewer tiles per block than waves unsplit: no gain
+        shared = blocks = 0
     return {
         "tiles": tiles,
-        "whole": tiles - split,
-        "split": split,
-        "parts": parts,
-        "items": tiles - split + split * parts,
+        "whole": tiles - shared,
+        "shared": shared,
+        "blocks": blocks,
+        "items": tiles - shared + blocks,
+        "wave_fill": tiles / (-(-tiles // wave) * wave),
     }
 
 
@@ -278,8 +282,8 @@ def warptile_async(
     """The chapter's final step (``mm_04_warptile_async.cu``): BM x BN per block in warp tiles of
     WM x WN, TM x TN per lane in registers, BK-deep tiles copied asynchronously STAGES deep;
     ``min_blocks`` asks the compiler to leave registers for that many blocks per SM; ``wave``
-    (blocks in one wave on the GPU it runs on; 0: off) splits the tiles past the last full wave
-    along k (``split_plan``)."""
+    (blocks in one wave on the GPU it runs on; 0: off) shares the last waves' tiles out by k
+    steps, stream-K (``split_plan``)."""
     problems = []
     if bm % wm or bn % wn or wm % tm or wn % tn or (wm // tm) * (wn // tn) != 32:
         problems.append(
@@ -295,7 +299,7 @@ def warptile_async(
     name = label or (
         f"warp tiles {bm}x{bn}x{bk}, warp {wm}x{wn}, {tm}x{tn} per thread, {stages} stages"
         + (f", {min_blocks} blocks/SM" if min_blocks > 1 else "")
-        + (f", last wave split (wave {wave})" if wave else "")
+        + (f", stream-K (wave {wave})" if wave else "")
     )
     return MatmulKernel(
         name,
@@ -334,10 +338,11 @@ def warptile_async(
     )
 
 
-def split_last_wave(kernel: MatmulKernel, sm_count: int | None = None) -> MatmulKernel:
-    """``kernel`` (a final-step configuration) with its last partial wave split along k, for a
-    GPU of ``sm_count`` SMs (default: the present GPU's; none present: unsplit, as it would not
-    run here anyway). A wave is ``sm_count`` x its MIN_BLOCKS blocks."""
+def stream_k(kernel: MatmulKernel, sm_count: int | None = None) -> MatmulKernel:
+    """``kernel`` (a final-step configuration) with its last waves' tiles shared out by k steps
+    (stream-K, ``split_plan``), for a GPU of ``sm_count`` SMs (default: the present GPU's; none
+    present: unsplit, as it would not run here anyway). A wave is ``sm_count`` x its MIN_BLOCKS
+    blocks."""
     if sm_count is None:
         sm_count = attributes().get("MultiProcessorCount", 0) if gpu_available() else 0
     shape = {k: int(kernel.fields[k]) for k in ASYNC_SHAPE}
@@ -788,6 +793,26 @@ def best(frame: pd.DataFrame, n: int | None = None, exclude_cublas: bool = True)
     if n is not None:
         ok = ok[ok["n"].eq(n)]
     return None if ok.empty else ok.sort_values("time_ms").iloc[0]
+
+
+def wave_table(frame: pd.DataFrame, unsplit: str, split: str) -> pd.DataFrame:
+    """At each n where both ran correctly: the ``unsplit`` kernel's wave fill (``split_plan``'s,
+    for the wave its ``split`` build was made for) beside each one's fraction of cuBLAS, as tidy
+    rows (n, what, value). Empty where either is missing (no GPU sized the split, or no row ran)."""
+    ok = frame[frame["status"].eq("ok")]
+    rows: list[dict[str, Any]] = []
+    for n, at in ok.groupby("n"):
+        one, other = at[at["kernel"].eq(unsplit)], at[at["kernel"].eq(split)]
+        if one.empty or other.empty or not other["wave"].iloc[0] > 0:
+            continue
+        shape = other.iloc[0]
+        plan = split_plan(int(n), int(shape["bm"]), int(shape["bn"]), int(shape["bk"]), int(shape["wave"]))
+        rows += [
+            {"n": int(n), "what": "wave fill, unsplit grid", "value": plan["wave_fill"]},
+            {"n": int(n), "what": f"{unsplit}: of cuBLAS", "value": float(one["fraction_of_cublas"].iloc[0])},
+            {"n": int(n), "what": f"{split}: of cuBLAS", "value": float(other["fraction_of_cublas"].iloc[0])},
+        ]
+    return pd.DataFrame(rows, columns=["n", "what", "value"])
 
 
 def relabel(kernel: MatmulKernel, label: str) -> MatmulKernel:

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Chapter 05's final step on the GPU host: every configuration of the search (mm.ASYNC_SEARCH),
-# checked against cuBLAS and timed with the project's time_gpu at n = 4096, 3000, 4095, 2048 and
-# 8192, with cuBLAS (cupy.matmul, FP32: TF32 off, as the chapter verifies) at the same n in the
+# unsplit and with stream-K last waves (mm.stream_k; STREAM_K=0: unsplit only), checked against
+# cuBLAS and timed with the project's time_gpu at each n of SIZES (default 4096 3000 4095 2048
+# 8192), with cuBLAS (cupy.matmul, FP32: TF32 off, as the chapter verifies) at the same n in the
 # same run. Prints a table (fraction of cuBLAS per configuration and n, and the best per n) and
 # writes the tidy rows to "$OUT/matmul/search.csv" and the pivot to "$OUT/matmul/fraction_of_cublas.csv".
-# Expected: under 120 s on an H100 (12 NVRTC builds in parallel, then 65 timed points).
+# Expected: under 120 s on an H100 for the default SIZES, unsplit (12 NVRTC builds in parallel,
+# then 65 timed points); about twice that with stream-K.
 #
 #   OUT=/tmp/out bash tools/dev_gpu/matmul.sh
 set -euo pipefail
@@ -14,7 +16,7 @@ mkdir -p "$OUT/matmul"
 PY="${PYTHON:-.venv/bin/python}"
 [ -x "$PY" ] || PY=python3
 unset CUPY_TF32 NVIDIA_TF32_OVERRIDE
-PYTHONPATH="$PWD" OUT="$OUT" timeout 300 "$PY" - <<'PYEOF'
+PYTHONPATH="$PWD" OUT="$OUT" SIZES="${SIZES:-4096 3000 4095 2048 8192}" STREAM_K="${STREAM_K:-1}" timeout 540 "$PY" - <<'PYEOF'
 import os
 import time
 
@@ -27,9 +29,12 @@ t0 = time.perf_counter()
 out = os.path.join(os.environ["OUT"], "matmul")
 mm.cublas_precision()  # raises if cuBLAS is not full FP32
 kernels = mm.async_search()
+if os.environ["STREAM_K"] == "1":
+    kernels += [mm.stream_k(k) for k in kernels]
 precompile(k.launch().build for k in kernels if not mm.refusal(k, mm.present_limits()))
 print(f"compiled {len(kernels)} configurations in {time.perf_counter() - t0:.1f} s", flush=True)
-frame = mm.sweep(kernels, [4096, 3000, 4095, 2048, 8192], seed=475, timing={"min_total_s": 0.1}, desc="final step")
+sizes = [int(n) for n in os.environ["SIZES"].split()]
+frame = mm.sweep(kernels, sizes, seed=475, timing={"min_total_s": 0.1}, desc="final step")
 frame.to_csv(os.path.join(out, "search.csv"), index=False)
 cols = ["n", "kernel", "status", "time_ms", "gflop_per_s", "fraction_of_cublas", "registers_per_thread",
         "spill_bytes_per_thread", "reason"]
