@@ -108,7 +108,9 @@ def test_the_final_step_matches_cublas_where_tiles_and_float4_rows_do_not_fit(cp
 
 
 @pytest.mark.parametrize(
-    "shape", [(128, 256, 32, 64, 64, 8, 16, 2, 1), (128, 128, 8, 32, 64, 8, 8, 4, 2)], ids=["128x256x32", "128x128x8"]
+    "shape",
+    [(128, 256, 32, 64, 64, 8, 16, 2, 1), (128, 128, 8, 32, 64, 8, 8, 4, 2), tuple(mm.SMALL_N_SHAPE.values())],
+    ids=["128x256x32", "128x128x8", "small n"],
 )
 def test_stream_k_matches_cublas_and_gives_the_same_bits_every_run(cp, shape):
     """n = 130 (n % 4 != 0) and 1000: every tile shared by k steps; 3000: one whole wave on an

@@ -157,6 +157,14 @@ def test_the_last_waves_are_shared_out_by_k_steps_as_the_kernel_computes_it():
     assert mm.stream_k(base, sm_count=0) == base
 
 
+def test_the_small_n_patch_is_sound_and_not_among_the_searched_shapes():
+    small = mm.warptile_async(**mm.SMALL_N_SHAPE)
+    assert mm.refusal(small, H100_LIMITS) == "" and mm.refusal(mm.stream_k(small, sm_count=132), H100_LIMITS) == ""
+    assert mm.SMALL_N_SHAPE not in mm.ASYNC_SEARCH
+    # n = 1000 on 132 SMs, two blocks each: 16 x 8 = 128 tiles of 63 k tiles, shared by 264 blocks
+    assert mm.split_plan(1000, 64, 128, 16, 264)["items"] == 264
+
+
 def test_the_search_is_a_dozen_sound_shapes_and_rows_name_them_back():
     kernels = mm.async_search()
     assert 1 <= len(kernels) <= 12 and len({k.label for k in kernels}) == len(kernels)
