@@ -3,6 +3,7 @@
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from cudalab.core.check import compare_close
@@ -155,6 +156,22 @@ def test_the_last_waves_are_shared_out_by_k_steps_as_the_kernel_computes_it():
     assert mm.kernel_from_row({"family": split.family, **split.fields}) == split
     assert mm.kernel_from_row({"family": base.family, **base.fields, "wave": float("nan")}) == base
     assert mm.stream_k(base, sm_count=0) == base
+
+
+def test_the_wave_table_sets_the_unsplit_grids_fill_beside_both_fractions():
+    shape = {"bm": 128, "bn": 256, "bk": 32}
+    frame = pd.DataFrame(
+        [
+            {"n": 1000, "kernel": "a", "status": "ok", "fraction_of_cublas": 0.3, "wave": 0, **shape},
+            {"n": 1000, "kernel": "b", "status": "ok", "fraction_of_cublas": 0.8, "wave": 132, **shape},
+            {"n": 2048, "kernel": "a", "status": "ok", "fraction_of_cublas": 0.9, "wave": 0, **shape},
+            {"n": 2048, "kernel": "b", "status": "wrong", "fraction_of_cublas": 0.95, "wave": 132, **shape},
+        ]
+    )
+    waves = mm.wave_table(frame, "a", "b").set_index("what")["value"]
+    # n = 1000: 8 x 4 = 32 tiles in a wave of 132; n = 2048 is left out (its split row is wrong)
+    assert waves.to_dict() == {"wave fill, unsplit grid": 32 / 132, "a: of cuBLAS": 0.3, "b: of cuBLAS": 0.8}
+    assert mm.wave_table(frame[frame["kernel"].eq("a")], "a", "b").empty
 
 
 def test_the_small_n_patch_is_sound_and_not_among_the_searched_shapes():
