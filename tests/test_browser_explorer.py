@@ -27,6 +27,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -226,7 +227,15 @@ class Steps:
 
 
 def _kernel_idle(lab: Lab) -> bool:
-    kernels = lab.api("/api/kernels")
+    """Every kernel of the server is idle. A kernel still starting is "not yet", also where the
+    server answers 500: jupyter_server lists a kernel whose start has not set ``last_activity``
+    and its model raises (a race of the server's own, seen in CI), which a poll retries."""
+    try:
+        kernels = lab.api("/api/kernels")
+    except urllib.error.HTTPError as error:
+        if error.code >= 500:
+            return False
+        raise
     return bool(kernels) and all(k["execution_state"] == "idle" for k in kernels)
 
 
