@@ -1,9 +1,26 @@
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from cudalab.core.gpu import gpu_available
+
+
+def _cuda_binary_tools() -> None:
+    """Put the CUDA 13 binary tools of the test extras (cuobjdump, and nvdisasm, which cuobjdump
+    runs from PATH) on PATH, after whatever toolkit the machine has, so that the SASS tests run
+    wherever nvcc does."""
+    try:
+        import nvidia  # the namespace package of NVIDIA's wheels
+    except ImportError:
+        return
+    found = [str(p / "cu13" / "bin") for p in map(Path, nvidia.__path__) if (p / "cu13" / "bin").is_dir()]
+    if found:
+        os.environ["PATH"] = os.pathsep.join([os.environ.get("PATH", ""), *found])
+
+
+_cuda_binary_tools()
 
 
 def pytest_addoption(parser):
