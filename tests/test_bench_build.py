@@ -157,3 +157,28 @@ def test_each_gpu_count_builds_cold_and_a_build_that_kept_chapters_meets_no_goal
     two = bench._workers_build("h100", "html", tmp_path, {}, 2, serial)
     assert len({s[0] for s in seen}) == len({s[1] for s in seen}) == len({s[2] for s in seen}) == 2
     assert four["not_measured"] == [] and two["not_measured"] == ["04_blocking_factor"]
+
+
+def test_chapter_cpus_reads_the_cores_each_chapter_could_use_from_its_provenance(tmp_path):
+    import json
+
+    for chapter, provenance in {
+        "00_gpu_capabilities": {"cpu_count": 64, "cpus_usable": 16},
+        "04_blocking_factor": {"cpu_count": 64},  # recorded before provenance said it
+    }.items():
+        (tmp_path / "data" / chapter).mkdir(parents=True)
+        (tmp_path / "data" / chapter / "provenance.json").write_text(json.dumps(provenance))
+    (tmp_path / "data" / "05_matmul_footprint").mkdir()
+    (tmp_path / "data" / "05_matmul_footprint" / "provenance.json").write_text("{not json")
+    assert _bench().chapter_cpus(tmp_path) == {"00_gpu_capabilities": 16}
+    assert _bench().chapter_cpus(tmp_path / "missing") == {}
+
+
+def test_provenance_says_how_many_cores_the_process_may_use():
+    import os
+
+    from cudalab.core.provenance import measurement
+
+    info = measurement()
+    assert info["cpu_count"] == os.cpu_count()
+    assert 1 <= info["cpus_usable"] <= info["cpu_count"]

@@ -72,6 +72,21 @@ def chapter_seconds(out: Path) -> dict[str, float]:
     return {name: round(float(c.get("seconds", 0.0)), 1) for name, c in chapters.items() if not c.get("reused")}
 
 
+def chapter_cpus(out: Path) -> dict[str, int]:
+    """The cores each chapter's kernel could run on in the build written to ``out`` (its
+    provenance's ``cpus_usable``): fewer than the host's where a Dask worker pinned it, which
+    would slow what the chapter does on the CPU (compiling its kernels) beside a serial build."""
+    cpus = {}
+    for path in sorted((out / "data").glob("*/provenance.json")):
+        try:
+            usable = json.loads(path.read_text()).get("cpus_usable")
+        except (OSError, ValueError):
+            continue
+        if usable:
+            cpus[path.parent.name] = int(usable)
+    return cpus
+
+
 def _gpu_count() -> int:
     cp = gpu.cupy_or_none()
     return cp.cuda.runtime.getDeviceCount() if cp is not None and gpu.gpu_available() else 0
@@ -182,6 +197,7 @@ def run(
                     "exit_status": rc,
                     "log_tail": tail,
                     "chapter_seconds": chapter_seconds(out),
+                    "chapter_cpus": chapter_cpus(out),
                 }
                 print(f"{label}: {seconds:.1f} s (exit status {rc})", file=sys.stderr, flush=True)
                 done(label, build)
@@ -240,6 +256,7 @@ def _workers_build(
         "log_tail": tail,
         "gpus": workers,
         "chapter_seconds": chapters,
+        "chapter_cpus": chapter_cpus(out),
         "chapter_ratio": {k: round(v / before[k], 2) for k, v in chapters.items() if before.get(k)},
         "per_chapter_goal": PER_CHAPTER_GOAL,
         "goal_s": round(workers_goal_s(before, float(serial["seconds"]), workers), 1),

@@ -179,12 +179,16 @@ def _version(v: int) -> str:
 def measurement() -> dict[str, Any]:
     """Who measured: GPU (name and UUID: which card, where chapters run on several), driver, CUDA
     and CuPy versions, host, date and commit. ``cuda_visible_devices`` is the process's device
-    mask as a Dask worker (``dask_cuda``) or a scheduler set it, None where unset."""
+    mask as a Dask worker (``dask_cuda``) or a scheduler set it, None where unset; ``cpus_usable``
+    the cores the process may run on, fewer than the host's ``cpu_count`` where it is pinned (a
+    ``dask_cuda`` worker pins itself, and the chapter it runs, to its GPU's NUMA node)."""
     import numpy
 
     info: dict[str, Any] = {
         "date_utc": _now(),
         "hostname": socket.gethostname(),
+        "cpu_count": os.cpu_count(),
+        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
         "python": platform.python_version(),
         "numpy": numpy.__version__,
     }
