@@ -84,6 +84,13 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _cell_timeout(text: str) -> int:
+    """``--cell-timeout``: whole seconds a notebook cell may run, 0 for no limit."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of seconds >= 0 (0: no limit)")
+    return int(text)
+
+
 def _positive(text: str) -> int:
     """``--workers``: a whole number of workers, at least 1."""
     if not text.isdigit() or int(text) < 1:
@@ -179,10 +186,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--cell-timeout",
-        type=int,
+        type=_cell_timeout,
         default=1800,
         metavar="SECONDS",
-        help="fail a notebook cell that runs longer than this (default: 1800)",
+        help="fail a notebook cell that runs longer than this (default: 1800; 0: no limit)",
     )
     parser.add_argument(
         "--point-time-limit",

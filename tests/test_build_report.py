@@ -44,6 +44,13 @@ def test_unknown_profile_is_a_clear_error(tmp_path):
     assert not (tmp_path / "report.html").exists()
 
 
+@pytest.mark.parametrize("value", ["-5", "1.5", "soon"])
+def test_a_cell_timeout_that_is_no_whole_number_of_seconds_is_refused_before_any_work(tmp_path, value):
+    proc = build("--cell-timeout", value, "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2 and "--cell-timeout" in proc.stderr and "whole number of seconds" in proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_quick_run_is_never_recorded(tmp_path):
     proc = build("--quick", "--record", "--out", str(tmp_path))
     assert proc.returncode == 2 and "--record with --quick" in proc.stderr

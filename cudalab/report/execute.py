@@ -109,7 +109,7 @@ def run_notebook(
                 kernel_name="python3",
                 cwd=str(NOTEBOOKS_DIR),
                 progress_bar=progress_bar,
-                execution_timeout=cell_timeout,
+                execution_timeout=cell_timeout or None,  # 0: no limit
                 start_timeout=KERNEL_START_TIMEOUT_S,
                 extra_arguments=["--IPKernelApp.log_level=ERROR"],
                 kernel_manager_class=_kernel_manager_class(),
