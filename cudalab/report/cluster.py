@@ -26,6 +26,11 @@ the one output folder, so a chapter there is either whole or absent.
 - Kernel ports race when kernels start at once on one node (papermill#511): a launch error is
   retried with fresh ports. The nanny's ``OMP_NUM_THREADS=1`` is replaced, for the kernel, by
   the node's cores shared among the local workers.
+- **Every core, as in a serial build.** ``dask_cuda`` pins each worker to the CPUs NVML puts
+  near its GPU (its ``CPUAffinity`` plugin), and a chapter's kernel would inherit the pin; but a
+  chapter also works on the CPU (it compiles its kernels in parallel, parses files), and a serial
+  build gives it every core the build may use. A local cluster's chapters get those cores
+  back (``Pool.kernel_cpus``), so that a chapter takes the time it takes serially.
 """
 
 from __future__ import annotations
@@ -37,7 +42,8 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,6 +85,7 @@ class Pool:
     description: str
     cluster: Any = None
     kernel_threads: int | None = None  # OMP_NUM_THREADS for each chapter's kernel; None: leave the worker's
+    kernel_cpus: frozenset[int] | None = None  # the CPUs each chapter's kernel may use; None: the worker's
     resources: dict[str, int] | None = None
     stopping: bool = False  # set by ``stop``: the builds sharing this pool stop as Ctrl-C stops one
     submitted: list = field(default_factory=list, repr=False)
@@ -161,7 +168,33 @@ def open_pool(*, workers: int | None, scheduler: str | None, mode: str, log: Log
         what = f"LocalCluster, {n} process worker(s)"
         threads = max(1, (os.cpu_count() or 1) // n)
     client = distributed.Client(cluster)
-    return Pool(client, what, cluster=cluster, kernel_threads=threads)
+    return Pool(client, what, cluster=cluster, kernel_threads=threads, kernel_cpus=_usable_cpus())
+
+
+def _usable_cpus() -> frozenset[int] | None:
+    """The CPUs this process (the build) may run on, which a serial build's chapters get; None
+    where the platform cannot say (no ``sched_getaffinity``)."""
+    return frozenset(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+
+
+@contextmanager
+def _cpus(cpus: frozenset[int] | None) -> Iterator[None]:
+    """The calling thread (Linux pins threads) on ``cpus`` for the duration, so that the kernel it
+    starts inherits them; then back on its own. Nothing where ``cpus`` is None or the platform
+    cannot pin."""
+    if not cpus or not hasattr(os, "sched_setaffinity"):
+        yield
+        return
+    own = os.sched_getaffinity(0)
+    try:
+        os.sched_setaffinity(0, cpus)
+    except OSError:  # CPUs this host does not have (another host's build): keep the worker's
+        yield
+        return
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, own)
 
 
 def _resources(workers: dict[str, dict]) -> dict[str, int] | None:
@@ -222,6 +255,7 @@ def _run_on(
             cell_timeout,
             pool.kernel_threads,
             holds.get(job.chapter.id),
+            pool.kernel_cpus,
             key=f"cudalab-{job.chapter.id}-{uuid.uuid4().hex[:8]}",
             pure=False,
             resources=pool.resources,
@@ -356,6 +390,7 @@ def run_chapter_task(
     cell_timeout: int,
     kernel_threads: int | None,
     hold: tuple[float, bool] | None = None,
+    kernel_cpus: frozenset[int] | None = None,
 ) -> dict[str, Any]:
     """One chapter in a Dask worker: papermill into a folder of its own under ``staging``, then
     the finished notebook and data moved into ``out`` (each a rename); a plain synchronous function
@@ -400,9 +435,10 @@ def run_chapter_task(
                 (data / offering).symlink_to(ceilings, target_is_directory=True)
         out_nb = work / chapter.path.name
         started = time.monotonic()
-        ok, error = _papermill(
-            chapter, out_nb, {**params, "data_dir": str(data)}, cell_timeout, kernel_threads, staging_p / AWAITING
-        )
+        with _cpus(kernel_cpus):
+            ok, error = _papermill(
+                chapter, out_nb, {**params, "data_dir": str(data)}, cell_timeout, kernel_threads, staging_p / AWAITING
+            )
         if not (staging_p / ACTIVE).is_file():  # interrupted meanwhile: leave nothing behind
             _discard(mine)
             return {"ok": False, "error": "cancelled: the build stopped", "worker": worker}
