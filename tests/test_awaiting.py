@@ -44,7 +44,7 @@ def _stand_in(record: Path):
     when it started, whether chapter 00 was marked measuring then, and when it ended; chapter 00
     takes a second before it moves its data in."""
 
-    def task(chapter, out, staging, params, cell_timeout, kernel_threads, hold=None):
+    def task(chapter, out, staging, params, cell_timeout, kernel_threads, hold=None, kernel_cpus=None):
         import json as _json
 
         from cudalab.report.cluster import AWAITING

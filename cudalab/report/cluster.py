@@ -255,7 +255,7 @@ def _run_on(
             cell_timeout,
             pool.kernel_threads,
             holds.get(job.chapter.id),
-            pool.kernel_cpus,
+            kernel_cpus=pool.kernel_cpus,
             key=f"cudalab-{job.chapter.id}-{uuid.uuid4().hex[:8]}",
             pure=False,
             resources=pool.resources,
