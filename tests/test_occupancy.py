@@ -680,3 +680,31 @@ def test_compile_ahead_leaves_a_failing_build_to_its_first_use(monkeypatch, tmp_
     monkeypatch.setattr(kernels, "precompile", lambda builds: len(list(builds)))
     broken = Launch("mm_01_shared_tile.cu", "mm_shared_tile", Dim3.of(16), options=("-DTILE=not_a_number",))
     assert chapter_occupancy.compile_ahead([broken], {"H100 (this run)": "9.0", "odd": "x.y"}) == 1
+
+
+def test_one_gpus_table_names_it_in_the_caption_and_each_note_goes_to_the_gpu_it_concerns():
+    from cudalab.chapter.occupancy import notes_of
+
+    occ = pd.DataFrame(
+        {
+            "gpu": ["GeForce GTX 680 (lab GPU)"] * 2,
+            "compute_capability": ["3.0"] * 2,
+            "block": ["4x4", "32x32"],
+            "threads_per_block": [16, 1024],
+            "registers_per_thread": [18, 18],
+            "shared_bytes_per_block": [0, 0],
+            "blocks_per_sm": [16, 2],
+            "warps_per_sm": [16, 64],
+            "occupancy_fraction": [0.25, 1.0],
+            "limited_by": ["blocks per SM", "threads per SM"],
+        }
+    )
+    html = occupancy_styled(occ, [], ["block"]).to_html()
+    assert "on GeForce GTX 680 (lab GPU), cc 3.0" in html and ">GPU<" not in html
+    notes = [
+        "registers from sm_75, the oldest architecture CUDA 13.0 compiles for (the GPU is compute capability 3.0)",
+        "k capped at the 63 registers per thread that compute capability 3.0 allows",
+        "a note on every GPU",
+    ]
+    assert notes_of(notes, "3.0", ["3.0", "9.0"]) == notes
+    assert notes_of(notes, "9.0", ["3.0", "9.0"]) == ["a note on every GPU"]

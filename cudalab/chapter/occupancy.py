@@ -56,16 +56,19 @@ OCCUPANCY_COLUMNS = (
 
 
 def occupancy_styled(occ: pd.DataFrame, notes: Sequence[str], keys: Sequence[str]):
-    """The occupancy table as the report shows it: per GPU, the launch (``keys``, the chapter's
-    columns that name it), its threads, registers and (where any launch has some) shared memory
-    per block, the blocks per SM, the occupancy and the binding limit, under short headers that
-    wrap at spaces (the table must print on a page)."""
+    """The occupancy table as the report shows it: the launch (``keys``, the chapter's columns that
+    name it), its threads, registers and (where any launch has some) shared memory per block, the
+    blocks per SM, the occupancy and the binding limit, under short headers that wrap at spaces
+    (the table must print on a page). A table of one GPU names it in its caption, not in a column
+    that would repeat it, wrapped over several lines, in every row; of several, a column says."""
     from cudalab.core import plots
 
     shared = bool(occ["shared_bytes_per_block"].gt(0).any())
-    occ = occ.assign(gpu=occ["gpu"] + ", cc " + occ["compute_capability"].astype(str))
+    named = occ["gpu"] + ", cc " + occ["compute_capability"].astype(str)
+    one_gpu = named.nunique() == 1
+    occ = occ.assign(gpu=named)
     columns = [
-        "gpu",
+        *(() if one_gpu else ("gpu",)),
         *keys,
         *(
             c
@@ -84,6 +87,7 @@ def occupancy_styled(occ: pd.DataFrame, notes: Sequence[str], keys: Sequence[str
     }
     caption = (
         "theoretical occupancy per SM"
+        + (f" on {named.iloc[0]}" if one_gpu and len(named) else "")
         + ("; " + "; ".join(notes) if notes else "")
         + ("; shared memory per block: static (the compiler's report) + dynamic (the launch's)" if shared else "")
     )
@@ -93,6 +97,16 @@ def occupancy_styled(occ: pd.DataFrame, notes: Sequence[str], keys: Sequence[str
     return plots.styled(
         occ[columns].rename(columns=labels), {"occupancy": "{:.0%}"}, caption=caption, small_print=small
     )
+
+
+def notes_of(notes: Sequence[str], compute_capability: str, every: Sequence[str]) -> list[str]:
+    """The notes that concern the GPU of ``compute_capability``: those that name it, and those that
+    name none of the table's compute capabilities (``every``)."""
+
+    def names(note: str, cc: str) -> bool:
+        return f"compute capability {cc}" in note
+
+    return [n for n in notes if names(n, compute_capability) or not any(names(n, cc) for cc in every)]
 
 
 def binding_summary(occ: pd.DataFrame, key: str, per_launch: bool = True) -> str:
@@ -217,8 +231,12 @@ def show_occupancy(
 
     if not len(occ):
         return None
+    every = [str(cc) for cc in occ["compute_capability"].astype(str).unique()]
     display(
-        occupancy_styled(occ, notes, list(keys)),
+        *(  # a table per GPU, in the order the chapter lists them (the lab's first)
+            occupancy_styled(rows, notes_of(notes, str(rows["compute_capability"].iloc[0]), every), list(keys))
+            for _, rows in occ.groupby("gpu", sort=False)
+        ),
         Markdown(binding_summary(occ, keys[0], per_launch=per_launch) + (f"\n\n{after}" if after else "")),
     )
     return occ
