@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Issue 44, item 1 on the GPU host: SGEMM at n = 1000, where our best is 0.88 of cuBLAS at the
+# timed run's boost clock but 0.945 under Nsight Compute's locked clocks (docs/tuning-log.md).
+# Reads, with the clocks left as the driver sets them (--clock-control none), one launch each of
+# our small-n shape (mm.SMALL_N_SHAPE, unsplit and with stream-K) and of cuBLAS's kernel at n =
+# 1000: duration, SM clock, throughput, warp stall reasons and issue activity, so that the two
+# kernels' inner loops can be compared at the clock the chapter measures at.
+# Writes $OUT/matmul_ncu/{ours,ours_stream_k,cublas}.csv (ncu --csv --page details) and a summary.
+#   tools/dev_gpu/matmul_ncu.sh        (about a minute on an H100)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-build/dev_gpu}
+mkdir -p "$OUT/matmul_ncu"
+PY=${PYTHON:-python3}
+NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+unset CUPY_TF32 NVIDIA_TF32_OVERRIDE
+profile() {  # name, kernel-name filter, which kernel the target times
+  PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} timeout 240 "$NCU" --clock-control none --target-processes all \
+    --kernel-name "$2" --launch-skip 3 --launch-count 1 \
+    --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section LaunchStats \
+    --section Occupancy --metrics sm__cycles_elapsed.avg.per_second \
+    --csv --page details "$PY" - "$3" <<'PYEOF' > "$OUT/matmul_ncu/$1.csv" 2> "$OUT/matmul_ncu/$1.log"
+import sys
+
+from cudalab.labs import matmul as mm
+
+which = sys.argv[1]
+mm.cublas_precision()  # raises where cuBLAS would not compute in full FP32
+small = mm.warptile_async(**mm.SMALL_N_SHAPE)
+kernel = {"ours": small, "ours_stream_k": mm.stream_k(small), "cublas": None}[which]
+kernels = [] if kernel is None else [kernel]
+frame = mm.sweep(kernels, [1000], seed=475, timing={"min_total_s": 0.05}, desc=which, show_progress=False)
+print(frame[["kernel", "status", "time_ms", "fraction_of_cublas"]].to_string(), file=sys.stderr)
+PYEOF
+  echo "== $1"
+  grep -E '"(Duration|SM Frequency|Compute \(SM\) Throughput|Memory Throughput|Issue Slots Busy|No Eligible|Warp Cycles Per Issued Instruction|Stall Long Scoreboard|Stall Barrier|Stall MIO Throttle|Stall Math Pipe Throttle|Stall Wait|Stall Short Scoreboard|sm__cycles_elapsed.avg.per_second)"' \
+    "$OUT/matmul_ncu/$1.csv" | awk -F'","' '{print $(NF-2) " = " $NF " " $(NF-1)}' | tr -d '"' || tail -5 "$OUT/matmul_ncu/$1.log"
+}
+profile ours regex:mm_warptile_async ours
+profile ours_stream_k regex:mm_warptile_async ours_stream_k
+profile cublas 'regex:gemm|xmma' cublas
