@@ -180,8 +180,9 @@ def measurement() -> dict[str, Any]:
     """Who measured: GPU (name and UUID: which card, where chapters run on several), driver, CUDA
     and CuPy versions, host, date and commit. ``cuda_visible_devices`` is the process's device
     mask as a Dask worker (``dask_cuda``) or a scheduler set it, None where unset; ``cpus_usable``
-    the cores the process may run on, fewer than the host's ``cpu_count`` where it is pinned (a
-    ``dask_cuda`` worker pins itself, and the chapter it runs, to its GPU's NUMA node)."""
+    the cores the process may run on, fewer than the host's ``cpu_count`` where it is pinned
+    (``taskset``, a cgroup, a ``dask_cuda`` worker: a local build's tasks undo that pin for the
+    chapter, ``report.cluster``)."""
     import numpy
 
     info: dict[str, Any] = {
