@@ -231,7 +231,7 @@ def show_occupancy(
 
     if not len(occ):
         return None
-    every = [str(cc) for cc in occ["compute_capability"].astype(str).unique()]
+    every = list(occ["compute_capability"].astype(str).unique())
     display(
         *(  # a table per GPU, in the order the chapter lists them (the lab's first)
             occupancy_styled(rows, notes_of(notes, str(rows["compute_capability"].iloc[0]), every), list(keys))

@@ -12,7 +12,7 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:-build/dev_gpu}
 mkdir -p "$OUT/kmeans_ncu"
 PY=${PYTHON:-python3}
-NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+source tools/dev_gpu/ncu_common.sh
 for K in 8 32; do
   PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} timeout 240 "$NCU" --target-processes all \
     --kernel-name kmeans_tensor --launch-skip 2 --launch-count 1 \
@@ -30,6 +30,6 @@ run = gpu.run_to_convergence(problem, "tensor", loop_on="host")
 print(f"K = {K}: {run['iterations']} iterations", file=sys.stderr)
 PYEOF
   echo "== K = $K"
-  grep -E '"(Duration|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per Thread|Issue Slots Busy|No Eligible|Warp Cycles Per Issued Instruction)"' \
-    "$OUT/kmeans_ncu/k$K.csv" | awk -F'","' '{print $(NF-2) " = " $NF " " $(NF-1)}' | tr -d '"' || tail -5 "$OUT/kmeans_ncu/k$K.log"
+  ncu_summary "$OUT/kmeans_ncu/k$K.csv" "$OUT/kmeans_ncu/k$K.log" \
+    'Duration|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per Thread|Issue Slots Busy|No Eligible|Warp Cycles Per Issued Instruction'
 done

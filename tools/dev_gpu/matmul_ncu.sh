@@ -12,7 +12,7 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:-build/dev_gpu}
 mkdir -p "$OUT/matmul_ncu"
 PY=${PYTHON:-python3}
-NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+source tools/dev_gpu/ncu_common.sh
 unset CUPY_TF32 NVIDIA_TF32_OVERRIDE
 profile() {  # name, kernel-name filter, which kernel the target times
   PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} timeout 240 "$NCU" --clock-control none --target-processes all \
@@ -33,8 +33,8 @@ frame = mm.sweep(kernels, [1000], seed=475, timing={"min_total_s": 0.05}, desc=w
 print(frame[["kernel", "status", "time_ms", "fraction_of_cublas"]].to_string(), file=sys.stderr)
 PYEOF
   echo "== $1"
-  grep -E '"(Duration|SM Frequency|Compute \(SM\) Throughput|Memory Throughput|Issue Slots Busy|No Eligible|Warp Cycles Per Issued Instruction|Stall Long Scoreboard|Stall Barrier|Stall MIO Throttle|Stall Math Pipe Throttle|Stall Wait|Stall Short Scoreboard|sm__cycles_elapsed.avg.per_second)"' \
-    "$OUT/matmul_ncu/$1.csv" | awk -F'","' '{print $(NF-2) " = " $NF " " $(NF-1)}' | tr -d '"' || tail -5 "$OUT/matmul_ncu/$1.log"
+  ncu_summary "$OUT/matmul_ncu/$1.csv" "$OUT/matmul_ncu/$1.log" \
+    'Duration|SM Frequency|Compute \(SM\) Throughput|Memory Throughput|Issue Slots Busy|No Eligible|Warp Cycles Per Issued Instruction|Stall Long Scoreboard|Stall Barrier|Stall MIO Throttle|Stall Math Pipe Throttle|Stall Wait|Stall Short Scoreboard|sm__cycles_elapsed.avg.per_second'
 }
 profile ours regex:mm_warptile_async ours
 profile ours_stream_k regex:mm_warptile_async ours_stream_k
