@@ -5,16 +5,20 @@
 // issues, never with a copy that could drift from it.
 //
 // Two forms:
-//   add_then_min(a, b, c)  the add and the min as two operations (IADD3 + IMNMX where ptxas keeps
-//                          them apart), as lab 001's ladder kernels write a relaxation; the
-//                          ceiling's add_min_plain kernel measures it.
+//   add_then_min(a, b, c)  the add and the min as two instructions, the pair an Ampere build
+//                          (sm_80) issues for min(a + b, c): IMAD.IADD (a multiply-add by 1) and
+//                          IMNMX. On compute capability 9.0 ptxas fuses a plain min(a + b, c) into
+//                          the DPX instruction VIADDMNMX by itself, so there the add is a
+//                          multiply-add by add_min_one, a __constant__ 1 that ptxas cannot prove
+//                          is 1: the same IMAD, never fused. The ceiling's add_min_plain measures it.
 //   add_min(a, b, c)       what the kernels use: the DPX intrinsic __viaddmin_s32, one VIADDMNMX
 //                          instruction, on compute capability 9.0 and later; add_then_min elsewhere
 //                          (where the CUDA headers' own emulation of the intrinsic is that same
 //                          min(a + b, c)) or when built with -DNO_DPX. The ceiling's add_min_dpx
 //                          kernel measures it (it is never built with -DNO_DPX).
-// ptxas may fuse add_then_min's pair into VIADDMNMX on its own (CUDA 13 does in these loops on
-// sm_90); chapter 04's SASS table shows what each build really issues.
+// So a -DNO_DPX build on an H100 issues what the kernel's sm_80 build issues, and chapter 04 times
+// the two builds on one GPU to find what the DPX instruction itself is worth (its SASS table shows
+// the instructions of each build, and of the sm_80 build, from the compiler).
 // Distances use the NTHU convention (1073741823 = unreachable), so a + b never overflows int32.
 //
 // Included as "add_min.cuh": cudalab compiles every kernel file with its own folder, kernels_cu/,
@@ -23,9 +27,15 @@
 #ifndef CUDALAB_ADD_MIN_CUH
 #define CUDALAB_ADD_MIN_CUH
 
+__constant__ int add_min_one = 1;  // never written: 1 to the kernel, unknown to ptxas
+
 __device__ __forceinline__ int add_then_min(int a, int b, int c)
 {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    return min(a * add_min_one + b, c);
+#else
     return min(a + b, c);
+#endif
 }
 
 __device__ __forceinline__ int add_min(int a, int b, int c)

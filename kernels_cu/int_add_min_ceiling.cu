@@ -11,7 +11,9 @@
 #define CHAINS 16
 #endif
 
-// The baseline: a separate add and min per relaxation (add_then_min), as the ladder kernels write it.
+// The baseline: a separate add and min per relaxation (add_then_min), as the ladder kernels write it
+// and as an Ampere build (sm_80) issues it: an add (IADD3 or IMAD) and an IMNMX, kept apart on
+// compute capability 9.0 too, where ptxas would fuse a plain min(a + b, c) (add_min.cuh).
 extern "C" __global__ void add_min_plain(int* out, int x, int y, int iters)
 {
     int acc[CHAINS];

@@ -218,3 +218,41 @@ def test_add_min_is_one_dpx_instruction_in_the_ceiling_and_the_minplus_product()
     assert ceiling["add_min_dpx"].get("VIADDMNMX", 0) >= 16 and "IMNMX" not in ceiling["add_min_dpx"]
     minplus = sass_opcodes("fw_blocked_minplus.cu", "sm_90", ("-DBF=64",))
     assert minplus["fw_minplus_phase3"].get("VIADDMNMX", 0) == 8 * 8 * 16
+
+
+@needs_cuobjdump
+@pytest.mark.parametrize(
+    ("file", "options", "kernel", "relaxations"),
+    [
+        ("fw_blocked_minplus.cu", ("-DBF=64",), "fw_minplus_phase3", 8 * 8 * 16),
+        ("fw_blocked_registers.cu", ("-DBF=64",), "fw_blocked_registers_phase3", 4 * 4 * 8),
+    ],
+)
+def test_a_build_without_dpx_issues_on_sm_90_what_the_sm_80_build_issues(file, options, kernel, relaxations):
+    """-DNO_DPX is a build without DPX: on sm_90 its phase 3 has no VIADDMNMX (ptxas would fuse a
+    plain min(a + b, c) into one), and its adds and mins are the sm_80 build's: an IMAD and a min
+    per relaxation, where the DPX build has one VIADDMNMX."""
+    from cudalab.toolchain.sass import sass_opcodes
+
+    dpx = sass_opcodes(file, "sm_90", options)[kernel]
+    plain = sass_opcodes(file, "sm_90", (*options, "-DNO_DPX"))[kernel]
+    ampere = sass_opcodes(file, "sm_80", options)[kernel]
+    assert dpx.get("VIADDMNMX", 0) >= relaxations
+    assert "VIADDMNMX" not in plain and "VIADDMNMX" not in ampere
+    # every relaxation a min of its own and an IMAD for its add (sm_80 writes it IMAD.IADD)
+    assert plain.get("VIMNMX", 0) >= relaxations and ampere.get("IMNMX", 0) == plain["VIMNMX"]
+    assert plain.get("IMAD", 0) - dpx.get("IMAD", 0) >= 0.95 * relaxations  # ptxas may share one
+    assert abs(plain["IMAD"] - ampere.get("IMAD", 0)) <= 0.05 * relaxations
+
+
+@needs_cuobjdump
+def test_the_plain_ceiling_is_two_instructions_per_relaxation_on_sm_90():
+    """The ceiling's add_min_plain measures the pair (IMAD and VIMNMX) in its loop, the DPX kernel one
+    VIADDMNMX: their ratio on one GPU is what the fused instruction is worth."""
+    from cudalab.toolchain.sass import sass_opcodes
+
+    ceiling = sass_opcodes("int_add_min_ceiling.cu", "sm_90", ("-DCHAINS=16",))
+    plain, dpx = ceiling["add_min_plain"], ceiling["add_min_dpx"]
+    assert plain.get("VIMNMX", 0) >= 2 * 16 and plain.get("IMAD", 0) >= 2 * 16
+    assert plain.get("VIADDMNMX", 0) < plain["VIMNMX"] / 2  # only outside the unrolled loop
+    assert dpx.get("VIADDMNMX", 0) >= 2 * 16 and "VIMNMX" not in dpx
