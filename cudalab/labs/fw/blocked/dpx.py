@@ -1,8 +1,9 @@
 """DPX against the instructions an Ampere build issues: what the fused add-min is worth on one GPU.
 
-NVIDIA presents Hopper's DPX instructions as speeding dynamic-programming algorithms up to 7x
-over Ampere: an H100 against an A100. That figure holds two things, the newer GPU (more SMs,
-higher clocks, faster memory) and the instructions. Without an A100 only the second can be
+NVIDIA states that DPX instructions accelerate dynamic-programming algorithms by up to 7x on an
+H100 compared with Ampere GPUs (its blog at Hopper's launch, March 2022). That figure holds two
+things, the newer GPU (more SMs, higher clocks, faster memory) and the instructions. Without an
+Ampere GPU only the second can be
 measured, and it can be measured exactly: the same kernel on the same GPU in the same run, built
 with DPX (one VIADDMNMX per relaxation ``min(a + b, c)``) and with ``-DNO_DPX``, which issues
 what the kernel's sm_80 build issues, an add (IMAD) and a min (``kernels_cu/add_min.cuh``). The
@@ -19,7 +20,7 @@ import pandas as pd
 
 from cudalab.labs.fw.blocked.kernels import MINPLUS_FILE, minplus_label, minplus_options
 
-AMPERE_ARCH = "sm_80"  # the A100's compute capability, the GPU NVIDIA's claim compares with
+AMPERE_ARCH = "sm_80"  # the A100's compute capability: Ampere, the architecture NVIDIA's claim compares with
 PHASE3 = "fw_minplus_phase3"
 RELAXATIONS_PER_CHUNK = 8 * 8 * 16  # a thread's 8 x 8 cells times the KC = 16 k of a staged chunk
 ADDS = ("IMAD", "IADD3", "VIADD", "IADD")
@@ -193,7 +194,7 @@ def what_dpx_is_worth(pairs: pd.DataFrame, per_relaxation: pd.DataFrame, gpu: st
     elif best > 1.75:
         text += "One instruction in place of two nearly halves the time where issuing instructions is the limit. "
     text += (
-        "NVIDIA's up-to-7x compares an H100 with an A100 on whole dynamic-programming codes: the newer GPU (more "
+        "NVIDIA's up-to-7x compares an H100 with Ampere GPUs on whole dynamic-programming codes: the newer GPU (more "
         "SMs, higher clocks, faster memory) is in that figure, and so are algorithms whose step fuses three "
         "operations into one DPX instruction, such as Smith-Waterman's maximum of three scores with a floor at zero "
         "(`__vimax3_s32_relu`). The instruction's own share in Floyd-Warshall's two-operation relaxation is what "
@@ -202,7 +203,7 @@ def what_dpx_is_worth(pairs: pd.DataFrame, per_relaxation: pd.DataFrame, gpu: st
     answer.append(f"On {gpu}, DPX gains {' and '.join(parts)}.")
     answer.append(
         "The comparison holds everything but the instruction fixed: the same GPU, source and run, one VIADDMNMX "
-        "against an IMAD and a min. An H100 against an A100 also measures more SMs, higher clocks and faster "
+        "against an IMAD and a min. An H100 against an Ampere GPU also measures more SMs, higher clocks and faster "
         "memory, and NVIDIA's 7x is for algorithms whose step fuses three operations into one instruction."
     )
     return DpxFindings(text, " ".join(answer), [_headline(key, row) for key, row in rows.items()])
