@@ -3,12 +3,11 @@
 NVIDIA states that DPX instructions accelerate dynamic-programming algorithms by up to 7x on an
 H100 compared with Ampere GPUs (its blog at Hopper's launch, March 2022). That figure holds two
 things, the newer GPU (more SMs, higher clocks, faster memory) and the instructions. Without an
-Ampere GPU only the second can be
-measured, and it can be measured exactly: the same kernel on the same GPU in the same run, built
-with DPX (one VIADDMNMX per relaxation ``min(a + b, c)``) and with ``-DNO_DPX``, which issues
-what the kernel's sm_80 build issues, an add (IMAD) and a min (``kernels_cu/add_min.cuh``). The
-SASS of the three builds shows that this is so; chapter 04's sweep and chapter 00's ceiling give
-the times.
+Ampere GPU only the second can be measured, and it can be measured exactly: the same kernel on
+the same GPU in the same run, built with DPX (one VIADDMNMX per relaxation ``min(a + b, c)``)
+and with ``-DNO_DPX``, which issues what the kernel's sm_80 build issues, an add (IMAD) and a min
+(``kernels_cu/add_min.cuh``). The SASS of the three builds shows that this is so; chapter 04's
+sweep and chapter 00's ceiling give the times.
 """
 
 from __future__ import annotations
