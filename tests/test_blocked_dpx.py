@@ -130,5 +130,19 @@ def test_instructions_per_relaxation_of_each_build():
 
 
 def test_the_dpx_builds_are_builds_of_the_chapters_sass_table():
-    labels = {label for label, _, _ in variants.sass_builds([8], [64], [64, 256])}
-    assert set(dpx.dpx_builds(64)) | set(dpx.dpx_builds(256)) <= labels
+    """Chapter 04's SASS table compiles its builds and the sm_80 one: the DPX section reads its rows."""
+    for bf in (64, 256):
+        builds = variants.sass_builds([8], [64], [64, 256]) + [dpx.ampere_build(bf)]
+        assert set(dpx.dpx_builds(bf)) <= {b[0] for b in builds}
+        assert dpx.ampere_build(bf)[3] == dpx.AMPERE_ARCH
+
+
+def test_a_recording_whose_plain_build_was_fused_says_the_pair_compares_one_instruction():
+    """Before add_min.cuh kept the add and the min apart, ptxas fused both builds into VIADDMNMX:
+    such a recording's pair is no test of DPX, and the chapter says so instead of a speedup."""
+    sweep = _sweep([(4096, 64, True, 10.0, "ok"), (4096, 64, False, 10.1, "ok")])
+    sass = pd.DataFrame(
+        {"build": ["min-plus BF 64, 8x8 + DPX", "min-plus BF 64, 8x8 (-DNO_DPX)"], "fused_add_min": [1.0, 1.0]}
+    )
+    seen = dpx.what_dpx_is_worth(dpx.dpx_speedups(sweep, _ceiling(plain_ms=1.01)), sass, "GPU X")
+    assert seen.headlines == [] and "issues VIADDMNMX too" in seen.text

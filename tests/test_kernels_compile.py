@@ -256,3 +256,17 @@ def test_the_plain_ceiling_is_two_instructions_per_relaxation_on_sm_90():
     assert plain.get("VIMNMX", 0) >= 2 * 16 and plain.get("IMAD", 0) >= 2 * 16
     assert plain.get("VIADDMNMX", 0) < plain["VIMNMX"] / 2  # only outside the unrolled loop
     assert dpx.get("VIADDMNMX", 0) >= 2 * 16 and "VIMNMX" not in dpx
+
+
+@needs_cuobjdump
+def test_a_sass_table_compiles_each_build_for_its_own_architecture_where_it_names_one():
+    from cudalab.toolchain.sass import sass_table
+
+    table = sass_table(
+        [("here", "fw_blocked_minplus.cu", ("-DBF=64",)), ("ampere", "fw_blocked_minplus.cu", ("-DBF=64",), "sm_80")],
+        "sm_90",
+    )
+    arch = table.groupby("build")["arch"].first()
+    assert arch["here"] == "sm_90" and arch["ampere"] == "sm_80"
+    opcodes = table.groupby("build")["opcode"].agg(set)
+    assert "VIADDMNMX" in opcodes["here"] and "VIADDMNMX" not in opcodes["ampere"] and "IMNMX" in opcodes["ampere"]

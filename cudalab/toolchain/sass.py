@@ -55,24 +55,26 @@ def present_arch() -> str:
     return f"sm_{cp.cuda.Device().compute_capability}"
 
 
-def sass_table(builds: Iterable[tuple[str, str, tuple[str, ...]]], arch: str | None = None):
-    """A tidy frame (build, kernel, opcode, count) of the SASS of each (label, file, options)
-    build for the present GPU; one row with the reason where nvcc or cuobjdump is missing."""
+def sass_table(builds: Iterable[tuple], arch: str | None = None):
+    """A tidy frame (build, kernel, opcode, count, arch) of the SASS of each (label, file, options)
+    build for ``arch`` (default: the present GPU's), or of each (label, file, options, arch) build
+    for its own, compiled side by side; one row with the reason where nvcc or cuobjdump is missing."""
     import os
     from concurrent.futures import ThreadPoolExecutor
 
     import pandas as pd
 
-    arch = arch or present_arch()
     builds = list(builds)
+    default = arch or (present_arch() if any(len(b) == 3 for b in builds) else None)
+    builds = [tuple(b) if len(b) == 4 else (*b, default) for b in builds]
     try:  # the builds are independent child processes: compile them side by side, one per core
         with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
-            counts = list(pool.map(lambda b: sass_opcodes(b[1], arch, b[2]), builds))
+            counts = list(pool.map(lambda b: sass_opcodes(b[1], b[3], b[2]), builds))
     except ToolUnavailable as exc:
-        return pd.DataFrame([{"build": "", "kernel": "", "opcode": "", "count": 0, "arch": arch, "note": str(exc)}])
+        return pd.DataFrame([{"build": "", "kernel": "", "opcode": "", "count": 0, "arch": default, "note": str(exc)}])
     rows = [
-        {"build": label, "kernel": kernel, "opcode": op, "count": n, "arch": arch, "note": ""}
-        for (label, _, _), per_kernel in zip(builds, counts)
+        {"build": label, "kernel": kernel, "opcode": op, "count": n, "arch": build_arch, "note": ""}
+        for (label, _, _, build_arch), per_kernel in zip(builds, counts)
         for kernel, ops in per_kernel.items()
         for op, n in ops.items()
     ]
