@@ -319,3 +319,32 @@ def test_only_what_someone_set_is_a_request():
     assert _requested({"sizes": [256, 512], "seed": 2016}, declared, set()) == {}
     assert _requested({"sizes": [64], "seed": 2016}, declared, set()) == {"sizes": [64]}
     assert _requested({"sizes": [256, 512], "seed": 2016}, declared, {"seed"}) == {"seed": 2016}
+
+
+def test_a_shared_legend_names_each_line_once_under_the_last_axes_and_none_over_the_curves():
+    import matplotlib
+    import pandas as pd
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from cudalab.core import plots
+
+    frame = pd.DataFrame(
+        {
+            "n": [1, 2, 1, 2, 1, 2],
+            "y": [1, 2, 2, 3, 3, 4],
+            "kernel": ["a", "a", "b", "b", "cuBLAS SGEMM", "cuBLAS SGEMM"],
+        }
+    )
+    fig, (top, bottom) = plt.subplots(2, 1)
+    plots.lines(frame, "n", "y", "kernel", ax=top, xlabel="", ylabel="y", title="all")
+    top.axhline(5, label="peak")
+    plots.lines(
+        frame[frame["kernel"].ne("cuBLAS SGEMM")], "n", "y", "kernel", ax=bottom, xlabel="n", ylabel="y", title="ours"
+    )
+    plots.shared_legend((top, bottom), below=bottom)
+    assert top.get_legend() is None
+    labels = [t.get_text() for t in bottom.get_legend().get_texts()]
+    assert sorted(labels) == ["a", "b", "cuBLAS SGEMM", "peak"]  # each once, though both axes drew a and b
+    plt.close(fig)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -147,6 +148,27 @@ def place_legend(ax, *, fontsize: int = 8, title: str | None = None) -> None:
         )
     else:
         ax.legend(handles, labels, fontsize=fontsize, title=title, loc="best")
+
+
+def shared_legend(axes, *, below, fontsize: int = 8, ncol: int = 3) -> None:
+    """One legend for axes stacked over one x: every label of them once (the first axes' line
+    for a label they share), under the axes ``below``, and none on the axes themselves, so that
+    no legend covers a curve."""
+    handles: dict[str, Any] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, handle)
+        if ax.get_legend() is not None:
+            ax.get_legend().remove()
+    below.legend(
+        list(handles.values()),
+        list(handles),
+        fontsize=fontsize,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.14),
+        ncol=ncol,
+        frameon=False,
+    )
 
 
 def mark_failures(ax, data: pd.DataFrame, x: str, y: str) -> None:
