@@ -41,6 +41,27 @@ def test_generated_cases_are_distinct_edges_without_self_loops():
     assert len(generate_case(10, 0.0, seed=1)) == 0 and len(generate_case(1, 1.0, seed=1)) == 0
 
 
+def test_a_large_sparse_case_spreads_its_edges_over_every_source():
+    """Past 50 M pairs the generator draws with a margin instead of permuting all pairs; the edges
+    it keeps are a uniform choice, not the smallest indices (which left the last sources bare)."""
+    v = 7100  # 50.4 M pairs: the drawing path
+    edges = generate_case(v, 0.002, seed=5)
+    assert len(edges) == round(0.002 * v * (v - 1))
+    assert len(np.unique(edges[:, 0].astype(np.int64) * v + edges[:, 1])) == len(edges)
+    assert (edges[:, 0] != edges[:, 1]).all()
+    top = (edges[:, 0] >= 0.9 * v).mean()  # the last tenth of the sources: a tenth of the edges
+    assert abs(top - 0.1) < 0.01, f"the last tenth of the sources hold {top:.1%} of the edges"
+
+
+def test_drawing_distinct_pairs_draws_again_until_it_has_enough():
+    from cudalab.labs.fw.nthu import _sparse_pairs
+
+    for m in (1, 250, 900, 1000):  # up to every pair: the draws repeat often
+        got = _sparse_pairs(np.random.default_rng(m), 1000, m)
+        assert len(got) == m and len(np.unique(got)) == m and (np.diff(got) > 0).all()
+        assert got.min() >= 0 and got.max() < 1000
+
+
 def test_solution_by_hand():
     # 0 -> 1 (5), 1 -> 2 (2), 0 -> 2 (9), a repeated edge 1 -> 2 (7): the shorter one counts
     dist = solve_cpu(4, np.array([[0, 1, 5], [1, 2, 2], [0, 2, 9], [1, 2, 7]], dtype=np.int32))
