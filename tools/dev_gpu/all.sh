@@ -3,7 +3,7 @@
 # wheelhouse, then runs each topic under its own time limit, so that one slow topic never costs
 # the others. What each writes lands under "$OUT/<topic>/"; the console of each under "$OUT/logs/".
 #   OUT=/tmp/out tools/dev_gpu/all.sh [topic ...]   (topics: fair_timing fw matmul kmeans gpu_tests; also kmeans_dot,
-#   kmeans_real_data, and issue 44's probes fw_lanes, kmeans_ncu, matmul_ncu)
+#   kmeans_real_data, and issue 44's probes fw_lanes, kmeans_ncu, matmul_ncu, matmul_l2)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-build/dev_gpu}
@@ -15,7 +15,7 @@ export PYTHONPATH=/tmp/site:$PWD JUPYTER_PATH=/tmp/site/share/jupyter PYTHON=pyt
 topics=("$@")
 [ ${#topics[@]} -gt 0 ] || topics=(fair_timing matmul kmeans gpu_tests)
 declare -A limit=([fair_timing]=100 [matmul]=110 [kmeans]=110 [kmeans_dot]=100 [kmeans_real_data]=420 [dask]=120
-  [fw_lanes]=150 [kmeans_ncu]=150 [matmul_ncu]=200 [gpu_tests]=${GPU_TESTS_S:-300})
+  [fw_lanes]=150 [kmeans_ncu]=150 [matmul_ncu]=200 [matmul_l2]=150 [gpu_tests]=${GPU_TESTS_S:-300})
 for t in "${topics[@]}"; do
   start=$(date +%s)
   if [ "$t" = gpu_tests ]; then

@@ -7,6 +7,8 @@
 # kernels' inner loops can be compared at the clock the chapter measures at.
 # Writes $OUT/matmul_ncu/{ours,ours_stream_k,cublas}.csv (ncu --csv --page details) and a summary.
 #   tools/dev_gpu/matmul_ncu.sh        (about a minute on an H100)
+# NCU_CACHE=none: caches kept between launches (warm operands, as the chapter's back-to-back calls
+# see them) instead of flushed before each (ncu's default, all).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-build/dev_gpu}
@@ -15,7 +17,7 @@ PY=${PYTHON:-python3}
 source tools/dev_gpu/ncu_common.sh
 unset CUPY_TF32 NVIDIA_TF32_OVERRIDE
 profile() {  # name, kernel-name filter, which kernel the target times
-  PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} timeout 240 "$NCU" --clock-control none --target-processes all \
+  PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} timeout 240 "$NCU" --clock-control none --cache-control "${NCU_CACHE:-all}" --target-processes all \
     --kernel-name "$2" --launch-skip 3 --launch-count 1 \
     --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section LaunchStats \
     --section Occupancy --metrics sm__cycles_elapsed.avg.per_second \
