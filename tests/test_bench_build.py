@@ -79,7 +79,10 @@ def test_benchmarks_say_where_a_recorded_builds_time_went(tmp_path):
     (tmp_path / "build_times" / "gpu-h100.json").write_text(json.dumps(record))
     text = "\n".join(build_times(tmp_path))
     assert "| `h100` | NVIDIA H100 80GB HBM3, 16 CPU cores | 2026-11-26T14:54:43Z | `3c87110cdc` | cold | 282 |" in text
-    assert "chapters 00 25 s, 04 77 s; the rest (start-up, the report) 180 s." in text
+    assert (
+        "cold build on NVIDIA H100 80GB HBM3, 16 CPU cores: chapters 00 25 s, 04 77 s; the rest (start-up, the report) 180 s."
+        in text
+    )
     assert text.count("build on") == 1  # the cached build ran no chapter: no line for it
     del record["builds"]["cold"]["chapter_seconds"]  # a recording from before bench_build kept them
     (tmp_path / "build_times" / "gpu-h100.json").write_text(json.dumps(record))

@@ -289,8 +289,10 @@ def _where_the_time_went(files: list[Path]) -> list[str]:
                 continue
             parts = ", ".join(f"{name.split('_')[0]} {sec:.0f} s" for name, sec in chapters.items())
             rest = t["seconds"] - sum(chapters.values())
+            cores = r["machine"].get("cpu_count")  # two hosts of one GPU model differ in their CPUs
+            host = f"{r['machine']['gpu_name']}" + (f", {cores} CPU cores" if cores else "")
             lines.append(
-                f"- `{r['profile']}` {label} build on {r['machine']['gpu_name']}: chapters {parts}; "
+                f"- `{r['profile']}` {label} build on {host}: chapters {parts}; "
                 f"the rest (start-up, the report) {rest:.0f} s."
             )
     return ["Where the time went:", ""] + lines if lines else []
