@@ -9,10 +9,8 @@
 #   tools/dev_gpu/kmeans_ncu.sh        (about a minute on an H100)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-OUT=${OUT:-build/dev_gpu}
-mkdir -p "$OUT/kmeans_ncu"
-PY=${PYTHON:-python3}
 source tools/dev_gpu/ncu_common.sh
+mkdir -p "$OUT/kmeans_ncu"
 for K in 8 32; do
   PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} timeout 240 "$NCU" --target-processes all \
     --kernel-name kmeans_tensor --launch-skip 2 --launch-count 1 \

@@ -11,10 +11,8 @@
 # see them) instead of flushed before each (ncu's default, all).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-OUT=${OUT:-build/dev_gpu}
-mkdir -p "$OUT/matmul_ncu"
-PY=${PYTHON:-python3}
 source tools/dev_gpu/ncu_common.sh
+mkdir -p "$OUT/matmul_ncu"
 unset CUPY_TF32 NVIDIA_TF32_OVERRIDE
 profile() {  # name, kernel-name filter, which kernel the target times
   PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} timeout 240 "$NCU" --clock-control none --cache-control "${NCU_CACHE:-all}" --target-processes all \
