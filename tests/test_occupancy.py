@@ -12,6 +12,7 @@ The rules (include/cuda_occupancy.h, the calculator's spreadsheet), applied by h
 Each expected value is computed in the comment beside it, not by the code under test.
 """
 
+import types
 from dataclasses import replace
 
 import pandas as pd
@@ -20,6 +21,7 @@ import pytest
 from cudalab.core.errors import ProfileError
 from cudalab.core.occupancy import SM_LIMITS, cc_key, occupancy, occupancy_table, resident_blocks, sm_limits
 from cudalab.toolchain.nvcc import (
+    PtxasUsage,
     compile_arch,
     cuda_tool,
     kernel_base_name,
@@ -649,9 +651,10 @@ def test_compile_ahead_leaves_the_occupancy_table_nothing_to_compile(monkeypatch
     # need, beside the NVRTC builds: afterwards the table is computed without running nvcc once
     from cudalab.chapter import occupancy as chapter_occupancy
     from cudalab.core import kernels
-    from cudalab.toolchain import nvcc
+    from cudalab.toolchain import nvcc, occupancy_report
 
     monkeypatch.setenv("CUDALAB_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(occupancy_report, "present_key", lambda: None)  # no GPU: every architecture from nvcc
     nvcc._resources.cache_clear()
     nvrtc_builds = []
     monkeypatch.setattr(kernels, "precompile", lambda builds: nvrtc_builds.extend(builds) or len(builds))
@@ -669,6 +672,120 @@ def test_compile_ahead_leaves_the_occupancy_table_nothing_to_compile(monkeypatch
     nvcc._resources.cache_clear()  # the disk cache alone must answer, as in a later cell
     occ, _ = occupancy_by_gpu(launches, gpus)
     assert len(occ) == 2 * 2 and occ["registers_per_thread"].gt(0).all()
+
+
+class _LoadedModule:
+    """A stand-in for a ``cupy.RawModule`` this process compiled: its kernels' attributes."""
+
+    def __init__(self, **kernels):
+        self.kernels = kernels
+
+    def get_function(self, name):
+        if name not in self.kernels:
+            raise RuntimeError(f"CUDA_ERROR_NOT_FOUND: {name}")
+        regs, shared = self.kernels[name]
+        return types.SimpleNamespace(num_regs=regs, shared_size_bytes=shared)
+
+
+def test_the_gpu_present_reads_the_kernels_as_loaded_and_compiles_nothing_for_them(monkeypatch):
+    # on the architecture of the GPU present, a build this process loaded (NVRTC's, the code timed)
+    # gives its registers and static shared memory: nvcc compiles it for no second time
+    from cudalab.chapter.occupancy import notes_of
+    from cudalab.toolchain import occupancy_report
+
+    launch = _basic(16)
+    monkeypatch.setattr(occupancy_report, "present_key", lambda: "9.0")
+    monkeypatch.setattr(occupancy_report, "loaded_module", lambda f, o: _LoadedModule(**{launch.kernel: (40, 1024)}))
+    monkeypatch.setattr(
+        occupancy_report, "kernel_resources_for_cc", lambda *a: pytest.fail("nvcc compiled a loaded build")
+    )
+    occ, notes = occupancy_report.launch_occupancy([launch], "9.0")
+    assert occ[["registers_per_thread", "shared_bytes_per_block"]].iloc[0].tolist() == [40, 1024]
+    assert notes == [occupancy_report.LOADED_NOTE.format(cc="9.0")]
+    assert notes_of(notes, "9.0", ["3.0", "9.0"]) == notes and notes_of(notes, "3.0", ["3.0", "9.0"]) == []
+
+
+def test_a_build_not_loaded_or_another_architecture_comes_from_the_compilers_report(monkeypatch):
+    from cudalab.toolchain import occupancy_report
+
+    launch = _basic(16)
+    asked = []
+
+    def report(file, key, options):
+        asked.append(key)
+        return {launch.kernel: PtxasUsage(launch.kernel, "sm_x", 30, 0, 0, 0, 0)}, ""
+
+    monkeypatch.setattr(occupancy_report, "kernel_resources_for_cc", report)
+    monkeypatch.setattr(occupancy_report, "present_key", lambda: "9.0")
+    monkeypatch.setattr(occupancy_report, "loaded_module", lambda f, o: None)  # never loaded here
+    assert occupancy_report.launch_occupancy([launch], "9.0")[0]["registers_per_thread"].tolist() == [30]
+    monkeypatch.setattr(occupancy_report, "loaded_module", lambda f, o: _LoadedModule(other=(40, 0)))
+    assert occupancy_report.launch_occupancy([launch], "9.0")[0]["registers_per_thread"].tolist() == [30]
+    monkeypatch.setattr(occupancy_report, "loaded_module", lambda f, o: _LoadedModule(**{launch.kernel: (40, 0)}))
+    assert occupancy_report.launch_occupancy([launch], "8.0")[0]["registers_per_thread"].tolist() == [30]
+    assert asked == ["9.0", "9.0", "8.0"]
+
+
+def test_compile_ahead_asks_nvcc_only_for_the_other_architectures(monkeypatch):
+    # the chapter's precompile loads every build on the GPU present; reports only for the lab's GPU
+    from cudalab.chapter import occupancy as chapter_occupancy
+    from cudalab.core import kernels
+    from cudalab.toolchain import nvcc, occupancy_report
+
+    asked = []
+    monkeypatch.setattr(kernels, "precompile", lambda builds: len(list(builds)))
+    monkeypatch.setattr(nvcc, "kernel_resources_for_cc", lambda file, key, options: asked.append(key))
+    monkeypatch.setattr(occupancy_report, "present_key", lambda: "9.0")
+    launches = [_basic(16), _basic(32)]
+    assert chapter_occupancy.compile_ahead(launches, {"GTX 680 (lab GPU)": "3.0", "H100 (this run)": "9.0"}) == 1
+    assert asked == ["3.0"]
+    asked.clear()
+    assert chapter_occupancy.compile_ahead(launches, {"H100 (lab GPU)": "9.0", "H100 (this run)": "9.0"}) == 1
+    assert asked == []
+
+
+def test_prefetch_skips_the_builds_loaded_on_the_gpu_present(monkeypatch):
+    from cudalab.toolchain import occupancy_report
+
+    asked = []
+    launch = _basic(16)
+    monkeypatch.setattr(occupancy_report, "kernel_resources_for_cc", lambda file, key, options: asked.append(key))
+    monkeypatch.setattr(occupancy_report, "present_key", lambda: "9.0")
+    monkeypatch.setattr(occupancy_report, "loaded_module", lambda f, o: _LoadedModule(**{launch.kernel: (40, 0)}))
+    occupancy_report._prefetch({"3.0": [launch], "9.0": [launch], "8.0": [launch]})
+    assert sorted(asked) == ["3.0", "8.0"]
+
+
+def test_loaded_module_never_compiles(monkeypatch):
+    from cudalab.core import kernels
+
+    monkeypatch.setattr(kernels, "_modules", {})
+    assert kernels.loaded_module("mm_01_shared_tile.cu", ("-DTILE=16",)) is None
+    path = kernels.kernel_path("mm_01_shared_tile.cu")
+    kernels._modules[kernels._module_key(path, ("-DTILE=16",))] = "the module"
+    assert kernels.loaded_module("mm_01_shared_tile.cu", ("-DTILE=16",)) == "the module"
+    assert kernels.loaded_module("mm_01_shared_tile.cu", ("-DTILE=32",)) is None
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_table_gives_the_registers_of_the_kernel_that_was_timed(monkeypatch, tmp_path):
+    # the occupancy table and a chapter's measured rows (``registers_per_thread`` from the compiled
+    # kernel, as chapter 05 records them) agree, since both read the one NVRTC build
+    from cudalab.core import gpu, kernels
+    from cudalab.toolchain import occupancy_report
+
+    if not gpu.gpu_available():
+        pytest.skip("needs a GPU")
+    monkeypatch.setenv("CUDALAB_CACHE_DIR", str(tmp_path))
+    launch = mm.launches(mm.tuning_grid([128], [8], [8]))[0]
+    kernel = kernels.load_module(*launch.build).get_function(launch.kernel)
+    key = occupancy_report.present_key()
+    monkeypatch.setattr(
+        occupancy_report, "kernel_resources_for_cc", lambda *a: pytest.fail("nvcc compiled a loaded build")
+    )
+    occ, notes = occupancy_report.launch_occupancy([launch], key)
+    assert occ["registers_per_thread"].tolist() == [kernel.num_regs]
+    assert notes == [occupancy_report.LOADED_NOTE.format(cc=key)]
 
 
 @needs_nvcc

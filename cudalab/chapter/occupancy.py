@@ -142,9 +142,11 @@ def binding_summary(occ: pd.DataFrame, key: str, per_launch: bool = True) -> str
 def compile_ahead(launches: Iterable[Launch], gpus: Mapping[str, str]) -> int:
     """Compile a chapter's kernel builds before the first is timed, every compile it will need in one
     go: each build with NVRTC for this GPU (``core.kernels.precompile``) and, side by side, with nvcc
-    for each GPU of its occupancy table (``gpus``, as ``chapter_gpus`` names them: the compiler's
-    resource reports, ``kernel_resources_for_cc``, which the occupancy section then reads from its
-    cache). Returns how many builds.
+    for each other architecture of its occupancy table (``gpus``, as ``chapter_gpus`` names them: the
+    compiler's resource reports, ``kernel_resources_for_cc``, which the occupancy section then reads
+    from its cache). This GPU's own architecture needs no report: the section reads the loaded
+    kernels (``occupancy_report.loaded_usage``), so each build compiles once for it, not twice.
+    Returns how many builds.
 
     Why together: a chapter's compiles are paced by its slowest builds (chapter 06's 21 NVRTC
     builds: 27 s on one thread, 14 s on sixteen, on an H100 host), and made after the measurements
@@ -160,15 +162,17 @@ def compile_ahead(launches: Iterable[Launch], gpus: Mapping[str, str]) -> int:
     from cudalab.core.errors import CudalabError
     from cudalab.core.kernels import precompile
     from cudalab.toolchain.nvcc import kernel_resources_for_cc
-    from cudalab.toolchain.occupancy_report import resolve_cc
+    from cudalab.toolchain.occupancy_report import present_key, resolve_cc
 
     builds = list(dict.fromkeys(launch.build for launch in launches))
-    keys = []
+    keys, present = [], present_key()
     for cc in dict.fromkeys(gpus.values()):
         try:
-            keys.append(resolve_cc(cc)[0])
+            key = resolve_cc(cc)[0]
         except CudalabError:  # a compute capability the rules do not know: the section says so
-            pass
+            continue
+        if key != present and key not in keys:  # the GPU present: its loaded kernels, compiled below
+            keys.append(key)
     reports = [(file, options, key) for file, options in builds for key in keys]
 
     def report(job: tuple[str, tuple[str, ...], str]) -> None:

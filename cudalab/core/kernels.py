@@ -141,11 +141,10 @@ def load_module(filename: str | Path, options: Iterable[str] = ()):
 
     cp = require_cupy()
     path = kernel_path(filename)
-    opts = (*include_options(path), "-std=c++17", *options)
-    digest = source_digest(path)
-    key = (str(path), digest, opts)
+    key = _module_key(path, options)
     if key in _modules:
         return _modules[key]
+    _, digest, opts = key
     source = f"// cudalab source_digest {digest} ({path.name} and its headers)\n" + f'#line 1 "{path}"\n'
     module = cp.RawModule(code=source + path.read_text(), options=opts)
     try:
@@ -154,6 +153,19 @@ def load_module(filename: str | Path, options: Iterable[str] = ()):
         raise compile_error(path, str(exc)) from None
     _modules[key] = module
     return module
+
+
+def loaded_module(filename: str | Path, options: Iterable[str] = ()):
+    """The ``cupy.RawModule`` this process already compiled for ``filename`` and ``options``
+    (``load_module``), or None: never compiles. What the run timed, for a report on the code as
+    loaded (its registers and static shared memory) without compiling it a second time."""
+    return _modules.get(_module_key(kernel_path(filename), options))
+
+
+def _module_key(path: Path, options: Iterable[str]) -> tuple[str, str, tuple[str, ...]]:
+    """A module's key in this process: its file, ``source_digest`` (the file and its headers) and
+    the options NVRTC gets (the folder's includes first)."""
+    return str(path), source_digest(path), (*include_options(path), "-std=c++17", *options)
 
 
 def precompile(builds: Iterable[tuple[str | Path, Iterable[str]]], workers: int | None = None) -> int:

@@ -1,10 +1,14 @@
 """Theoretical occupancy of kernel launches (``core.launch.Launch``) on a given GPU, computed.
 
-The kernel's registers and static shared memory come from the compiler's resource report
-(``ptxas -v``) for that GPU's architecture, or the oldest one this nvcc compiles for; the limits
-per SM from ``core.occupancy``. Computed, not measured: the same in a measured and a replayed
-build wherever nvcc is installed (a GPU is not needed). Frames only: how a chapter shows and
-records them is the chapter layer's (``chapter/occupancy.py``).
+The kernel's registers and static shared memory come, on the architecture of the GPU present, from
+the kernel as this process loaded it (NVRTC's build, the code it timed: ``loaded_usage``), and
+otherwise from the compiler's resource report (``ptxas -v``) for that GPU's architecture, or the
+oldest one this nvcc compiles for; the limits per SM from ``core.occupancy``. Why the loaded kernel
+first: a measured chapter has compiled every build it times, and asking nvcc for the same
+architecture compiled each one twice, most of a cold build's compiling where chapters run side by
+side on one host's CPUs (issue 45). A chapter records the table, so a replay shows the same numbers
+without a GPU. Frames only: how a chapter shows and records them is the chapter layer's
+(``chapter/occupancy.py``).
 """
 
 from __future__ import annotations
@@ -15,9 +19,16 @@ from collections.abc import Callable, Iterable, Mapping
 import pandas as pd
 
 from cudalab.core.errors import ProfileError, ToolUnavailable
+from cudalab.core.gpu import compute_capability
+from cudalab.core.kernels import loaded_module
 from cudalab.core.launch import Launch
 from cudalab.core.occupancy import SM_LIMITS, cc_key, occupancy
 from cudalab.toolchain.nvcc import kernel_resources_for_cc
+
+LOADED_NOTE = (
+    "compute capability {cc}: registers and static shared memory of the kernels as this run loaded "
+    "them (NVRTC's build, the code timed)"
+)
 
 
 def resolve_cc(cc: str) -> tuple[str, str]:
@@ -34,30 +45,66 @@ def resolve_cc(cc: str) -> tuple[str, str]:
         return known[0], f"compute capability {text} taken as {known[0]} (the source gives no minor version)"
 
 
+def present_key() -> str | None:
+    """The compute capability of the GPU present, as the occupancy rules key it; None without one."""
+    cc = compute_capability()
+    try:
+        return resolve_cc(cc)[0] if cc else None
+    except ProfileError:  # a GPU newer than the rules: its reports come from nvcc, which says so
+        return None
+
+
+def loaded_usage(launch: Launch) -> tuple[int, int] | None:
+    """(registers per thread, static shared bytes) of ``launch``'s kernel as this process loaded it
+    (``core.kernels.loaded_module``: compiled by NVRTC for the GPU present, never compiled here), or
+    None where this process has not loaded that build or it has no such kernel."""
+    module = loaded_module(launch.file, launch.options)
+    if module is None:
+        return None
+    try:
+        kernel = module.get_function(launch.kernel)
+        return int(kernel.num_regs), int(kernel.shared_size_bytes)
+    except Exception:  # CuPy's error for a name the module lacks (a mangled one): nvcc's report names it
+        return None
+
+
+def _resources(launch: Launch, key: str, loaded: bool, notes: list[str]) -> tuple[int, int]:
+    """(registers per thread, static shared bytes) of ``launch``'s kernel on compute capability
+    ``key``: as loaded where ``loaded`` (the GPU present has that compute capability) and this
+    process loaded it, else from the compiler's report; the note that says which goes to ``notes``."""
+    usage = loaded_usage(launch) if loaded else None
+    if usage is not None:
+        note = LOADED_NOTE.format(cc=key)
+    else:
+        usages, note = kernel_resources_for_cc(launch.file, key, launch.options)
+        if launch.kernel not in usages:
+            raise ToolUnavailable(
+                f"{launch.file}: no kernel {launch.kernel!r} in the compiler's report (found {', '.join(usages)})"
+            )
+        usage = usages[launch.kernel].registers, usages[launch.kernel].shared_bytes
+    if note and note not in notes:
+        notes.append(note)
+    return usage
+
+
 def launch_occupancy(launches: Iterable[Launch], cc: str) -> tuple[pd.DataFrame, list[str]]:
     """One row per launch: its ``labels`` (the chapter's name for the configuration), its kernel,
     then the kernel's registers and shared memory on ``cc`` and the occupancy with its binding limit.
 
     Returns the frame and the notes on where the resources come from. Raises ``ToolUnavailable``
-    where nvcc is not installed."""
+    where nvcc is not installed and a kernel was not loaded by this process on a GPU of ``cc``."""
     key, cc_note = resolve_cc(cc)
     rows, notes = [], [cc_note] if cc_note else []
+    loaded = present_key() == key
     for launch in launches:
-        usages, note = kernel_resources_for_cc(launch.file, key, launch.options)
-        if note and note not in notes:
-            notes.append(note)
-        if launch.kernel not in usages:
-            raise ToolUnavailable(
-                f"{launch.file}: no kernel {launch.kernel!r} in the compiler's report (found {', '.join(usages)})"
-            )
-        u = usages[launch.kernel]
-        occ = occupancy(key, launch.threads, u.registers, u.shared_bytes, launch.dynamic_shared_bytes)
+        registers, shared_bytes = _resources(launch, key, loaded, notes)
+        occ = occupancy(key, launch.threads, registers, shared_bytes, launch.dynamic_shared_bytes)
         rows.append(
             {
                 **launch.labels,
                 "kernel": launch.kernel,
                 "threads_per_block": occ["threads_per_block"],
-                "registers_per_thread": u.registers,
+                "registers_per_thread": registers,
                 "shared_bytes_per_block": occ["shared_bytes_per_block"],
                 "blocks_per_sm": occ["blocks_per_sm"],
                 "warps_per_sm": occ["warps_per_sm"],
@@ -98,11 +145,18 @@ def distinct_launches(launches: Iterable[Launch]) -> list[Launch]:
 
 def _prefetch(per_cc: Mapping[str, Iterable[Launch]], workers: int = max(2, os.cpu_count() or 2)) -> None:
     """Compile each distinct (file, options, compute capability) once, all GPUs' builds side by
-    side (``kernel_resources_for_cc`` caches the reports): nvcc runs are most of the table's time."""
+    side (``kernel_resources_for_cc`` caches the reports): nvcc runs are most of the table's time.
+    None for a build this process loaded on the GPU present (``loaded_usage`` reads it)."""
     from concurrent.futures import ThreadPoolExecutor
 
+    present = present_key()
     builds = list(
-        dict.fromkeys((launch.file, launch.options, cc) for cc, launches in per_cc.items() for launch in launches)
+        dict.fromkeys(
+            (launch.file, launch.options, cc)
+            for cc, launches in per_cc.items()
+            for launch in launches
+            if not (cc == present and loaded_usage(launch) is not None)
+        )
     )
     if len(builds) < 2:
         return
