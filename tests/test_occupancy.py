@@ -718,11 +718,17 @@ def test_a_build_not_loaded_or_another_architecture_comes_from_the_compilers_rep
     monkeypatch.setattr(occupancy_report, "kernel_resources_for_cc", report)
     monkeypatch.setattr(occupancy_report, "present_key", lambda: "9.0")
     monkeypatch.setattr(occupancy_report, "loaded_module", lambda f, o: None)  # never loaded here
-    assert occupancy_report.launch_occupancy([launch], "9.0")[0]["registers_per_thread"].tolist() == [30]
+    occ, notes = occupancy_report.launch_occupancy([launch], "9.0")
+    assert occ["registers_per_thread"].tolist() == [30]
+    assert notes == [
+        "compute capability 9.0: 1 of 1 launches from the compiler's report (ptxas -v), since this run did "
+        f"not load their builds ({launch.kernel} {' '.join(launch.options)})".replace(" )", ")")
+    ]
     monkeypatch.setattr(occupancy_report, "loaded_module", lambda f, o: _LoadedModule(other=(40, 0)))
     assert occupancy_report.launch_occupancy([launch], "9.0")[0]["registers_per_thread"].tolist() == [30]
     monkeypatch.setattr(occupancy_report, "loaded_module", lambda f, o: _LoadedModule(**{launch.kernel: (40, 0)}))
-    assert occupancy_report.launch_occupancy([launch], "8.0")[0]["registers_per_thread"].tolist() == [30]
+    occ, notes = occupancy_report.launch_occupancy([launch], "8.0")  # another architecture: no note
+    assert occ["registers_per_thread"].tolist() == [30] and notes == []
     assert asked == ["9.0", "9.0", "8.0"]
 
 
@@ -786,6 +792,28 @@ def test_on_a_gpu_the_table_gives_the_registers_of_the_kernel_that_was_timed(mon
     occ, notes = occupancy_report.launch_occupancy([launch], key)
     assert occ["registers_per_thread"].tolist() == [kernel.num_regs]
     assert notes == [occupancy_report.LOADED_NOTE.format(cc=key)]
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_a_chapters_precompile_leaves_its_own_architecture_nothing_for_nvcc(monkeypatch, tmp_path):
+    # chapter 05's flow on the GPU present: its precompile (NVRTC), then its occupancy table, with
+    # nvcc forbidden for the present architecture; its notes would name any build not loaded
+    from cudalab.chapter import occupancy as chapter_occupancy
+    from cudalab.core import gpu
+    from cudalab.toolchain import occupancy_report
+
+    if not gpu.gpu_available():
+        pytest.skip("needs a GPU")
+    monkeypatch.setenv("CUDALAB_CACHE_DIR", str(tmp_path))
+    key = occupancy_report.present_key()
+    launches = mm.launches(mm.tuning_grid([128], [8, 16], [8]) + mm.async_search()[:3])
+    gpus = {"this run": key}
+    assert chapter_occupancy.compile_ahead(launches, gpus) == len({launch.build for launch in launches})
+    monkeypatch.setattr(occupancy_report, "kernel_resources_for_cc", lambda *a: pytest.fail(f"nvcc compiled {a} again"))
+    occ, notes = occupancy_report.occupancy_by_gpu(launches, gpus)
+    assert len(occ) == len(occupancy_report.distinct_launches(launches)) and occ["registers_per_thread"].gt(0).all()
+    assert notes == [occupancy_report.LOADED_NOTE.format(cc=key)]
+    assert not list(tmp_path.glob("ptxas/*.json"))
 
 
 @needs_nvcc

@@ -68,14 +68,17 @@ def loaded_usage(launch: Launch) -> tuple[int, int] | None:
         return None
 
 
-def _resources(launch: Launch, key: str, loaded: bool, notes: list[str]) -> tuple[int, int]:
+def _resources(launch: Launch, key: str, loaded: bool, notes: list[str], unloaded: list[Launch]) -> tuple[int, int]:
     """(registers per thread, static shared bytes) of ``launch``'s kernel on compute capability
     ``key``: as loaded where ``loaded`` (the GPU present has that compute capability) and this
-    process loaded it, else from the compiler's report; the note that says which goes to ``notes``."""
+    process loaded it, else from the compiler's report (and, where ``loaded``, ``launch`` goes to
+    ``unloaded``); the note that says which goes to ``notes``."""
     usage = loaded_usage(launch) if loaded else None
     if usage is not None:
         note = LOADED_NOTE.format(cc=key)
     else:
+        if loaded:
+            unloaded.append(launch)
         usages, note = kernel_resources_for_cc(launch.file, key, launch.options)
         if launch.kernel not in usages:
             raise ToolUnavailable(
@@ -95,9 +98,10 @@ def launch_occupancy(launches: Iterable[Launch], cc: str) -> tuple[pd.DataFrame,
     where nvcc is not installed and a kernel was not loaded by this process on a GPU of ``cc``."""
     key, cc_note = resolve_cc(cc)
     rows, notes = [], [cc_note] if cc_note else []
-    loaded = present_key() == key
+    loaded, unloaded = present_key() == key, []
+    launches = list(launches)
     for launch in launches:
-        registers, shared_bytes = _resources(launch, key, loaded, notes)
+        registers, shared_bytes = _resources(launch, key, loaded, notes, unloaded)
         occ = occupancy(key, launch.threads, registers, shared_bytes, launch.dynamic_shared_bytes)
         rows.append(
             {
@@ -112,6 +116,12 @@ def launch_occupancy(launches: Iterable[Launch], cc: str) -> tuple[pd.DataFrame,
                 "limited_by": occ["reason"] or occ["limited_by"],
                 "compute_capability": key,
             }
+        )
+    if unloaded:  # on the GPU present, yet not the code timed: said, with the first few named
+        named = ", ".join(dict.fromkeys(f"{u.kernel} {' '.join(u.options)}".strip() for u in unloaded[:3]))
+        notes.append(
+            f"compute capability {key}: {len(unloaded)} of {len(launches)} launches from the compiler's report "
+            f"(ptxas -v), since this run did not load their builds ({named}{', ...' if len(unloaded) > 3 else ''})"
         )
     return pd.DataFrame(rows), notes
 
