@@ -5,8 +5,9 @@ the kernel as this process loaded it (NVRTC's build, the code it timed: ``loaded
 otherwise from the compiler's resource report (``ptxas -v``) for that GPU's architecture, or the
 oldest one this nvcc compiles for; the limits per SM from ``core.occupancy``. Why the loaded kernel
 first: a measured chapter has compiled every build it times, and asking nvcc for the same
-architecture compiled each one twice, most of a cold build's compiling where chapters run side by
-side on one host's CPUs (issue 45). A chapter records the table, so a replay shows the same numbers
+architecture compiled each one twice (a third of an h100 chapter's compiles beside the lab GPU's
+sm_75 reports, half of an h200 one's), which chapters running side by side pay on one host's CPUs
+(issue 45). A chapter records the table, so a replay shows the same numbers
 without a GPU. Frames only: how a chapter shows and records them is the chapter layer's
 (``chapter/occupancy.py``).
 """
