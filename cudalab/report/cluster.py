@@ -6,9 +6,9 @@ papermill synchronously in its worker (``run_chapter_task``) and moves the finis
 the one output folder, so a chapter there is either whole or absent.
 
 - **One GPU per chapter.** ``dask_cuda.LocalCUDACluster`` starts one worker per GPU, each with a
-  rotated ``CUDA_VISIBLE_DEVICES``, so device 0 in its kernel is its own card; a worker runs one
-  chapter at a time (one thread, and a lock in the task for workers started with more). The
-  chapter's provenance names the card (name and UUID).
+  rotated ``CUDA_VISIBLE_DEVICES``, so device 0 in its kernel is its own card, the only one it
+  sees (``execute.one_gpu``); a worker runs one chapter at a time (one thread, and a lock in the
+  task for workers started with more). The chapter's provenance names the card (name and UUID).
 - **Chapter 00 first, the others beside it** where chapters measure: chapter 00 is submitted
   first (the highest priority), the others longest first (``report.order``), all at once; a
   chapter reads chapter 00's ceilings from the output folder and waits for them only where it

@@ -18,11 +18,13 @@ import logging
 import os
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from cudalab.chapter import catalog
 from cudalab.core.paths import NOTEBOOKS_DIR
+
+VISIBLE_ENV = "CUDA_VISIBLE_DEVICES"
 
 # A kernel may start slowly on a loaded node (several chapters starting at once on Dask workers).
 KERNEL_START_TIMEOUT_S = 120
@@ -39,6 +41,7 @@ def _kernel_manager_class():
 
     class RememberedKernel(AsyncKernelManager):
         async def _async_launch_kernel(self, kernel_cmd, **kw):
+            kw["env"] = one_gpu(kw.get("env", os.environ))
             await super()._async_launch_kernel(kernel_cmd, **kw)
             pid = getattr(self.provisioner, "pid", None)
             if pid:
@@ -56,6 +59,25 @@ def _kernel_manager_class():
             await super()._async_cleanup_resources(restart=restart)
 
     return RememberedKernel
+
+
+def one_gpu(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` for a chapter's kernel, with only the GPU it measures on visible: the first of
+    ``CUDA_VISIBLE_DEVICES`` (device 0; a Dask worker's own card, ``report.cluster``), or device 0
+    where the variable is unset. Why: a CUDA process starts up every GPU it can see, so on a host of
+    four GPUs each chapter paid for four, and four chapters starting at once on Dask workers paid
+    for sixteen, side by side (their first cell, which opens the GPU, took about 1 s longer there
+    than in a serial build); a chapter also cannot touch a card another chapter measures on. An
+    empty value (no GPU visible) is left as it is."""
+    out = dict(env)
+    visible = out.get(VISIBLE_ENV)
+    if visible is None:
+        out[VISIBLE_ENV] = "0"
+    else:
+        entries = [d.strip() for d in visible.split(",") if d.strip()]
+        if entries:
+            out[VISIBLE_ENV] = entries[0]
+    return out
 
 
 def kill_kernels() -> None:
