@@ -97,20 +97,33 @@ def notebook_defaults(chapter_id: str) -> dict:
     return ns
 
 
-def ctrl_c(proc, ready) -> tuple[int, str]:
+def ctrl_c(proc, ready, within_s: float = 60) -> tuple[int, str]:
     """Send SIGINT to a build started with ``subprocess.Popen`` once ``ready()`` has returned (it
-    waits for the moment to interrupt), and return its exit status and stderr; the process is
-    killed if it outlives the wait."""
+    waits for the moment to interrupt), and return its exit status and stderr. A build still
+    running ``within_s`` later fails the test with where it was: SIGABRT, which makes a Python
+    started with ``PYTHONFAULTHANDLER=1`` (``FAULT_STACKS``) print every thread's stack."""
     import signal
+    import subprocess
 
     try:
         ready()
         proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=60)
+        try:
+            _, stderr = proc.communicate(timeout=within_s)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)
+            try:
+                _, stderr = proc.communicate(timeout=15)
+            except subprocess.TimeoutExpired:
+                stderr = "(no stacks: the build did not end on SIGABRT either)"
+            pytest.fail(f"the build was still running {within_s:.0f} s after Ctrl-C; its stacks:\n{stderr[-12000:]}")
     finally:
         if proc.poll() is None:
             proc.kill()
     return proc.returncode, stderr
+
+
+FAULT_STACKS = {"PYTHONFAULTHANDLER": "1"}  # a build's env for ``ctrl_c``: its stacks on SIGABRT
 
 
 def chapter_recipe(chapter_id: str):

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ctrl_c
+from conftest import FAULT_STACKS, ctrl_c
 
 from cudalab.core.paths import RESULTS_DIR, ROOT
 from cudalab.report import order
@@ -29,7 +29,7 @@ CHAPTERS = ("00_gpu_capabilities", "01_block_size")
 
 
 def _env(**extra: str) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(ROOT), **extra}
+    return {**os.environ, "PYTHONPATH": str(ROOT), **FAULT_STACKS, **extra}
 
 
 def build(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess:

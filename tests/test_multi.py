@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ctrl_c
+from conftest import FAULT_STACKS, ctrl_c
 
 from cudalab.core.paths import ROOT
 from cudalab.report.cluster import HOLD_ENV, STAGING_PREFIX
@@ -23,7 +23,7 @@ CHAPTERS = ("00_gpu_capabilities", "01_block_size")
 
 
 def _env(**extra: str) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(ROOT), **extra}
+    return {**os.environ, "PYTHONPATH": str(ROOT), **FAULT_STACKS, **extra}
 
 
 def build(*args: str) -> subprocess.CompletedProcess:
