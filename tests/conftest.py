@@ -107,6 +107,8 @@ def ctrl_c(proc, ready, within_s: float = 60) -> tuple[int, str]:
 
     try:
         ready()
+        status = Path(f"/proc/{proc.pid}/status")  # the build's signal masks: ignored, blocked, caught
+        masks = [ln for ln in status.read_text().splitlines() if ln.startswith("Sig")] if status.exists() else []
         proc.send_signal(signal.SIGINT)
         try:
             _, stderr = proc.communicate(timeout=within_s)
@@ -116,7 +118,10 @@ def ctrl_c(proc, ready, within_s: float = 60) -> tuple[int, str]:
                 _, stderr = proc.communicate(timeout=15)
             except subprocess.TimeoutExpired:
                 stderr = "(no stacks: the build did not end on SIGABRT either)"
-            pytest.fail(f"the build was still running {within_s:.0f} s after Ctrl-C; its stacks:\n{stderr[-12000:]}")
+            pytest.fail(
+                f"the build was still running {within_s:.0f} s after Ctrl-C; this test's SIGINT handler "
+                f"{signal.getsignal(signal.SIGINT)!r}, the build's {masks}; its stacks:\n{stderr[-12000:]}"
+            )
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -124,6 +129,16 @@ def ctrl_c(proc, ready, within_s: float = 60) -> tuple[int, str]:
 
 
 FAULT_STACKS = {"PYTHONFAULTHANDLER": "1"}  # a build's env for ``ctrl_c``: its stacks on SIGABRT
+
+
+def at_a_terminal() -> None:
+    """``preexec_fn`` for a build a test will interrupt: SIGINT as a terminal leaves it. A shell
+    starts a background job (``make test &``) with SIGINT ignored, its children inherit that, and
+    a Python started so never raises KeyboardInterrupt: a Dask build waiting on its workers would
+    not hear the test's Ctrl-C (a serial one catches SIGINT itself while a notebook runs)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def chapter_recipe(chapter_id: str):

@@ -8,6 +8,7 @@ import sys
 import time
 
 import pytest
+from conftest import at_a_terminal
 
 from cudalab.core.errors import UnsafeOutput
 from cudalab.core.paths import ROOT
@@ -113,7 +114,12 @@ def test_ctrl_c_from_a_terminal_is_quiet_leaves_no_partial_chapter_and_the_rerun
     out = tmp_path / "r"
     command = [sys.executable, str(ROOT / "build_report.py"), "--replay", "--no-pdf", "--only", "00", "01", "02"]
     proc = subprocess.Popen(
-        [*command, "--out", str(out)], cwd=ROOT, stderr=subprocess.PIPE, text=True, start_new_session=True
+        [*command, "--out", str(out)],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=at_a_terminal,
     )
     deadline, seen = time.time() + 300, []
     for line in proc.stderr:
@@ -150,7 +156,12 @@ def test_an_interrupted_rebuild_keeps_the_earlier_complete_chapter(tmp_path):
     before = {p.relative_to(out): p.read_bytes() for p in (out / "data" / "01_block_size").rglob("*") if p.is_file()}
     notebook = (out / "notebooks" / "01_block_size.ipynb").read_bytes()
     proc = subprocess.Popen(
-        [*command, "--force", "--out", str(out)], cwd=ROOT, stderr=subprocess.PIPE, text=True, start_new_session=True
+        [*command, "--force", "--out", str(out)],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=at_a_terminal,
     )
     deadline, seen = time.time() + 300, []
     for line in proc.stderr:

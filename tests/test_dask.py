@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import FAULT_STACKS, ctrl_c
+from conftest import FAULT_STACKS, at_a_terminal, ctrl_c
 
 from cudalab.core.paths import RESULTS_DIR, ROOT
 from cudalab.report import order
@@ -51,6 +51,7 @@ def start_build(*args: str, env: dict[str, str]) -> subprocess.Popen:
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=at_a_terminal,
     )
 
 

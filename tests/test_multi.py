@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import FAULT_STACKS, ctrl_c
+from conftest import FAULT_STACKS, at_a_terminal, ctrl_c
 
 from cudalab.core.paths import ROOT
 from cudalab.report.cluster import HOLD_ENV, STAGING_PREFIX
@@ -121,6 +121,7 @@ def test_ctrl_c_stops_every_profile_on_dask_and_leaves_no_partial_chapter(tmp_pa
         stderr=subprocess.PIPE,
         text=True,
         env=_env(**{HOLD_ENV: f"{CHAPTERS[1]}=120"}),
+        preexec_fn=at_a_terminal,
     )
 
     def first_chapters_done() -> None:
