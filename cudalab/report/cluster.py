@@ -155,8 +155,10 @@ def open_pool(*, workers: int | None, scheduler: str | None, mode: str, log: Log
     if gpus:
         from dask_cuda import LocalCUDACluster
 
-        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-        devices = [d.strip() for d in visible.split(",") if d.strip()] if visible else [str(i) for i in range(gpus)]
+        from cudalab.report.execute import VISIBLE_ENV, visible_devices
+
+        visible = os.environ.get(VISIBLE_ENV)
+        devices = visible_devices(visible) if visible else [str(i) for i in range(gpus)]
         devices = devices[: min(n, gpus)]
         if n > len(devices):
             log(f"note: --workers {n}, but {len(devices)} GPU(s): one worker per GPU, {len(devices)} worker(s)")

@@ -74,10 +74,15 @@ def one_gpu(env: Mapping[str, str]) -> dict[str, str]:
     if visible is None:
         out[VISIBLE_ENV] = "0"
     else:
-        entries = [d.strip() for d in visible.split(",") if d.strip()]
+        entries = visible_devices(visible)
         if entries:
             out[VISIBLE_ENV] = entries[0]
     return out
+
+
+def visible_devices(value: str) -> list[str]:
+    """The devices a ``CUDA_VISIBLE_DEVICES`` value names, in its order (indices, UUIDs or MIG ids)."""
+    return [d.strip() for d in value.split(",") if d.strip()]
 
 
 def kill_kernels() -> None:
