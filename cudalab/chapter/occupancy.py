@@ -155,10 +155,12 @@ def compile_ahead(launches: Iterable[Launch], gpus: Mapping[str, str]) -> int:
     precompile from 11.4 to 13.9 s), and nothing compiles while a point is timed. A build or
     report that fails is left for its first use to report, where the chapter says which; a launch
     whose options differ on the lab's GPU (``launches`` given as a function of the compute
-    capability) compiles there, as before."""
+    capability) compiles there, as before. All of it runs at a lower CPU priority than the
+    chapter's timing and its neighbours' under ``--workers`` (``low_priority.at_low_priority``)."""
     import os
     from concurrent.futures import ThreadPoolExecutor, wait
 
+    from cudalab.chapter.low_priority import at_low_priority
     from cudalab.core.errors import CudalabError
     from cudalab.core.kernels import precompile
     from cudalab.toolchain.nvcc import kernel_resources_for_cc
@@ -181,10 +183,13 @@ def compile_ahead(launches: Iterable[Launch], gpus: Mapping[str, str]) -> int:
         except CudalabError:
             pass
 
-    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
-        pending = [pool.submit(report, job) for job in reports]
-        precompile(builds)
-        wait(pending)
+    def compile_all() -> None:
+        with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+            pending = [pool.submit(report, job) for job in reports]
+            precompile(builds)
+            wait(pending)
+
+    at_low_priority(compile_all)  # below every timing loop on the host (``low_priority``)
     return len(builds)
 
 
