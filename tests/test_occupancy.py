@@ -12,6 +12,7 @@ The rules (include/cuda_occupancy.h, the calculator's spreadsheet), applied by h
 Each expected value is computed in the comment beside it, not by the code under test.
 """
 
+import sys
 import types
 from dataclasses import replace
 
@@ -853,3 +854,29 @@ def test_one_gpus_table_names_it_in_the_caption_and_each_note_goes_to_the_gpu_it
     ]
     assert notes_of(notes, "3.0", ["3.0", "9.0"]) == notes
     assert notes_of(notes, "9.0", ["3.0", "9.0"]) == ["a note on every GPU"]
+
+
+def test_compile_ahead_warms_the_checks_kernels_on_the_callers_gpu_beside_the_builds(monkeypatch):
+    # CuPy's kernels for core.check's checks compile in the precompile's pool, on the device the
+    # chapter uses; without a device nothing is warmed
+    from cudalab.chapter import occupancy as chapter_occupancy
+    from cudalab.core import kernels
+    from cudalab.toolchain import occupancy_report
+
+    warmed = []
+    monkeypatch.setattr(kernels, "precompile", lambda builds: len(list(builds)))
+    monkeypatch.setattr(occupancy_report, "present_key", lambda: "9.0")
+    monkeypatch.setattr(chapter_occupancy, "warm_checks", warmed.append)
+    monkeypatch.setattr(chapter_occupancy, "_current_device", lambda: 1)
+    assert chapter_occupancy.compile_ahead([_basic(16)], {"H100 (this run)": "9.0"}) == 1
+    assert warmed == [1]
+    monkeypatch.setattr(chapter_occupancy, "_current_device", lambda: None)
+    chapter_occupancy.compile_ahead([_basic(16)], {"H100 (this run)": "9.0"})
+    assert warmed == [1]
+
+
+def test_a_failing_warm_up_is_left_to_the_checks_themselves(monkeypatch):
+    from cudalab.chapter import occupancy as chapter_occupancy
+
+    monkeypatch.setitem(sys.modules, "cupy", None)  # import fails, as without CuPy
+    chapter_occupancy.warm_checks(0)  # says nothing, raises nothing

@@ -155,8 +155,9 @@ def compile_ahead(launches: Iterable[Launch], gpus: Mapping[str, str]) -> int:
     precompile from 11.4 to 13.9 s), and nothing compiles while a point is timed. A build or
     report that fails is left for its first use to report, where the chapter says which; a launch
     whose options differ on the lab's GPU (``launches`` given as a function of the compute
-    capability) compiles there, as before. All of it runs at a lower CPU priority than the
-    chapter's timing and its neighbours' under ``--workers`` (``low_priority.at_low_priority``)."""
+    capability) compiles there, as before. The kernels CuPy compiles for the chapter's checks
+    compile here too (``warm_checks``). All of it runs at a lower CPU priority than the chapter's
+    timing and its neighbours' under ``--workers`` (``low_priority.at_low_priority``)."""
     import os
     from concurrent.futures import ThreadPoolExecutor, wait
 
@@ -183,14 +184,59 @@ def compile_ahead(launches: Iterable[Launch], gpus: Mapping[str, str]) -> int:
         except CudalabError:
             pass
 
+    device = _current_device()
+
     def compile_all() -> None:
         with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
-            pending = [pool.submit(report, job) for job in reports]
+            pending = [pool.submit(warm_checks, device)] if device is not None else []
+            pending += [pool.submit(report, job) for job in reports]
             precompile(builds)
             wait(pending)
 
     at_low_priority(compile_all)  # below every timing loop on the host (``low_priority``)
     return len(builds)
+
+
+# A warm-up array's shape: as many entries as CuPy needs to choose the block size it chooses for a
+# chapter's results (a reduction is compiled per block size, which grows with the entries up to
+# 512 threads at 2,048 of them), so that the kernels compiled here are those the checks then use.
+WARM_SHAPE = (64, 64)
+
+
+def warm_checks(device: int) -> None:
+    """Run ``core.check``'s checks once, on small arrays on ``device``, so that CuPy compiles the
+    kernels they use now, beside the chapter's other compiles, rather than at its first check.
+
+    Why: CuPy compiles its reductions on first use in a process, and with an empty kernel cache the
+    first, the sum that counts mismatches, took 4.5 s on an H100 host. A cold build's chapters share
+    one cache, so only the first chapter to check paid it: chapter 04's ladder took 11.8 s alone with
+    an empty cache and 4.9 s with a warm one (``tools/dev_gpu/ladder_beside.py``), and under
+    ``--workers`` a chapter paid or not by the order the chapters ran in, not by its own work.
+    Run in ``compile_ahead``'s pool, the compile hides behind the chapter's slowest builds. A
+    failure is left for the check itself to report."""
+    try:
+        import cupy as cp
+
+        from cudalab.core.check import compare, compare_close
+
+        with cp.cuda.Device(device):
+            exact = cp.zeros(WARM_SHAPE, dtype=cp.int32)  # the distance matrices' type
+            compare(exact, exact)
+            rounded = cp.ones(WARM_SHAPE, dtype=cp.float32)  # the matrix products' type
+            compare_close(rounded, rounded, rounded, 1e-6)
+            cp.cuda.get_current_stream().synchronize()
+    except Exception:  # noqa: BLE001 - a warm-up; the chapter's own check says what is wrong
+        pass
+
+
+def _current_device() -> int | None:
+    """The CUDA device this thread uses (pool threads start on device 0), or None without a GPU."""
+    try:
+        import cupy as cp
+
+        return int(cp.cuda.Device().id)
+    except Exception:  # noqa: BLE001 - no CuPy, no driver, no device: nothing to warm
+        return None
 
 
 def occupancy_section(

@@ -12,7 +12,13 @@ GPU, each with an empty CuPy kernel cache unless told otherwise:
     python3 tools/dev_gpu/ladder_beside.py compile        chapter 05's tuning grid compiled (CPU only)
 
 ``ladder`` prints its wall seconds and writes the profile's top functions to
-``$OUT/ladder_beside/TAG.txt``; ``tools/dev_gpu/ladder_beside.sh`` runs the comparisons.
+``$OUT/ladder_beside/TAG.txt``; ``tools/dev_gpu/ladder_beside.sh`` runs the comparisons. The
+ladder's precompile is the chapter's (``compile_ahead``), so it warms the checks' CuPy kernels as a
+chapter does (``warm_checks``).
+
+Found (2026-11-27, 2 H100s, 32 cores; docs/tuning-log.md): alone with an empty cache 11.8 s, with a
+warm cache 4.9 s, beside a neighbour 10.3-11.0 s. ``probe``: the first ``(result != reference)
+.sum()`` in the process took 4.5 s (three modules into the cache), every later one none.
 """
 
 from __future__ import annotations
@@ -29,15 +35,13 @@ LADDER_N, SEED = 3072, 2020  # params/h100.yaml's ladder_n; the notebook's seed
 
 
 def ladder(tag: str) -> None:
-    from cudalab.core.kernels import precompile
+    from cudalab.chapter.occupancy import compile_ahead
     from cudalab.labs.fw import harness as fw
     from cudalab.labs.fw.blocked import variants
 
-    t0 = time.perf_counter()
-    precompile(
-        launch.build
-        for launch in variants.launches([8, 16, 32, 64, 128], [64], tiles=(4, 8), minplus_block_factors=(64, 256))
-    )
+    t0 = time.perf_counter()  # the chapter's precompile: its builds, and the checks' CuPy kernels (warm_checks)
+    launches = variants.launches([8, 16, 32, 64, 128], [64], tiles=(4, 8), minplus_block_factors=(64, 256))
+    compile_ahead(launches, {"this GPU": "9.0"})
     compiled_s = time.perf_counter() - t0
     chosen = (
         variants.ladder_variants()
