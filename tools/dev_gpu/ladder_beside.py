@@ -10,6 +10,7 @@ GPU, each with an empty CuPy kernel cache unless told otherwise:
     python3 tools/dev_gpu/ladder_beside.py ladder TAG     the ladder (after its builds' precompile)
     python3 tools/dev_gpu/ladder_beside.py read SECONDS   chapter 00's read-only sweep, again and again
     python3 tools/dev_gpu/ladder_beside.py compile        chapter 05's tuning grid compiled (CPU only)
+    python3 tools/dev_gpu/ladder_beside.py probe          the check's CuPy compiles, variant by variant
 
 ``ladder`` prints its wall seconds and writes the profile's top functions to
 ``$OUT/ladder_beside/TAG.txt``; ``tools/dev_gpu/ladder_beside.sh`` runs the comparisons. The
@@ -43,12 +44,7 @@ def ladder(tag: str) -> None:
     launches = variants.launches([8, 16, 32, 64, 128], [64], tiles=(4, 8), minplus_block_factors=(64, 256))
     compile_ahead(launches, {"this GPU": "9.0"})
     compiled_s = time.perf_counter() - t0
-    chosen = (
-        variants.ladder_variants()
-        + variants.registers_variants([64], dpx=[True], tiles=[4, 8])
-        + variants.minplus_variants([64, 256], dpx=[True])
-        + [variants.basic_variant(16)]
-    )
+    chosen = _ladder_variants()
     profile = cProfile.Profile()
     t1 = time.perf_counter()
     profile.enable()
@@ -70,6 +66,57 @@ def ladder(tag: str) -> None:
     print(line, flush=True)
     (out / f"{tag}.txt").write_text(line + "\n\n" + text.getvalue())
     gpu.to_csv(out / f"{tag}.csv", index=False)
+
+
+def _ladder_variants():
+    from cudalab.labs.fw.blocked import variants
+
+    return (
+        variants.ladder_variants()
+        + variants.registers_variants([64], dpx=[True], tiles=[4, 8])
+        + variants.minplus_variants([64, 256], dpx=[True])
+        + [variants.basic_variant(16)]
+    )
+
+
+def probe() -> None:
+    """Each ladder variant solved once at N, then checked by CuPy's ``(result != reference).sum()``
+    (what core.check.compare runs on the device): the seconds it took and the files it added to the
+    CuPy kernel cache (``CUPY_CACHE_DIR``, empty at the start), with the result's layout."""
+    import cupy as cp
+
+    from cudalab.labs.fw import harness as fw
+    from cudalab.labs.fw.graphs import gen_matrix
+    from cudalab.labs.fw.reference import floyd_warshall_cupy
+
+    cache = Path(os.environ["CUPY_CACHE_DIR"])
+    files = lambda: sum(1 for _ in cache.rglob("*") if _.is_file())  # noqa: E731
+    stream = cp.cuda.Stream(non_blocking=True)  # as fw.sweep: every step on the solver's stream
+    with stream:
+        d_input = cp.asarray(gen_matrix(LADDER_N, SEED))
+        reference = floyd_warshall_cupy(d_input)
+    stream.synchronize()
+    for variant in _ladder_variants():
+        plan = variant.plan(LADDER_N)
+        with stream:
+            start = plan.prepare(d_input)
+            work = cp.empty_like(start)
+            solver = fw.Solver(plan, work, stream=stream)
+            cp.copyto(work, start)  # the constructor's trial launches touched work
+            solver.run()
+            result = plan.finish(work, LADDER_N)
+            stream.synchronize()
+            before, t0 = files(), time.perf_counter()
+            mismatches = int((result != reference).sum())
+            took = time.perf_counter() - t0
+        print(
+            f"probe {variant.label}: {mismatches} mismatches, (!=).sum() {took:.3f} s, {files() - before} cache files; "
+            f"result {type(result).__name__} {result.dtype} {result.shape} strides {result.strides} "
+            f"c {result.flags.c_contiguous} f {result.flags.f_contiguous}; reference {reference.dtype} {reference.strides}",
+            flush=True,
+        )
+    names = sorted({f.name for f in cache.rglob("*") if f.is_file()})
+    print(f"probe: {len(names)} cache files: {' '.join(names[:40])}", flush=True)
 
 
 def read(seconds: float) -> None:
@@ -100,5 +147,7 @@ if __name__ == "__main__":
         read(float(sys.argv[2]))
     elif what == "compile":
         compile_grid()
+    elif what == "probe":
+        probe()
     else:
         sys.exit(__doc__)
