@@ -156,12 +156,10 @@ def compile_ahead(launches: Iterable[Launch], gpus: Mapping[str, str]) -> int:
     report that fails is left for its first use to report, where the chapter says which; a launch
     whose options differ on the lab's GPU (``launches`` given as a function of the compute
     capability) compiles there, as before. The kernels CuPy compiles for the chapter's checks
-    compile here too (``warm_checks``). All of it runs at a lower CPU priority than the chapter's
-    timing and its neighbours' under ``--workers`` (``low_priority.at_low_priority``)."""
+    compile here too, in the same pool (``warm_checks``)."""
     import os
     from concurrent.futures import ThreadPoolExecutor, wait
 
-    from cudalab.chapter.low_priority import at_low_priority
     from cudalab.core.errors import CudalabError
     from cudalab.core.kernels import precompile
     from cudalab.toolchain.nvcc import kernel_resources_for_cc
@@ -185,15 +183,11 @@ def compile_ahead(launches: Iterable[Launch], gpus: Mapping[str, str]) -> int:
             pass
 
     device = _current_device()
-
-    def compile_all() -> None:
-        with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
-            pending = [pool.submit(warm_checks, device)] if device is not None else []
-            pending += [pool.submit(report, job) for job in reports]
-            precompile(builds)
-            wait(pending)
-
-    at_low_priority(compile_all)  # below every timing loop on the host (``low_priority``)
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+        pending = [pool.submit(warm_checks, device)] if device is not None else []
+        pending += [pool.submit(report, job) for job in reports]
+        precompile(builds)
+        wait(pending)
     return len(builds)
 
 
