@@ -155,8 +155,8 @@ def compile_ahead(launches: Iterable[Launch], gpus: Mapping[str, str]) -> int:
     precompile from 11.4 to 13.9 s), and nothing compiles while a point is timed. A build or
     report that fails is left for its first use to report, where the chapter says which; a launch
     whose options differ on the lab's GPU (``launches`` given as a function of the compute
-    capability) compiles there, as before. The kernels CuPy compiles for the chapter's checks
-    compile here too, in the same pool (``warm_checks``)."""
+    capability) compiles there, as before. The one kernel of the checks that CuPy takes
+    seconds to compile compiles here too, in the same pool (``warm_checks``)."""
     import os
     from concurrent.futures import ThreadPoolExecutor, wait
 
@@ -198,27 +198,26 @@ WARM_SHAPE = (64, 64)
 
 
 def warm_checks(device: int) -> None:
-    """Run ``core.check``'s checks once, on small arrays on ``device``, so that CuPy compiles the
-    kernels they use now, beside the chapter's other compiles, rather than at its first check.
+    """Compile on ``device`` now, beside the chapter's other compiles, the one CuPy kernel of the
+    checks that costs seconds: the sum of a boolean array by which ``core.check`` counts a
+    result's mismatches (``compare``, ``compare_close``), compiled through CUB on first use.
 
-    Why: CuPy compiles its reductions on first use in a process, and with an empty kernel cache the
-    first, the sum that counts mismatches, took 4.5 s on an H100 host. A cold build's chapters share
-    one cache, so only the first chapter to check paid it: chapter 04's ladder took 11.8 s alone with
-    an empty cache and 4.9 s with a warm one (``tools/dev_gpu/ladder_beside.py``), and under
-    ``--workers`` a chapter paid or not by the order the chapters ran in, not by its own work.
-    Run in ``compile_ahead``'s pool, the compile hides behind the chapter's slowest builds. A
-    failure is left for the check itself to report."""
+    Why: with an empty kernel cache that first sum took 4.5 s on an H100 host, and a cold build's
+    chapters share one cache, so only the first chapter to check paid it. Chapter 04's ladder took
+    11.8 s alone with an empty cache and 4.9 s with a warm one (``tools/dev_gpu/ladder_beside.py``),
+    and under ``--workers`` a chapter paid or not by the order the chapters ran in. CuPy's other
+    kernels in the checks are elementwise and compile in about 0.1 s each
+    (``tools/dev_gpu/cold_cupy_kernels.sh``). Run in ``compile_ahead``'s pool, the compile hides
+    behind the chapter's slowest builds. The sum is written here as the checks write it, not
+    called through them: importing ``core.check`` from here would make it a deciding file of every
+    chapter (``staleness``), those that never check included; ``tests/test_gpu_warm_checks.py``
+    holds the two together. A failure is left for the check itself to report."""
     try:
         import cupy as cp
 
-        from cudalab.core.check import compare, compare_close
-
         with cp.cuda.Device(device):
             exact = cp.zeros(WARM_SHAPE, dtype=cp.int32)  # the distance matrices' type
-            compare(exact, exact)
-            rounded = cp.ones(WARM_SHAPE, dtype=cp.float32)  # the matrix products' type
-            compare_close(rounded, rounded, rounded, 1e-6)
-            cp.cuda.get_current_stream().synchronize()
+            int((exact != exact).sum())
     except Exception:  # noqa: BLE001 - a warm-up; the chapter's own check says what is wrong
         pass
 
