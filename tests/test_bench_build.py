@@ -185,3 +185,66 @@ def test_provenance_says_how_many_cores_the_process_may_use():
     info = measurement()
     assert info["cpu_count"] == os.cpu_count()
     assert 1 <= info["cpus_usable"] <= info["cpu_count"]
+
+
+def test_add_sets_the_new_build_beside_the_earlier_runs_kept_notebooks_and_keeps_its_date(tmp_path, monkeypatch):
+    """``--add --keep DIR``: the 2-GPU build of a second call is set beside the serial build of the
+    first (kept in DIR/measured) for the cells that grew, and each build keeps the time it ended,
+    so a record made of two calls says so."""
+    import json
+
+    bench = _bench()
+    keep = tmp_path / "keep"
+    (keep / "measured" / "notebooks").mkdir(parents=True)
+    _executed(keep / "measured" / "notebooks" / "04_blocking_factor.ipynb", [5.2, 21.0])
+
+    def build(args, env):
+        out = Path(args[args.index("--out") + 1])
+        (out / "notebooks").mkdir(parents=True)
+        _executed(out / "notebooks" / "04_blocking_factor.ipynb", [9.6, 21.1])
+        (out / "build.json").write_text(json.dumps({"chapters": {"04_blocking_factor": {"seconds": 80.0}}}))
+        return 150.0, 0, ""
+
+    monkeypatch.setattr(bench, "_build", build)
+    earlier = {
+        "cold": {
+            "seconds": 300.0,
+            "exit_status": 0,
+            "date_utc": "2026-11-27T18:19:47Z",
+            "chapter_seconds": {"04_blocking_factor": 76.0},
+        }
+    }
+    record = tmp_path / "record.json"
+    result = bench.run("h100", False, "html", True, False, keep, (2,), True, record, earlier)
+    spread = result["builds"]["workers-2"]
+    assert result["builds"]["cold"]["date_utc"] == "2026-11-27T18:19:47Z"
+    assert spread["date_utc"] != "2026-11-27T18:19:47Z" and spread["date_utc"].endswith("Z")
+    assert [(c["cell"], c["serial_s"], c["workers_s"]) for c in spread["cells_grown"]] == [
+        (0, 5.2, 9.6),
+        (1, 21.0, 21.1),
+    ]
+    assert spread["chapter_ratio"] == {"04_blocking_factor": round(80.0 / 76.0, 2)}
+    assert json.loads(record.read_text())["builds"]["workers-2"]["seconds"] == 150.0
+    assert (keep / "spread-2" / "notebooks" / "04_blocking_factor.ipynb").is_file()
+
+
+def test_benchmarks_give_each_build_the_time_it_ended_where_recorded(tmp_path):
+    import json
+
+    from cudalab.report.benchmarks import build_times
+
+    record = {
+        "profile": "h100",
+        "machine": {"gpu_name": "NVIDIA H100 80GB HBM3", "gpu_count": 2, "cpu_count": 32},
+        "date_utc": "2026-11-27T18:25:55Z",
+        "git_commit": "08e5f80463",
+        "builds": {
+            "cold": {"seconds": 328.0, "goal_s": 300.0, "meets_goal": False, "date_utc": "2026-11-27T18:19:47Z"},
+            "workers-2": {"seconds": 167.1, "goal_s": 196.8, "meets_goal": True},  # recorded before builds had a date
+        },
+    }
+    (tmp_path / "build_times").mkdir()
+    (tmp_path / "build_times" / "gpu-x2-h100.json").write_text(json.dumps(record))
+    text = "\n".join(build_times(tmp_path))
+    assert "| 2026-11-27T18:19:47Z | `08e5f80463` | cold | 328 |" in text
+    assert "| 2026-11-27T18:25:55Z | `08e5f80463` | workers-2 | 167 |" in text

@@ -167,6 +167,8 @@ def run(
     }
 
     def done(label: str, build: dict[str, object]) -> None:
+        # each build says when it ended: with --add, builds of two calls share one record
+        build.setdefault("date_utc", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         build.setdefault("goal_s", GOALS_S.get(label, 0.0))
         build["meets_goal"] = (
             build["exit_status"] == 0 and build["seconds"] <= build["goal_s"] and not build.get("not_measured")
@@ -201,8 +203,13 @@ def run(
                 }
                 print(f"{label}: {seconds:.1f} s (exit status {rc})", file=sys.stderr, flush=True)
                 done(label, build)
+        # the serial build's executed notebooks, for the cells that grew: this run's, or with --add
+        # the earlier run's, kept in the same --keep DIR
+        serial_cells = work / "measured"
+        if not serial_cells.is_dir() and keep is not None:
+            serial_cells = keep / "measured"
         for n in workers if "cold" in times else ():
-            done(f"workers-{n}", _workers_build(profile, formats, work, env, n, times["cold"]))
+            done(f"workers-{n}", _workers_build(profile, formats, work, env, n, times["cold"], serial_cells))
         if not skip_replay:
             print(f"replay: building profile {profile} from results/ ...", file=sys.stderr, flush=True)
             seconds, rc, tail = _build(
@@ -227,11 +234,18 @@ def run(
 
 
 def _workers_build(
-    profile: str, formats: str, work: Path, env: dict[str, str], workers: int, serial: dict[str, object]
+    profile: str,
+    formats: str,
+    work: Path,
+    env: dict[str, str],
+    workers: int,
+    serial: dict[str, object],
+    serial_cells: Path | None = None,
 ) -> dict[str, object]:
     """The cold build through Dask on ``workers`` GPUs, with fresh caches of its own, beside the
     serial cold build ``serial`` of this run: wall time against its goal, each chapter's seconds
-    and its ratio to the serial chapter, and the cells that grew most."""
+    and its ratio to the serial chapter, and the cells that grew most (against the serial build's
+    executed notebooks in ``serial_cells``, where there are some)."""
     out = work / f"spread-{workers}"  # each N cold: a folder and caches of its own, none kept from another N
     env_cold = {
         **env,
@@ -261,7 +275,9 @@ def _workers_build(
         "per_chapter_goal": PER_CHAPTER_GOAL,
         "goal_s": round(workers_goal_s(before, float(serial["seconds"]), workers), 1),
         "serial_seconds": serial["seconds"],
-        "cells_grown": cells_grown(work / "measured", out) if (work / "measured").is_dir() and out.is_dir() else [],
+        "cells_grown": cells_grown(serial_cells, out)
+        if serial_cells and serial_cells.is_dir() and out.is_dir()
+        else [],
         "not_measured": missing,
     }
 
@@ -335,7 +351,8 @@ def main(argv: list[str] | None = None) -> int:
         "--add",
         action="store_true",
         help="add this run's builds to the record of this machine and commit (a --workers build beside the "
-        "serial one of an earlier run on the same host, where one run would not fit a time limit)",
+        "serial one of an earlier run on the same host, where one run would not fit a time limit); give the "
+        "earlier run's --keep DIR to set the cells that grew beside its serial notebooks",
     )
     args = parser.parse_args(argv)
     slug = machine()["slug"]

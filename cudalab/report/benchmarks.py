@@ -229,7 +229,7 @@ def build_times(results: Path = RESULTS_DIR) -> list[str]:
             where += f" ({r['compiler_report_cache_files']} compiler reports cached before the replay)"
         for label, t in r["builds"].items():
             out.append(
-                f"| `{r['profile']}` | {where} | {r['date_utc']} | `{str(r['git_commit'])[:10]}` | {label} | "
+                f"| `{r['profile']}` | {where} | {t.get('date_utc', r['date_utc'])} | `{str(r['git_commit'])[:10]}` | {label} | "
                 f"{t['seconds']:.0f} | {t['goal_s']:.0f} | {'yes' if t['meets_goal'] else 'no'} |"
             )
     spent = _where_the_time_went(files)
@@ -255,7 +255,7 @@ def several_gpus(files: list[Path]) -> list[str]:
             worst = max(ratios.values(), default=float("nan"))
             rows.append(
                 f"| `{r['profile']}` | {r['machine']['gpu_name']}, {r['machine'].get('cpu_count')} CPU cores | "
-                f"{r['date_utc']} | `{str(r['git_commit'])[:10]}` | {t['gpus']} | {t['serial_seconds']:.0f} | "
+                f"{t.get('date_utc', r['date_utc'])} | `{str(r['git_commit'])[:10]}` | {t['gpus']} | {t['serial_seconds']:.0f} | "
                 f"{t['seconds']:.0f} | {t['goal_s']:.0f} | {'yes' if t['meets_goal'] else 'no'} | "
                 f"{worst:.2f}x (goal {t.get('per_chapter_goal', 1.1):.2f}x) | {each} |"
             )
