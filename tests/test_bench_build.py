@@ -248,3 +248,10 @@ def test_benchmarks_give_each_build_the_time_it_ended_where_recorded(tmp_path):
     text = "\n".join(build_times(tmp_path))
     assert "| 2026-11-27T18:19:47Z | `08e5f80463` | cold | 328 |" in text
     assert "| 2026-11-27T18:25:55Z | `08e5f80463` | workers-2 | 167 |" in text
+
+
+def test_imports_are_read_once_before_the_first_timed_build_and_a_missing_one_is_left_out():
+    import os
+
+    got = _bench().warm_imports({**os.environ}, ("json", "pandas", "no_such_module_here", "cudalab.chapter"))
+    assert got == ["json", "pandas", "cudalab.chapter"]
