@@ -26,6 +26,12 @@ def _executed(path, durations):
     nbformat.write(nb, path)
 
 
+def _record(gpus: int, cpus: int, date: str, commit: str, builds: dict) -> dict:
+    """A build-times record as bench_build writes it, for the BENCHMARKS renderer."""
+    machine = {"gpu_name": "NVIDIA H100 80GB HBM3", "gpu_count": gpus, "cpu_count": cpus}
+    return {"profile": "h100", "machine": machine, "date_utc": date, "git_commit": commit, "builds": builds}
+
+
 def test_slowest_cells_ranks_every_notebooks_cells_by_duration(tmp_path):
     (tmp_path / "notebooks").mkdir()
     _executed(tmp_path / "notebooks" / "04_blocking_factor.ipynb", [1.5, 20.9, None])
@@ -106,12 +112,12 @@ def test_several_gpus_are_set_beside_the_serial_build_against_issue_45s_goals(tm
     _executed(tmp_path / "spread" / "notebooks" / "05_matmul_footprint.ipynb", [9.7, 14.8])
     grown = bench.cells_grown(tmp_path / "measured", tmp_path / "spread")
     assert [(c["cell"], c["serial_s"], c["workers_s"]) for c in grown] == [(0, 4.7, 9.7), (1, 14.0, 14.8)]
-    record = {
-        "profile": "h100",
-        "machine": {"gpu_name": "NVIDIA H100 80GB HBM3", "gpu_count": 4, "cpu_count": 64},
-        "date_utc": "2026-11-27T06:00:40Z",
-        "git_commit": "3c87110cdc7f",
-        "builds": {
+    record = _record(
+        4,
+        64,
+        "2026-11-27T06:00:40Z",
+        "3c87110cdc7f",
+        {
             "cold": {"seconds": 287.3, "goal_s": 300.0, "meets_goal": True, "chapter_seconds": serial},
             "workers-4": {
                 "seconds": 104.0,
@@ -124,7 +130,7 @@ def test_several_gpus_are_set_beside_the_serial_build_against_issue_45s_goals(tm
                 "chapter_ratio": {"00_gpu_capabilities": 1.08, "04_blocking_factor": 1.14},
             },
         },
-    }
+    )
     (tmp_path / "build_times").mkdir()
     (tmp_path / "build_times" / "gpu-x4-h100.json").write_text(json.dumps(record))
     text = "\n".join(build_times(tmp_path))
@@ -233,16 +239,11 @@ def test_benchmarks_give_each_build_the_time_it_ended_where_recorded(tmp_path):
 
     from cudalab.report.benchmarks import build_times
 
-    record = {
-        "profile": "h100",
-        "machine": {"gpu_name": "NVIDIA H100 80GB HBM3", "gpu_count": 2, "cpu_count": 32},
-        "date_utc": "2026-11-27T18:25:55Z",
-        "git_commit": "08e5f80463",
-        "builds": {
-            "cold": {"seconds": 328.0, "goal_s": 300.0, "meets_goal": False, "date_utc": "2026-11-27T18:19:47Z"},
-            "workers-2": {"seconds": 167.1, "goal_s": 196.8, "meets_goal": True},  # recorded before builds had a date
-        },
+    builds = {
+        "cold": {"seconds": 328.0, "goal_s": 300.0, "meets_goal": False, "date_utc": "2026-11-27T18:19:47Z"},
+        "workers-2": {"seconds": 167.1, "goal_s": 196.8, "meets_goal": True},  # recorded before builds had a date
     }
+    record = _record(2, 32, "2026-11-27T18:25:55Z", "08e5f80463", builds)
     (tmp_path / "build_times").mkdir()
     (tmp_path / "build_times" / "gpu-x2-h100.json").write_text(json.dumps(record))
     text = "\n".join(build_times(tmp_path))
