@@ -90,3 +90,40 @@ def test_on_dask_the_others_start_beside_chapter_00_and_its_marker_goes_when_it_
     seconds = {o.id: o.seconds for o in ran.outcomes}
     assert 0.9 < seconds["00_gpu_capabilities"] < 3 and seconds["01_block_size"] < 1.5, "the run, not the queue"
     assert not list(out.glob(f"{cluster.STAGING_PREFIX}*")), "the staging folder (and its marks) removed"
+
+
+def test_ctrl_c_while_a_finished_chapters_result_is_read_keeps_that_chapter(tmp_path, monkeypatch):
+    """Ctrl-C can come right as a chapter moves in, while the build reads its result (a full
+    ``make test`` interrupted there once): the chapter is still kept, once, not dropped from the
+    build's record because it had already left the tasks waited on."""
+    pytest.importorskip("distributed")
+    import distributed
+
+    from cudalab.chapter import catalog
+    from cudalab.report import cluster
+    from cudalab.report.build import ChapterJob
+
+    monkeypatch.setattr(cluster, "run_chapter_task", _stand_in(tmp_path / "tasks.jsonl"))
+    read = cluster._result_of
+    interrupted = []
+
+    def ctrl_c_while_reading(future, chapter_id, staging):
+        if chapter_id.startswith("00") and not interrupted:
+            interrupted.append(chapter_id)
+            raise KeyboardInterrupt
+        return read(future, chapter_id, staging)
+
+    monkeypatch.setattr(cluster, "_result_of", ctrl_c_while_reading)
+    chapters = [c for c in catalog.discover() if c.id[:2] in ("00", "01")]
+    jobs = [ChapterJob(i, 2, c, tmp_path / c.path.name, {"mode": "replay"}) for i, c in enumerate(chapters, 1)]
+    out = tmp_path / "out"
+    (out / "data").mkdir(parents=True)
+    ran = SimpleNamespace(outcomes=[], stopped=False)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as lc:
+        with distributed.Client(lc) as client:
+            pool = cluster.Pool(client, "test", kernel_threads=1)
+            with pytest.raises(KeyboardInterrupt):
+                cluster._run_on(pool, jobs, out, ran, cell_timeout=60, fail_fast=False, log=lambda line: None)
+    assert interrupted == ["00_gpu_capabilities"]
+    kept = [o.id for o in ran.outcomes if o.id.startswith("00")]
+    assert kept == ["00_gpu_capabilities"] and all(o.ok for o in ran.outcomes)

@@ -311,22 +311,28 @@ def _run_on(
         for future in pending:
             if pool.stopping:
                 raise KeyboardInterrupt
-            job = futures.pop(future)
+            # a future leaves `futures` only once its outcome is recorded: a Ctrl-C that comes
+            # while it is read (a test interrupts right as chapter 00 moves in) still finds it
+            job = futures[future]
             result = _result_of(future, job.chapter.id, staging)
             if result is None:  # its worker died before it could retry here: once more
                 log(f"[{job.index}/{job.total}] {job.chapter.id}: its worker died; running it on another")
                 again = submit(job, len(jobs))  # a retry goes before what has not started
                 futures[again] = job
+                futures.pop(future)
                 pending.add(again)
                 continue
-            if not finish(job, result) and fail_fast:
+            ok = finish(job, result)
+            futures.pop(future)
+            if not ok and fail_fast:
                 ran.stopped = True
                 break
     except KeyboardInterrupt:
         (staging / ACTIVE).unlink(missing_ok=True)
+        recorded = {o.id for o in ran.outcomes}  # one interrupted after its outcome, before leaving `futures`
         for future in _finished(futures, out):  # Ctrl-C keeps what finished, even a moment before
             job = futures.pop(future)
-            result = _result_of(future, job.chapter.id, staging)
+            result = _result_of(future, job.chapter.id, staging) if job.chapter.id not in recorded else None
             if result is not None:
                 finish(job, result)
         pool.client.cancel(list(futures), force=True)
