@@ -4,7 +4,8 @@ Chapter 04's best kernel overlaps round r + 1's phases 1 and 2 (the second lane)
 phase 3 (the first), and the lanes meet once a round. The phase split times each launch alone;
 this times the overlapped solve as it runs: a CUDA event after every launch on its own stream,
 so that for each round we know how long each lane took from the meeting to its last launch, and
-which lane the next meeting waited for. Summed over rounds:
+which lane the next meeting waited for; each N twice, the second lane at the harness's highest
+stream priority and at normal priority. Summed over rounds:
 
 - ``lane0_ms``: the rest of phase 3, on the first lane;
 - ``lane1_ms``: the look-ahead strips, then the next round's phases 1 and 2, on the second;
@@ -35,6 +36,9 @@ from cudalab.labs.fw.reference import floyd_warshall_cupy
 SEED = 2020
 BF = 256
 CHECK_MAX_N = 8192
+# the second lane's stream priority: the harness's highest (its blocks dispatched before phase 3's
+# as SMs free up), and normal beside it (phase 3's blocks first, the look-ahead in its drains)
+PRIORITIES = ("highest", "normal")
 
 
 def timed_rounds(solver: fw.Solver) -> pd.DataFrame:
@@ -99,7 +103,10 @@ def main(sizes: list[int]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     variant = minplus_variants([BF], dpx=[True])[0]
     frames, summary = [], []
-    for n in sizes:
+    highest = fw._priority_stream
+    for n, priority in [(n, p) for n in sizes for p in PRIORITIES]:
+        # the second lane's stream: the harness's (highest priority), or one of normal priority
+        fw._priority_stream = highest if priority == "highest" else lambda: cp.cuda.Stream(non_blocking=True)
         plan = variant.plan(n)
         stream = cp.cuda.Stream(non_blocking=True)
         with stream:
@@ -121,9 +128,11 @@ def main(sizes: list[int]) -> None:
             # CuPy's reference costs N steps over the whole matrix: checked up to CHECK_MAX_N
             ok = bool(cp.array_equal(plan.finish(work, n), floyd_warshall_cupy(d_input))) if n <= CHECK_MAX_N else None
         rounds.insert(0, "n", n)
+        rounds.insert(1, "side_priority", priority)
         frames.append(rounds)
         s = {
             "n": n,
+            "side_priority": priority,
             "correct": ok,
             "solve_ms_plain": sorted(plain)[1],
             "solve_ms_with_events": float(rounds["round_ms"].sum()),
@@ -138,7 +147,8 @@ def main(sizes: list[int]) -> None:
     pd.concat(frames).to_csv(out / "rounds.csv", index=False)
     pd.DataFrame(summary).to_csv(out / "summary.csv", index=False)
     columns = ["lane0_ms", "lane1_ms", "round_ms", "exposed_lane1_ms"]
-    print(pd.concat(frames).groupby("n")[columns].describe(percentiles=[0.5]).T.round(3).to_string())
+    fw._priority_stream = highest
+    print(pd.concat(frames).groupby(["n", "side_priority"])[columns].describe(percentiles=[0.5]).T.round(3).to_string())
 
 
 if __name__ == "__main__":

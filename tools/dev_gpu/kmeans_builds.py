@@ -1,0 +1,107 @@
+"""The tensor-core k-means pass built with experiment switches, timed beside its default build
+(issue 44, item 2: at most 0.20 ms per iteration at N = 4 Mi, D = K = 32 on an H100).
+
+Each contestant is a copy of km_07_tensor_scores.cu with ``#define``s put first (its switches
+default to off, so the copy without any is the chapter's kernel). For each K:
+
+- bits: every build runs three iterations from the same centres; its centres and memberships must
+  equal the default build's bit for bit (the switches change how, never what, the pass computes);
+- time: rounds interleaved across the builds (``ROUNDS``), each round ``gpu.time_iterations``
+  (the chapter's per-iteration pass time, an event pair around each launch), its median kept; the
+  table gives each build's median over the rounds and its ratio to the default's.
+
+Printed, and written to ``$OUT/kmeans_builds/times.csv``.
+
+    PYTHONPATH=$PWD OUT=/tmp/out python3 tools/dev_gpu/kmeans_builds.py SWITCH=1 OTHER=1,SWITCH=1 ...
+
+(branch wip/44-km-switches has the switches B_FLOATS and PREFETCH_NEXT this first timed).
+
+Each argument is one build; several switches in one build are joined by commas
+(``B_FLOATS=1,PREFETCH_NEXT=1``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from cudalab.core.gpu import gpu_name, require_cupy
+from cudalab.labs.kmeans import gpu
+
+N, D, KS = 4_194_304, 32, (8, 32)
+ROUNDS = 6
+ITERATIONS = 10
+KERNEL = Path(__file__).resolve().parents[2] / "kernels_cu" / "km_07_tensor_scores.cu"
+
+
+def copies(builds: list[str], folder: Path) -> dict[str, Path | None]:
+    """name -> the kernel copy to build (None: the chapter's own file), beside copies of the
+    project's headers (a kernel's include path is its own folder)."""
+    files: dict[str, Path | None] = {"default": None}
+    for header in KERNEL.parent.glob("*.cuh"):
+        (folder / header.name).write_text(header.read_text())
+    source = KERNEL.read_text()
+    for i, build in enumerate(builds):
+        defines = "".join(f"#define {d.replace('=', ' ', 1)}\n" for d in build.split(","))
+        path = folder / f"km_07_build{i}.cu"
+        path.write_text(defines + source)
+        files[build] = path
+    return files
+
+
+def main(builds: list[str]) -> pd.DataFrame:
+    cp = require_cupy()
+    out = Path(os.environ.get("OUT", "build/dev_gpu")) / "kmeans_builds"
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"GPU: {gpu_name()}", flush=True)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        files = copies(builds, Path(tmp))
+        for k in KS:
+            problem = gpu.Problem(gpu.blobs_on_device(N, D, k, seed=2011), k)
+            same = {}
+            reference = None
+            for name, file in files.items():
+                runner = gpu.Runner(problem, "tensor", file)
+                for _ in range(3):
+                    runner.step()
+                centres, membership = runner.result()
+                if reference is None:
+                    reference = (centres, membership)
+                same[name] = bool(
+                    np.array_equal(centres.view(np.int32), reference[0].view(np.int32))
+                    and np.array_equal(membership, reference[1])
+                )
+                del runner
+            for r in range(ROUNDS):
+                for name, file in files.items():
+                    t = gpu.time_iterations(problem, "tensor", ITERATIONS, file=file)
+                    per_it = t.groupby("iteration")["time_ms"].sum()
+                    rows.append(
+                        {"k": k, "build": name, "round": r, "time_ms": float(per_it.median()), "same_bits": same[name]}
+                    )
+            print(f"K = {k}: {', '.join(f'{n}: same bits {s}' for n, s in same.items())}", flush=True)
+            del problem
+            cp.get_default_memory_pool().free_all_blocks()
+    times = pd.DataFrame(rows)
+    times.to_csv(out / "times.csv", index=False)
+    table = times.groupby(["k", "build"], sort=False).agg(
+        time_ms=("time_ms", "median"),
+        spread_ms=("time_ms", lambda s: s.max() - s.min()),
+        same_bits=("same_bits", "all"),
+    )
+    table["vs_default"] = (
+        table["time_ms"]
+        / table.xs("default", level="build")["time_ms"].reindex(table.index.get_level_values("k")).to_numpy()
+    )
+    print(table.round(4).to_string())
+    return table
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
