@@ -7,8 +7,11 @@
 # writes the tidy rows to "$OUT/matmul/search.csv" and the pivot to "$OUT/matmul/fraction_of_cublas.csv".
 # Expected: under 120 s on an H100 for the default SIZES, unsplit (12 NVRTC builds in parallel,
 # then 65 timed points); about twice that with stream-K.
+# SHAPES (optional) replaces the search by the chapter's small-n shape (mm.SMALL_N_SHAPE) and the
+# shapes given, each "BM,BN,BK,WM,WN,TM,TN,STAGES,MIN_BLOCKS", separated by spaces.
 #
 #   OUT=/tmp/out bash tools/dev_gpu/matmul.sh
+#   SIZES="1000 1024" SHAPES="64,128,16,32,32,4,8,4,1" OUT=/tmp/out bash tools/dev_gpu/matmul.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${OUT:-/tmp/cudalab-out}"
@@ -16,7 +19,7 @@ mkdir -p "$OUT/matmul"
 PY="${PYTHON:-.venv/bin/python}"
 [ -x "$PY" ] || PY=python3
 unset CUPY_TF32 NVIDIA_TF32_OVERRIDE
-PYTHONPATH="$PWD" OUT="$OUT" SIZES="${SIZES:-4096 3000 4095 2048 8192}" STREAM_K="${STREAM_K:-1}" timeout 540 "$PY" - <<'PYEOF'
+PYTHONPATH="$PWD" OUT="$OUT" SIZES="${SIZES:-4096 3000 4095 2048 8192}" STREAM_K="${STREAM_K:-1}" SHAPES="${SHAPES:-}" timeout 540 "$PY" - <<'PYEOF'
 import os
 import time
 
@@ -29,6 +32,11 @@ t0 = time.perf_counter()
 out = os.path.join(os.environ["OUT"], "matmul")
 mm.cublas_precision()  # raises if cuBLAS is not full FP32
 kernels = mm.async_search()
+if os.environ["SHAPES"]:
+    keys = ("bm", "bn", "bk", "wm", "wn", "tm", "tn", "stages", "min_blocks")
+    kernels = [mm.warptile_async(**mm.SMALL_N_SHAPE)] + [
+        mm.warptile_async(**dict(zip(keys, map(int, shape.split(","))))) for shape in os.environ["SHAPES"].split()
+    ]
 if os.environ["STREAM_K"] == "1":
     kernels += [mm.stream_k(k) for k in kernels]
 precompile(k.launch().build for k in kernels if not mm.refusal(k, mm.present_limits()))
