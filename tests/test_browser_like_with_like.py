@@ -69,8 +69,15 @@ def _beside_the_lab(page, explorer, figure: str, table: str, lab_label: str, tim
     """Open ``table`` in the explorer; its rows hold the lab's published numbers (``lab_label``)."""
     _select(explorer, "table", table)
     figure = _redraws(page, figure, f"table: {table}", timings)
-    rows = explorer.locator(".cudalab-explore-rows").first.text_content()
-    assert f"{lab_label} (published)" in rows, f"{table}: no {lab_label} in the rows"
+    # the figure and the rows are two widgets, the rows set after the figure: the new figure can
+    # show a moment before its rows do (and a table's change may redraw once more as its controls
+    # reset), so wait for the rows rather than read them once
+    rows = explorer.locator(".cudalab-explore-rows").first
+    try:
+        _wait(lambda: f"{lab_label} (published)" in (rows.text_content() or ""), REDRAW_S, f"{lab_label} in the rows")
+    except AssertionError as exc:
+        shown = " ".join((rows.text_content() or "").split())[:400]
+        raise AssertionError(f"{table}: {exc}; they read {shown!r}") from None
     return figure
 
 
