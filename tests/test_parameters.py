@@ -35,6 +35,63 @@ def test_the_declarations_come_from_the_parameters_cell():
     assert DECLARED["point_time_limit_s"].type_name == "float" and DECLARED["progress"].type_name == "bool"
 
 
+@pytest.mark.parametrize("chapter", [c.id for c in catalog.discover()])
+def test_every_chapter_declares_what_papermill_reads(chapter):
+    """Our reading of a parameters cell (Python's parser, ``parameters.declared_in``) gives each
+    chapter's names, types and default values as papermill's ``inspect_notebook`` does."""
+    import ast
+
+    import papermill
+
+    def value(text: str):
+        return ast.literal_eval(text) if text else None
+
+    theirs = papermill.inspect_notebook(str(catalog.chapter(chapter).path))
+    ours = catalog.chapter(chapter).parameters()
+    assert list(ours) == list(theirs)
+    for name, d in ours.items():
+        assert d.type_name == theirs[name]["inferred_type_name"], name
+        assert value(d.default) == value(theirs[name]["default"] or ""), name
+
+
+def test_a_parameters_cell_read_by_pythons_parser():
+    cell = (
+        "# a comment\n"
+        'profile: str = "auto"  # with its help\n'
+        "sizes: list[int] = [\n    256,  # the first\n    512,\n]\n"
+        "plain = 3\n"
+        'quoted: "float" = 1.5\n'
+        "limit: float = 60.0 if True else 0.0\n"
+        'eq: str = "a=b"\n'
+        "import math\n"
+        "a = b = 2\n"
+    )
+    declared = parameters.declared_in(cell)
+    assert [d for d in declared] == ["profile", "sizes", "plain", "quoted", "limit", "eq"]
+    assert declared["profile"] == parameters.Declared("profile", "str", '"auto"')
+    assert declared["sizes"] == parameters.Declared("sizes", "list[int]", "[256, 512]")
+    assert declared["plain"].type_name == "None" and declared["plain"].default == "3"
+    assert declared["quoted"].type_name == "float"
+    assert declared["limit"].default == "60.0 if True else 0.0"
+    assert declared["eq"].default == '"a=b"'
+
+
+def test_opening_a_chapter_imports_no_json_schema_checker():
+    """A chapter's first cell reads its declarations without papermill, whose import brings
+    nbformat, jsonschema and rfc3987-syntax's grammars: seconds on every kernel's start."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from cudalab.chapter import catalog\n"
+        f"assert catalog.chapter({CHAPTER!r}).parameters()\n"
+        "print(sorted(m for m in ('papermill', 'nbformat', 'jsonschema') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
 @pytest.mark.parametrize(
     "name,text,value",
     [

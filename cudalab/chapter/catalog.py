@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from cudalab.chapter.parameters import Declared
+from cudalab.chapter.parameters import Declared, declared_in
 from cudalab.core.errors import ChapterNotFound
 from cudalab.core.paths import NOTEBOOKS_DIR
 
@@ -47,12 +47,10 @@ class ChapterInfo:
 
 @cache
 def _parameters(path: Path) -> dict[str, Declared]:
-    import papermill
-
-    return {
-        name: Declared(name, p["inferred_type_name"], p["default"] or "")
-        for name, p in papermill.inspect_notebook(str(path)).items()
-    }
+    for cell in json.loads(path.read_text())["cells"]:
+        if cell["cell_type"] == "code" and "parameters" in cell.get("metadata", {}).get("tags", []):
+            return declared_in("".join(cell["source"]))
+    return {}
 
 
 def _title(path: Path) -> str:

@@ -86,6 +86,30 @@ class Declared:
         return f"with papermill: -p {self.name} {plain}"
 
 
+def declared_in(source: str) -> dict[str, Declared]:
+    """The parameters a ``parameters`` cell declares, in order: each assignment's name, its
+    annotation's text (``"None"`` where it has none, as papermill reports it) and its value's text
+    (on one line where it was written over several).
+
+    What ``papermill.inspect_notebook`` reads, read with Python's own parser: importing papermill
+    imports nbformat and jsonschema, whose optional IRI checker (rfc3987-syntax) builds some forty
+    grammars on import, two seconds and more before a chapter's first cell could work (jsonschema
+    issue 1428). A test holds the two readings equal for every chapter."""
+    declared: dict[str, Declared] = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            name, annotation = node.target.id, ast.get_source_segment(source, node.annotation) or "None"
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name, annotation = node.targets[0].id, "None"
+        else:
+            continue
+        default = ast.get_source_segment(source, node.value) or ""
+        if "\n" in default:  # a value written over several lines: its text on one
+            default = ast.unparse(node.value)
+        declared[name] = Declared(name, annotation.strip("\"'"), default)
+    return declared
+
+
 def _given(value: Any) -> str:
     return f"{value!r} ({type(value).__name__})"
 
