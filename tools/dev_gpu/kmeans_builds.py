@@ -14,7 +14,8 @@ Printed, and written to ``$OUT/kmeans_builds/times.csv``.
 
     PYTHONPATH=$PWD OUT=/tmp/out python3 tools/dev_gpu/kmeans_builds.py SWITCH=1 OTHER=1,SWITCH=1 ...
 
-(branch wip/44-km-switches has the switches B_FLOATS and PREFETCH_NEXT this first timed).
+(branch wip/44-km-switches has the switches B_FLOATS and PREFETCH_NEXT: KMEANS_SOURCE=FILE copies that
+version instead of the chapter's kernel).
 
 Each argument is one build; several switches in one build are joined by commas
 (``B_FLOATS=1,PREFETCH_NEXT=1``).
@@ -37,18 +38,23 @@ N, D, KS = 4_194_304, 32, (8, 32)
 ROUNDS = 6
 ITERATIONS = 10
 KERNEL = Path(__file__).resolve().parents[2] / "kernels_cu" / "km_07_tensor_scores.cu"
+# the source the builds copy: the chapter's kernel, or KMEANS_SOURCE (a version with switches of its own)
+SOURCE = Path(os.environ.get("KMEANS_SOURCE", KERNEL))
 
 
 def copies(builds: list[str], folder: Path) -> dict[str, Path | None]:
-    """name -> the kernel copy to build (None: the chapter's own file), beside copies of the
-    project's headers (a kernel's include path is its own folder)."""
+    """name -> the kernel copy to build (None: the chapter's own file). Each copy keeps the
+    kernel's file name (``Launch.from_copy`` takes only a copy of the same name) in a folder of
+    its own, beside copies of the project's headers (a kernel's include path is its folder)."""
     files: dict[str, Path | None] = {"default": None}
-    for header in KERNEL.parent.glob("*.cuh"):
-        (folder / header.name).write_text(header.read_text())
-    source = KERNEL.read_text()
+    source = SOURCE.read_text()
     for i, build in enumerate(builds):
+        here = folder / f"build{i}"
+        here.mkdir()
+        for header in KERNEL.parent.glob("*.cuh"):
+            (here / header.name).write_text(header.read_text())
         defines = "".join(f"#define {d.replace('=', ' ', 1)}\n" for d in build.split(","))
-        path = folder / f"km_07_build{i}.cu"
+        path = here / KERNEL.name
         path.write_text(defines + source)
         files[build] = path
     return files

@@ -1,0 +1,131 @@
+"""The min-plus Floyd-Warshall solve with other staged-chunk depths (KC, k per chunk) than the
+kernel's 16, timed beside it in one run (issue 44, item 4: 0.95 of the add+min ceiling at
+N = 16384 needs phase 3 itself at about 0.98 of it).
+
+Each KC is a copy of fw_blocked_minplus.cu with its ``#define KC`` changed (beside a copy of its
+header), built with the host's shared-memory size for that depth
+(``kernels.MINPLUS_CHUNK`` while its plan is made). A deeper chunk halves the barriers and the
+per-chunk copies per k, and needs more registers for A's next chunk and more shared memory.
+For each N: every build's result is checked against CuPy's reference (N <= CHECK_MAX_N), then
+rounds interleaved across builds, each a solve between two events; the median per build.
+Printed, and written to ``$OUT/fw_chunk/times.csv``.
+
+    PYTHONPATH=$PWD OUT=/tmp/out python3 tools/dev_gpu/fw_chunk.py [KC ...]   (default 32)
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from cudalab.core.gpu import require_cupy
+from cudalab.labs.fw import harness as fw
+from cudalab.labs.fw.blocked import kernels
+from cudalab.labs.fw.blocked.variants import minplus_variants
+from cudalab.labs.fw.graphs import gen_matrix
+from cudalab.labs.fw.reference import floyd_warshall_cupy
+from cudalab.labs.int_ceiling import add_min_ceiling, ceiling
+
+SEED = 2020
+BF = 256
+SIZES = (8192, 16384)
+CHECK_MAX_N = 8192
+ROUNDS = 5
+KERNEL = Path(__file__).resolve().parents[2] / "kernels_cu" / "fw_blocked_minplus.cu"
+DEFAULT_KC = kernels.MINPLUS_CHUNK
+
+
+def copy_with_chunk(kc: int, folder: Path) -> Path | None:
+    """The kernel with ``#define KC kc`` (None: the kernel itself), under its own file name
+    (``Launch.from_copy`` takes only a copy of the same name) in a folder of its own, beside
+    its headers."""
+    if kc == DEFAULT_KC:
+        return None
+    here = folder / f"kc{kc}"
+    here.mkdir()
+    for header in KERNEL.parent.glob("*.cuh"):
+        (here / header.name).write_text(header.read_text())
+    text = KERNEL.read_text()
+    old = f"#define KC {DEFAULT_KC} "
+    if old not in text:
+        raise SystemExit(f"{KERNEL.name} no longer defines KC as {DEFAULT_KC}")
+    path = here / KERNEL.name
+    path.write_text(text.replace(old, f"#define KC {kc} ", 1))
+    return path
+
+
+def solver_for(kc: int, file: Path | None, n: int, start):
+    """A solver of the BF 256 + DPX plan built from ``file``, the host sizing shared memory for KC."""
+    cp = require_cupy()
+    kernels.MINPLUS_CHUNK = kc
+    try:
+        plan = minplus_variants([BF], dpx=[True], file=file)[0].plan(n)
+        stream = cp.cuda.Stream(non_blocking=True)
+        with stream:
+            first = plan.prepare(start)
+            work = cp.empty_like(first)
+            solver = fw.Solver(plan, work, use_graph=True, stream=stream)
+    finally:
+        kernels.MINPLUS_CHUNK = DEFAULT_KC
+    return plan, solver, first, work, stream
+
+
+def main(chunks: list[int]) -> pd.DataFrame:
+    cp = require_cupy()
+    out = Path(os.environ.get("OUT", "/tmp/cudalab-out")) / "fw_chunk"
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        builds = {kc: copy_with_chunk(kc, Path(tmp)) for kc in dict.fromkeys([DEFAULT_KC, *chunks])}
+        for n in SIZES:
+            d_input = cp.asarray(gen_matrix(n, SEED))
+            solvers = {kc: solver_for(kc, file, n, d_input) for kc, file in builds.items()}
+            reference = floyd_warshall_cupy(d_input) if n <= CHECK_MAX_N else None
+            correct = {}
+            for kc, (plan, solver, first, work, stream) in solvers.items():
+                with stream:
+                    cp.copyto(work, first)
+                    solver.run()
+                    correct[kc] = (
+                        bool(cp.array_equal(plan.finish(work, n), reference)) if reference is not None else None
+                    )
+                stream.synchronize()
+            for r in range(ROUNDS):
+                for kc, (_plan, solver, first, work, stream) in solvers.items():
+                    with stream:
+                        cp.copyto(work, first)
+                        t0, t1 = cp.cuda.Event(), cp.cuda.Event()
+                        t0.record(stream)
+                        solver.run()
+                        t1.record(stream)
+                    t1.synchronize()
+                    rows.append(
+                        {
+                            "n": n,
+                            "kc": kc,
+                            "round": r,
+                            "time_ms": cp.cuda.get_elapsed_time(t0, t1),
+                            "correct": correct[kc],
+                        }
+                    )
+            del solvers, reference
+            cp.get_default_memory_pool().free_all_blocks()
+    times = pd.DataFrame(rows)
+    times.to_csv(out / "times.csv", index=False)
+    table = times.groupby(["n", "kc"]).agg(
+        time_ms=("time_ms", "median"), spread_ms=("time_ms", lambda s: s.max() - s.min()), correct=("correct", "first")
+    )
+    table["relaxations_T_per_s"] = [n**3 / (t * 1e-3) / 1e12 for (n, _), t in zip(table.index, table["time_ms"])]
+    roof = float(ceiling(add_min_ceiling())["relaxations_per_s"]) / 1e12  # this run's add+min ceiling
+    table["of_ceiling"] = table["relaxations_T_per_s"] / roof
+    print(f"add+min ceiling, this run: {roof:.2f} T relaxations/s")
+    print(table.round(4).to_string())
+    return table
+
+
+if __name__ == "__main__":
+    main([int(a) for a in sys.argv[1:]] or [32])
