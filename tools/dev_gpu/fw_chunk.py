@@ -10,7 +10,7 @@ For each N: every build's result is checked against CuPy's reference (N <= CHECK
 rounds interleaved across builds, each a solve between two events; the median per build.
 Printed, and written to ``$OUT/fw_chunk/times.csv``.
 
-    PYTHONPATH=$PWD OUT=/tmp/out python3 tools/dev_gpu/fw_chunk.py [KC ...]   (default 32)
+    PYTHONPATH=$PWD OUT=/tmp/out python3 tools/dev_gpu/fw_chunk.py [KC | SWITCH=VALUE ...]   (default 32)
 """
 
 from __future__ import annotations
@@ -39,29 +39,35 @@ KERNEL = Path(__file__).resolve().parents[2] / "kernels_cu" / "fw_blocked_minplu
 DEFAULT_KC = kernels.MINPLUS_CHUNK
 
 
-def copy_with_chunk(kc: int, folder: Path) -> Path | None:
-    """The kernel with ``#define KC kc`` (None: the kernel itself), under its own file name
-    (``Launch.from_copy`` takes only a copy of the same name) in a folder of its own, beside
+def copy_with_chunk(build: str, folder: Path) -> Path | None:
+    """The kernel for ``build``: a KC (``32``: ``#define KC 32``) or a switch of the kernel's
+    (``ADDR_KEPT=1``: a ``#define`` put first); None for the kernel itself. Under its own file
+    name (``Launch.from_copy`` takes only a copy of the same name), in a folder of its own beside
     its headers."""
-    if kc == DEFAULT_KC:
+    if build == str(DEFAULT_KC):
         return None
-    here = folder / f"kc{kc}"
+    here = folder / build.replace("=", "_")
     here.mkdir()
     for header in KERNEL.parent.glob("*.cuh"):
         (here / header.name).write_text(header.read_text())
     text = KERNEL.read_text()
-    old = f"#define KC {DEFAULT_KC} "
-    if old not in text:
-        raise SystemExit(f"{KERNEL.name} no longer defines KC as {DEFAULT_KC}")
+    if "=" in build:
+        text = "#define " + build.replace("=", " ", 1) + "\n" + text
+    else:
+        old = f"#define KC {DEFAULT_KC} "
+        if old not in text:
+            raise SystemExit(f"{KERNEL.name} no longer defines KC as {DEFAULT_KC}")
+        text = text.replace(old, f"#define KC {build} ", 1)
     path = here / KERNEL.name
-    path.write_text(text.replace(old, f"#define KC {kc} ", 1))
+    path.write_text(text)
     return path
 
 
-def solver_for(kc: int, file: Path | None, n: int, start):
-    """A solver of the BF 256 + DPX plan built from ``file``, the host sizing shared memory for KC."""
+def solver_for(build: str, file: Path | None, n: int, start):
+    """A solver of the BF 256 + DPX plan built from ``file``, the host sizing shared memory for
+    the build's KC."""
     cp = require_cupy()
-    kernels.MINPLUS_CHUNK = kc
+    kernels.MINPLUS_CHUNK = int(build) if build.isdigit() else DEFAULT_KC
     try:
         plan = minplus_variants([BF], dpx=[True], file=file)[0].plan(n)
         stream = cp.cuda.Stream(non_blocking=True)
@@ -74,13 +80,13 @@ def solver_for(kc: int, file: Path | None, n: int, start):
     return plan, solver, first, work, stream
 
 
-def main(chunks: list[int]) -> pd.DataFrame:
+def main(chunks: list[str]) -> pd.DataFrame:
     cp = require_cupy()
     out = Path(os.environ.get("OUT", "/tmp/cudalab-out")) / "fw_chunk"
     out.mkdir(parents=True, exist_ok=True)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        builds = {kc: copy_with_chunk(kc, Path(tmp)) for kc in dict.fromkeys([DEFAULT_KC, *chunks])}
+        builds = {b: copy_with_chunk(b, Path(tmp)) for b in dict.fromkeys([str(DEFAULT_KC), *chunks])}
         for n in SIZES:
             d_input = cp.asarray(gen_matrix(n, SEED))
             solvers = {kc: solver_for(kc, file, n, d_input) for kc, file in builds.items()}
@@ -128,4 +134,4 @@ def main(chunks: list[int]) -> pd.DataFrame:
 
 
 if __name__ == "__main__":
-    main([int(a) for a in sys.argv[1:]] or [32])
+    main(sys.argv[1:] or ["32"])
