@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -105,12 +106,13 @@ def test_sigterm_keeps_the_finished_chapters_and_marks_the_report_incomplete(tmp
     assert not list(out.rglob("*.tmp")), "no half-written files"
 
 
-@pytest.mark.parametrize("pause", [0.5, 3.0])
+@pytest.mark.parametrize("pause", [0.5, 2.0])
 def test_ctrl_c_from_a_terminal_is_quiet_leaves_no_partial_chapter_and_the_rerun_completes(tmp_path, pause):
     """A terminal's Ctrl-C is SIGINT to the build's whole process group, in the middle of a chapter
-    (0.5 s: its kernel starting; 3 s: its cells running). Required: the interrupt message alone (no
-    kernel's ZMQ traceback, no DeadKernelError, no "Kernel died"), exit 130, no file of the
-    interrupted chapter left, and the same command run again completes."""
+    (0.5 s after chapter 01 starts: its kernel starting; 2 s: its cells running, or on a fast
+    machine chapter 02's start). Required: the interrupt message alone (no kernel's ZMQ traceback,
+    no DeadKernelError, no "Kernel died"), exit 130, no file of the interrupted chapter (the one
+    that started and did not end) left, and the same command run again completes."""
     out = tmp_path / "r"
     command = [sys.executable, str(ROOT / "build_report.py"), "--replay", "--no-pdf", "--only", "00", "01", "02"]
     proc = subprocess.Popen(
@@ -134,7 +136,11 @@ def test_ctrl_c_from_a_terminal_is_quiet_leaves_no_partial_chapter_and_the_rerun
     for noise in ("Traceback", "ZMQError", "DeadKernelError", "Kernel died", "KeyboardInterrupt", "Task exception"):
         assert noise not in said, said[-3000:]
     done = set(json.loads((out / "build.json").read_text())["chapters"])
-    assert "01_block_size" not in done, said[-2000:]
+    started = re.findall(r"\] (\d\d_\w+) \.\.\.", said)
+    ended = set(re.findall(r"\] (\d\d_\w+): ", said))
+    cut = [c for c in started if c not in ended]
+    assert cut, f"the Ctrl-C came between chapters, not in one: {said[-2000:]}"
+    assert cut[-1] not in done and cut[-1] in ("01_block_size", "02_coalescing"), said[-2000:]
     assert {p.name for p in (out / "data").iterdir()} == done, "no partial chapter's tables"
     assert {p.stem for p in (out / "notebooks").glob("*.ipynb")} == done, "no partial chapter's notebook"
     again = subprocess.run([*command, "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)
@@ -168,7 +174,7 @@ def test_an_interrupted_rebuild_keeps_the_earlier_complete_chapter(tmp_path):
         seen.append(line)
         if "] 01_block_size ..." in line or time.time() > deadline:
             break
-    time.sleep(2.0)
+    time.sleep(1.0)  # inside the chapter: a replayed chapter 01 takes about 3 s on 2 cores
     os.killpg(proc.pid, signal.SIGINT)
     said = "".join(seen) + proc.stderr.read()
     assert proc.wait(timeout=120) == 130, said[-3000:]
