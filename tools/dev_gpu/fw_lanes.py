@@ -41,6 +41,19 @@ CHECK_MAX_N = 8192
 PRIORITIES = ("highest", "normal")
 
 
+def solve_ms(solver: fw.Solver, work, start, stream) -> float:
+    """One solve from ``start`` as the chapter times it: an event pair around it, none between launches."""
+    cp = require_cupy()
+    with stream:
+        cp.copyto(work, start)
+        t0, t1 = cp.cuda.Event(), cp.cuda.Event()
+        t0.record(stream)
+        solver.run()
+        t1.record(stream)
+    t1.synchronize()
+    return cp.cuda.get_elapsed_time(t0, t1)
+
+
 def timed_rounds(solver: fw.Solver) -> pd.DataFrame:
     """One plain solve with an event after every launch; a row per (round, lane): the lane's time
     from the round's meeting to its last launch's end, and its launches."""
@@ -114,15 +127,7 @@ def main(sizes: list[int]) -> None:
             start = plan.prepare(d_input)
             work = cp.empty_like(start)
             solver = fw.Solver(plan, work, use_graph=False, stream=stream)
-            plain = []
-            for _ in range(3):  # the solve as the chapter times it (no events between launches)
-                cp.copyto(work, start)
-                t0, t1 = cp.cuda.Event(), cp.cuda.Event()
-                t0.record(stream)
-                solver.run()
-                t1.record(stream)
-                t1.synchronize()
-                plain.append(cp.cuda.get_elapsed_time(t0, t1))
+            plain = [solve_ms(solver, work, start, stream) for _ in range(3)]
             cp.copyto(work, start)
             rounds = timed_rounds(solver)
             # CuPy's reference costs N steps over the whole matrix: checked up to CHECK_MAX_N
