@@ -23,6 +23,11 @@
 //      whole strip (BF rows) as its B operand while other blocks write their rows of it. That race
 //      is benign: every value read lies between the strip's old and final values, and
 //      min(C', P (x) C') is the final strip for any such C' (P closed, with a zero diagonal).
+//   4. A thread's sources of the next chunk are pointers kept from chunk to chunk, advanced by one
+//      chunk per trip (A's four loads from two of them: loads 2 and 3 read the rows of 0 and 1, two
+//      k-quads on), and its places in a stage are computed once. Rebuilt from the chunk number at
+//      each trip, the 64-bit addresses took 33 integer instructions a chunk beside the 1,024
+//      VIADDMNMX, which issue at half rate on the same unit; now 12 (docs/tuning-log.md).
 // Phase 1 runs here for BF 64 and 128 (BF^3 relaxations on one SM); at BF 256 the host closes the
 // pivot block as a blocked solve of its own 4 x 4 tiles with the BF 64 build of these kernels,
 // pointed at the block's first cell (labs.fw.blocked.plans.LookaheadPlan).
@@ -84,48 +89,23 @@ __device__ __forceinline__ void wait_copies()
 #endif
 }
 
-// Chunk c of the operands, k = c*KC .. c*KC + KC - 1. B's KC rows go straight into shared memory
+// A chunk of the operands, k = c*KC .. c*KC + KC - 1. B's KC rows go straight into shared memory
 // by asynchronous copies. A's TILE x KC block is read into registers (a thread takes 32 contiguous
 // bytes of a row, so each load is one whole sector) and stored transposed by store_a, so that the
 // eight d[i][k] a thread needs per k are two 16-byte loads; the pairs of k-quads a warp stores
 // land 16 banks apart.
 struct AChunk { int4 v[A_LOADS]; };
 
-__device__ __forceinline__ AChunk load_a(const int* A, int n, int c, int tid)
-{
-    AChunk out;
-#pragma unroll
-    for (int p = 0; p < A_LOADS; ++p) {
-        int idx = tid + p * THREADS;
-        int i = (idx / 2) % TILE, kq = idx % 2 + 2 * (idx / (2 * TILE));
-        out.v[p] = *reinterpret_cast<const int4*>(&A[(size_t)i * n + c * KC + 4 * kq]);
-    }
-    return out;
-}
-
-__device__ __forceinline__ void store_a(int* buf, const AChunk& a, int tid)
+// A's chunk into a stage, transposed: load p's four k at place[p], place[p] + AT_STRIDE, ...
+__device__ __forceinline__ void store_a(int* buf, const AChunk& a, const int (&place)[A_LOADS])
 {
 #pragma unroll
     for (int p = 0; p < A_LOADS; ++p) {
-        int idx = tid + p * THREADS;
-        int i = (idx / 2) % TILE, kq = idx % 2 + 2 * (idx / (2 * TILE));
-        buf[(4 * kq + 0) * AT_STRIDE + i] = a.v[p].x;
-        buf[(4 * kq + 1) * AT_STRIDE + i] = a.v[p].y;
-        buf[(4 * kq + 2) * AT_STRIDE + i] = a.v[p].z;
-        buf[(4 * kq + 3) * AT_STRIDE + i] = a.v[p].w;
+        buf[place[p]] = a.v[p].x;
+        buf[place[p] + AT_STRIDE] = a.v[p].y;
+        buf[place[p] + 2 * AT_STRIDE] = a.v[p].z;
+        buf[place[p] + 3 * AT_STRIDE] = a.v[p].w;
     }
-}
-
-__device__ __forceinline__ void copy_b(int* buf, const int* B, int n, int c, int tid)
-{
-    int* Bs = buf + KC * AT_STRIDE;
-#pragma unroll
-    for (int p = 0; p < A_LOADS; ++p) {
-        int idx = tid + p * THREADS;
-        int k = idx / (TILE / 4), q = idx % (TILE / 4);
-        copy16(&Bs[k * TILE + 4 * q], &B[(size_t)(c * KC + k) * n + 4 * q]);
-    }
-    copies_issued();
 }
 
 __device__ __forceinline__ int patch_offset(int p) { return p < 4 ? p : HALF + p - 4; }
@@ -135,10 +115,32 @@ __device__ __forceinline__ int patch_offset(int p) { return p < 4 ? p : HALF + p
 // every read of this block's own cells is staged before its one write at the end.
 __device__ __forceinline__ void minplus_tile(const int* A, const int* B, int* C, int n)
 {
+    static_assert(THREADS == 64 && TILE == 64 && A_LOADS == 4, "A's two row pointers below");
     extern __shared__ __align__(16) int smem[];
     int tx = threadIdx.x, ty = threadIdx.y, tid = ty * NT + tx;
-    AChunk next = load_a(A, n, 0, tid);
-    copy_b(smem, B, n, 0, tid);
+    // Item 4: each thread's sources of the next chunk, kept as pointers and advanced by one chunk
+    // per trip, and its places in a stage, computed once. A's loads 2 and 3 read the rows of loads
+    // 0 and 1 two k-quads on, so two pointers serve A's four loads.
+    const int4* a_rows[2];
+    const int* b_next[A_LOADS];
+    int a_dst[A_LOADS], b_dst[A_LOADS];
+    AChunk first;
+    const size_t b_chunk = (size_t)KC * n;
+#pragma unroll
+    for (int p = 0; p < A_LOADS; ++p) {
+        int idx = tid + p * THREADS;
+        int i = (idx / 2) % TILE, kq = idx % 2 + 2 * (idx / (2 * TILE));
+        const int4* a = reinterpret_cast<const int4*>(&A[(size_t)i * n + 4 * kq]);
+        first.v[p] = *a;
+        if (p < 2) a_rows[p] = a + KC / 4;
+        a_dst[p] = 4 * kq * AT_STRIDE + i;
+        int k = idx / (TILE / 4), q = idx % (TILE / 4);
+        const int* b = &B[(size_t)k * n + 4 * q];
+        b_dst[p] = KC * AT_STRIDE + k * TILE + 4 * q;
+        copy16(smem + b_dst[p], b);
+        b_next[p] = b + b_chunk;
+    }
+    copies_issued();
 
     int acc[8][8];
 #pragma unroll
@@ -153,23 +155,28 @@ __device__ __forceinline__ void minplus_tile(const int* A, const int* B, int* C,
         int idx = tid + p * THREADS, i = idx / (TILE / 4), q = idx % (TILE / 4);
         copy16(&Cs[i * TILE + 4 * q], &C[(size_t)i * n + 4 * q]);
     }
-    store_a(smem, next, tid);
+    store_a(smem, first, a_dst);
 
+    int here = 0, there = STAGE_INTS;  // offsets of this chunk's stage and of the next one's
 #pragma unroll 1
     for (int c = 0; c < BF / KC; ++c) {
-        int* stage = smem + (c & 1) * STAGE_INTS;
-        int* following = smem + ((c + 1) & 1) * STAGE_INTS;
         bool more = c + 1 < BF / KC;
+        AChunk next;
         if (more) {
-            next = load_a(A, n, c + 1, tid);
-            copy_b(following, B, n, c + 1, tid);
+            next.v[0] = a_rows[0][0];
+            next.v[1] = a_rows[1][0];
+            next.v[2] = a_rows[0][2];
+            next.v[3] = a_rows[1][2];
+#pragma unroll
+            for (int p = 0; p < A_LOADS; ++p) copy16(smem + there + b_dst[p], b_next[p]);
+            copies_issued();
             wait_copies<1>();
         } else {
             wait_copies<0>();
         }
         __syncthreads();
-        const int* At = stage;
-        const int* Bs = stage + KC * AT_STRIDE;
+        const int* At = smem + here;
+        const int* Bs = At + KC * AT_STRIDE;
 #pragma unroll
         for (int k = 0; k < KC; ++k) {
             int4 a0 = *reinterpret_cast<const int4*>(&At[k * AT_STRIDE + 4 * ty]);
@@ -183,8 +190,15 @@ __device__ __forceinline__ void minplus_tile(const int* A, const int* B, int* C,
 #pragma unroll
                 for (int b = 0; b < 8; ++b) acc[a][b] = add_min(dik[a], dkj[b], acc[a][b]);
         }
-        if (more) store_a(following, next, tid);
+        if (more) store_a(smem + there, next, a_dst);
         __syncthreads();
+        a_rows[0] += KC / 4;
+        a_rows[1] += KC / 4;
+#pragma unroll
+        for (int p = 0; p < A_LOADS; ++p) b_next[p] += b_chunk;
+        int stage = here;
+        here = there;
+        there = stage;
     }
 
 #pragma unroll

@@ -10,7 +10,9 @@ For each N: every build's result is checked against CuPy's reference (N <= CHECK
 rounds interleaved across builds, each a solve between two events; the median per build.
 Printed, and written to ``$OUT/fw_chunk/times.csv``.
 
-    PYTHONPATH=$PWD OUT=/tmp/out python3 tools/dev_gpu/fw_chunk.py [KC | SWITCH=VALUE ...]   (default 32)
+    PYTHONPATH=$PWD OUT=/tmp/out python3 tools/dev_gpu/fw_chunk.py [KC | SWITCH=VALUE | file:PATH ...]   (default 32)
+
+``file:PATH`` times another version of the kernel (``git show main:kernels_cu/...``) beside this one.
 """
 
 from __future__ import annotations
@@ -47,12 +49,15 @@ def copy_with_chunk(build: str, folder: Path) -> Path | None:
     its headers."""
     if build == str(DEFAULT_KC):
         return None
-    here = folder / build.replace("=", "_")
+    name = Path(build[5:]).stem if build.startswith("file:") else build.replace("=", "_")
+    here = folder / name
     here.mkdir()
     for header in KERNEL.parent.glob("*.cuh"):
         (here / header.name).write_text(header.read_text())
     text = KERNEL.read_text()
-    if "=" in build:
+    if build.startswith("file:"):  # another version of the kernel, e.g. main's beside a branch's
+        text = Path(build[5:]).read_text()
+    elif "=" in build:
         text = "#define " + build.replace("=", " ", 1) + "\n" + text
     else:
         old = f"#define KC {DEFAULT_KC} "
