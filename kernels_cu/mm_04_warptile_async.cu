@@ -42,10 +42,22 @@
 //      No block waits for another, so no order of starting blocks can deadlock. Blocks take
 //      their item from a counter (not blockIdx), so the whole tiles start first. The counter and
 //      the per-tile counts reset themselves for the next launch.
+//   8. (-DINWARD_EDGES=1, optional) Every tile copies without bound checks. Where n % 4 == 0 and
+//      n >= BM, BN, a tile that would cross the matrix's edge computes the BM x BN block that ends
+//      at the edge instead, overlapping its neighbour, and writes only its own cells; so every
+//      tile lies inside the matrix, and each copy is one address product from the tile's bases,
+//      with no predicate or select (only a partial last k tile takes the checked copies of item 5).
+//      At the small-n patch (64x128x16) the checked copies were about 230 instructions a tile and
+//      thread beside its 1,024 FFMA; unchecked, about 52. In a one-wave launch (n = 1000: 128
+//      tiles of 64 x 128 for 264 places), the edge tiles no longer run slower than the rest.
+//      On an H100 with stream-K it took n = 1000 from 0.895 to 0.907 of cuBLAS in one run, and
+//      1024 / 1600 from 0.99 / 1.07 to 1.01 / 1.10. The larger finalists keep the checked copies:
+//      the branch costs their registers (230 -> 242 at 128x256x32), and at n = 4095, where it is
+//      never taken, 128x256x16 fell from 0.923 to 0.882 (docs/tuning-log.md).
 // Without cp.async (below sm_80: the rtx2080 profile's Turing) the same copies are plain loads
 // and stores, in the same ring: correct, with less latency hidden.
 // Tuning: -DBM -DBN -DBK -DWM -DWN -DTM -DTN -DSTAGES (-DMIN_BLOCKS: blocks per SM the compiler
-// must leave registers for); the chapter's search picks them for the present GPU.
+// must leave registers for; -DINWARD_EDGES); the chapter's search picks them for the present GPU.
 // Launch: grid (ceil(n / BN), ceil(n / BM)), block (THREADS), STAGES * BK * (BM + 4 + BN) * 4
 // bytes of dynamic shared memory; with SPLIT_WAVE, grid (whole tiles + stream-K blocks) (matmul.split_plan).
 
@@ -75,6 +87,9 @@
 #endif
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1
+#endif
+#ifndef INWARD_EDGES
+#define INWARD_EDGES 0     // item 8
 #endif
 
 #ifdef SPLIT_WAVE
@@ -187,11 +202,18 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) mm_warptile_as
     while (s_it < s_end) {   // a segment: one tile's k tiles [t_begin, t_end)
         const int st = s_it / ktiles, tile = s_item < s_whole ? s_item : s_whole + st;
         const int t_begin = s_it - st * ktiles, t_end = min(ktiles, static_cast<int>(s_end - st * ktiles));
-        const int m0 = tile / tiles_n * BM, n0 = tile % tiles_n * BN;
+        const int m_lo = tile / tiles_n * BM, n_lo = tile % tiles_n * BN;   // the first cell it writes
 #else
     {
-        const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+        const int m_lo = blockIdx.y * BM, n_lo = blockIdx.x * BN;
         const int t_begin = 0, t_end = ktiles;
+#endif
+#if INWARD_EDGES
+        // Item 8: the block computed, (m0, n0), ends at the matrix's edge; every copy is inside.
+        const bool inward = (n & 3) == 0 && n >= BM && n >= BN;
+        const int m0 = inward ? min(m_lo, n - BM) : m_lo, n0 = inward ? min(n_lo, n - BN) : n_lo;
+#else
+        const int m0 = m_lo, n0 = n_lo;
 #endif
         const int warp = tid / 32, lane = tid % 32;
         const int wm0 = (warp / WARPS_N) * WM, wn0 = (warp % WARPS_N) * WN;   // the warp's tile in the block's patch
@@ -210,8 +232,23 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) mm_warptile_as
         float* b_dst = Bs + b_r * BN + b_c;
         const bool b_col_ok = n0 + b_c < n;   // n % 4 == 0 on the float4 path: a float4 is all in or all out
 
+#if INWARD_EDGES
+        const size_t a_rows = (size_t)A_STEP * n, b_rows = (size_t)b_step * n;   // one step of each copy
+#endif
         auto load_tile = [&](int stage, int t) {
             int k0 = t * BK;
+#if INWARD_EDGES
+            if (inward && k0 + BK <= n) {   // uniform: every tile but for a partial last k tile
+                const float* pa = a_src + k0;
+                const float* pb = b_src + (size_t)k0 * n;
+#pragma unroll
+                for (int l = 0; l < A_COPIES; l++) copy4(a_dst + stage * AS_STAGE + l * A_STEP, pa + l * a_rows, true);
+#pragma unroll
+                for (int l = 0; l < B_VEC_COPIES; l++)
+                    copy16(b_dst + stage * BS_STAGE + l * b_step * BN, pb + l * b_rows, true);
+                return;
+            }
+#endif
             const float* pa = a_src + k0;
             bool a_col_ok = k0 + a_c < n;
 #pragma unroll
@@ -343,9 +380,15 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) mm_warptile_as
         for (int i = 0; i < TM; i++) {
             int row = m0 + wm0 + (i / 4) * 4 * LM + 4 * ly + i % 4;
             if (row >= n) continue;
+#if INWARD_EDGES
+            if (row < m_lo) continue;   // the neighbour's row (item 8)
+#endif
 #pragma unroll
             for (int g = 0; g < TN / 4; g++) {
                 int col = n0 + wn0 + g * 4 * LN + 4 * lx;
+#if INWARD_EDGES
+                if (col < n_lo) continue;   // the neighbour's columns: all four, n_lo being a multiple of 4
+#endif
                 float* out = &C[(size_t)row * n + col];
                 if (vec && col + 3 < n) {
                     *reinterpret_cast<float4*>(out) =

@@ -109,14 +109,18 @@ def test_the_final_step_matches_cublas_where_tiles_and_float4_rows_do_not_fit(cp
 
 @pytest.mark.parametrize(
     "shape",
-    [(128, 256, 32, 64, 64, 8, 16, 2, 1), (128, 128, 8, 32, 64, 8, 8, 4, 2), tuple(mm.SMALL_N_SHAPE.values())],
+    [
+        dict(zip(mm.ASYNC_SHAPE, (128, 256, 32, 64, 64, 8, 16, 2, 1))),
+        dict(zip(mm.ASYNC_SHAPE, (128, 128, 8, 32, 64, 8, 8, 4, 2))),
+        mm.SMALL_N_SHAPE,
+    ],
     ids=["128x256x32", "128x128x8", "small n"],
 )
 def test_stream_k_matches_cublas_and_gives_the_same_bits_every_run(cp, shape):
     """n = 130 (n % 4 != 0) and 1000: every tile shared by k steps; 3000: one whole wave on an
     H100, then tiles in stream-K ranges, summed in k order by whichever segment arrives last. The
     same C, bit for bit, on a second and third run."""
-    kernel = mm.stream_k(mm.warptile_async(*shape[:7], stages=shape[7], min_blocks=shape[8]))
+    kernel = mm.stream_k(mm.warptile_async(**shape))
     sizes = [130, 1000, 1600, 3000]
     frame = mm.sweep([kernel], sizes, seed=5, timing={"min_repeats": 1, "max_repeats": 1, "min_total_s": 0})
     rows = frame[frame["kernel"].eq(kernel.label)]
@@ -130,3 +134,27 @@ def test_stream_k_matches_cublas_and_gives_the_same_bits_every_run(cp, shape):
         spec((ops.a, ops.b, ops.c, np.int32(3000)), kernel=compiled)
         runs.append(cp.asnumpy(ops.c).view(np.int32))
     assert np.array_equal(runs[0], runs[1]) and np.array_equal(runs[0], runs[2])
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["whole tiles", "stream-K"])
+def test_inward_edges_give_the_bits_of_the_checked_copies(cp, split):
+    """mm_04's item 8 (inward edges: an edge tile computes the block that ends at the matrix's
+    edge, overlapping its neighbour, and copies unchecked) changes which block computes a cell,
+    not its sum: at n = 100 and 130 (off: n < BN, n % 4 != 0), 132, 1000 and 1600 (edge tiles
+    moved), C matches cuBLAS and has the bits of the same shape with checked edge tiles."""
+    from cudalab.core.check import compare_close
+
+    shapes = [{**mm.SMALL_N_SHAPE, "inward_edges": on} for on in (0, 1)]
+    kernels = [mm.stream_k(mm.warptile_async(**s)) if split else mm.warptile_async(**s) for s in shapes]
+    for n in (100, 130, 132, 1000, 1600):
+        ops = mm.operands(n, 5)
+        out = []
+        for kernel in kernels:
+            compiled, spec = kernel.compile(), kernel.launch(n)
+            mm.allow_shared_memory(compiled, spec.dynamic_shared_bytes)
+            ops.c.fill(np.nan)
+            spec((ops.a, ops.b, ops.c, np.int32(n)), kernel=compiled)
+            out.append(cp.asnumpy(ops.c))
+            check = compare_close(ops.c, ops.reference, ops.scale, mm.tolerance(n), "cuBLAS", "|A||B|")
+            assert check["status"] == "ok", (n, kernel.label, check)
+        assert np.array_equal(out[0].view(np.int32), out[1].view(np.int32)), n

@@ -144,7 +144,13 @@ VARIANTS += [
 ]
 # Chapter 05's final kernel with stream-K last waves (the counter, the partial sums, the k-order fixup).
 VARIANTS += [
-    ("mm_04_warptile_async.cu", "-DBM=128 -DBN=256 -DBK=16 -DWM=64 -DWN=64 -DTM=8 -DTN=16 -DSTAGES=3 -DSPLIT_WAVE=132")
+    ("mm_04_warptile_async.cu", "-DBM=128 -DBN=256 -DBK=16 -DWM=64 -DWN=64 -DTM=8 -DTN=16 -DSTAGES=3 -DSPLIT_WAVE=132"),
+    # the small-n patch with inward edges (item 8), whole tiles and stream-K
+    ("mm_04_warptile_async.cu", "-DBM=64 -DBN=128 -DBK=16 -DWM=32 -DWN=64 -DTM=8 -DTN=8 -DSTAGES=4 -DINWARD_EDGES=1"),
+    (
+        "mm_04_warptile_async.cu",
+        "-DBM=64 -DBN=128 -DBK=16 -DWM=32 -DWN=64 -DTM=8 -DTN=8 -DSTAGES=4 -DMIN_BLOCKS=2 -DINWARD_EDGES=1 -DSPLIT_WAVE=264",
+    ),
 ]
 # Chapter 06's fused k-means pass in the shapes its grids use, on both of its paths.
 VARIANTS += [

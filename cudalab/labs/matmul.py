@@ -51,7 +51,7 @@ STATIC_SHARED_LIMIT = 48 * 1024  # statically sized __shared__ arrays cannot exc
 MAX_REGISTERS_PER_THREAD = 255  # the most registers a thread can address
 ARGUMENTS = ("A", "B", "C", "n")  # every matmul kernel computes C = A B for n x n matrices
 # The final step's shape, as its rows name it (kernel_from_row) and its variants copy it (stream_k).
-ASYNC_SHAPE = ("bm", "bn", "bk", "wm", "wn", "tm", "tn", "stages", "min_blocks")
+ASYNC_SHAPE = ("bm", "bn", "bk", "wm", "wn", "tm", "tn", "stages", "min_blocks", "inward_edges")
 SK_MIN = 4  # k tiles a stream-K block takes at least (mm_04's SK_MIN)
 
 
@@ -277,13 +277,15 @@ def warptile_async(
     stages: int = 3,
     min_blocks: int = 1,
     wave: int = 0,
+    inward_edges: int = 0,
     label: str = "",
 ) -> MatmulKernel:
     """The chapter's final step (``mm_04_warptile_async.cu``): BM x BN per block in warp tiles of
     WM x WN, TM x TN per lane in registers, BK-deep tiles copied asynchronously STAGES deep;
     ``min_blocks`` asks the compiler to leave registers for that many blocks per SM; ``wave``
     (blocks in one wave on the GPU it runs on; 0: off) shares the last waves' tiles out by k
-    steps, stream-K (``split_plan``)."""
+    steps, stream-K (``split_plan``); ``inward_edges`` (1: on) moves the tiles that cross the
+    matrix's edge inward so that every copy skips its bound check (the kernel's item 8)."""
     problems = []
     if bm % wm or bn % wn or wm % tm or wn % tn or (wm // tm) * (wn // tn) != 32:
         problems.append(
@@ -299,6 +301,7 @@ def warptile_async(
     name = label or (
         f"warp tiles {bm}x{bn}x{bk}, warp {wm}x{wn}, {tm}x{tn} per thread, {stages} stages"
         + (f", {min_blocks} blocks/SM" if min_blocks > 1 else "")
+        + (", inward edges" if inward_edges else "")
         + (f", stream-K (wave {wave})" if wave else "")
     )
     return MatmulKernel(
@@ -319,7 +322,8 @@ def warptile_async(
             ("STAGES", stages),
             ("MIN_BLOCKS", min_blocks),
         )
-        + ((("SPLIT_WAVE", wave),) if wave else ()),
+        + ((("SPLIT_WAVE", wave),) if wave else ())
+        + ((("INWARD_EDGES", 1),) if inward_edges else ()),
         shared_bytes=stages * bk * (bm + 4 + bn) * FLOAT32,
         problem="; ".join(problems),
         dynamic_shared=True,
@@ -334,6 +338,7 @@ def warptile_async(
             "stages": stages,
             "min_blocks": min_blocks,
             "wave": wave,
+            "inward_edges": int(bool(inward_edges)),
         },
     )
 
@@ -345,7 +350,7 @@ def stream_k(kernel: MatmulKernel, sm_count: int | None = None) -> MatmulKernel:
     blocks."""
     if sm_count is None:
         sm_count = attributes().get("MultiProcessorCount", 0) if gpu_available() else 0
-    shape = {k: int(kernel.fields[k]) for k in ASYNC_SHAPE}
+    shape = {k: int(kernel.fields.get(k, 0)) for k in ASYNC_SHAPE}
     return warptile_async(**shape, wave=sm_count * shape["min_blocks"])
 
 
@@ -377,11 +382,13 @@ ASYNC_SEARCH: tuple[dict[str, int], ...] = (
 
 
 # The size sweep's patch for n where the finalists' tiles fill a fraction of a wave (n up to about
-# 1600 on an H100): 64 x 128, two blocks of four warps per SM, with stream-K. On an H100, against
-# cuBLAS in the same run, it reached 0.88 at n = 1000, 0.97 at 1024 and 1.05 at 1600, where the
-# best finalist with stream-K reached 0.82, 0.91 and 0.98 (tools/dev_gpu/matmul.sh's grid, this
-# shape added); at n = 4096 it is 0.87, so the search at tune_n never picks it.
-SMALL_N_SHAPE = {"bm": 64, "bn": 128, "bk": 16, "wm": 32, "wn": 64, "tm": 8, "tn": 8, "stages": 4, "min_blocks": 2}
+# 1600 on an H100): 64 x 128, two blocks of four warps per SM, with stream-K and inward edges (in
+# its one-wave launches every tile then copies unchecked, and no edge tile lags). On an H100,
+# against cuBLAS in the same run, with checked edge tiles it reached 0.88 at n = 1000, 0.97 at 1024
+# and 1.05 at 1600, where the best finalist with stream-K reached 0.82, 0.91 and 0.98
+# (tools/dev_gpu/matmul.sh's grid, this shape added); inward edges took n = 1000 to 0.907 against
+# 0.895 (tools/dev_gpu/matmul_fast.py). At n = 4096 it is 0.87, so the search at tune_n never picks it.
+SMALL_N_SHAPE = dict(bm=64, bn=128, bk=16, wm=32, wn=64, tm=8, tn=8, stages=4, min_blocks=2, inward_edges=1)
 
 
 def async_search() -> list[MatmulKernel]:
@@ -834,8 +841,9 @@ def kernel_from_row(row: pd.Series | dict[str, Any]) -> MatmulKernel:
     r = dict(row)
     if r.get("family") == "warptile_async":
         wave = r.get("wave", 0)
+        given = {k: r.get(k, 0) for k in ASYNC_SHAPE}  # inward_edges: absent (or NaN) in rows from before it
         return warptile_async(
-            **{k: int(r[k]) for k in ASYNC_SHAPE},
+            **{k: int(v) if v == v else 0 for k, v in given.items()},
             wave=int(wave) if wave == wave and wave else 0,  # NaN (a row from before the split): none
         )
     return register_blocked(

@@ -40,10 +40,12 @@ FLUSH_BYTES = 256 << 20
 
 
 def contestants(ops: mm.Operands) -> dict[str, object]:
-    """name -> a call that writes ``ops.c``: cuBLAS, and our small-n shape with and without stream-K."""
+    """name -> a call that writes ``ops.c``: cuBLAS, and our small-n shape with and without stream-K,
+    with and without inward edges."""
     small = mm.warptile_async(**mm.SMALL_N_SHAPE)
+    checked = mm.warptile_async(**{**mm.SMALL_N_SHAPE, "inward_edges": 0})  # edge tiles' copies checked
     calls = {"cuBLAS SGEMM": mm.cublas_call(ops)}
-    for kernel in (mm.stream_k(small), small):
+    for kernel in (mm.stream_k(small), small, mm.stream_k(checked), checked):
         compiled = kernel.compile()
         spec = kernel.launch(ops.n)
         allow_shared_memory(compiled, spec.dynamic_shared_bytes)
