@@ -28,6 +28,13 @@
 //      k-quads on), and its places in a stage are computed once. Rebuilt from the chunk number at
 //      each trip, the 64-bit addresses took 33 integer instructions a chunk beside the 1,024
 //      VIADDMNMX, which issue at half rate on the same unit; now 12 (docs/tuning-log.md).
+//   5. A thread's four copies of B's chunk are four pieces of one row (row tid / 4, pieces 16 ints
+//      apart), so one pointer and one stage offset serve them all (the pieces at immediate
+//      offsets), advanced by one 64-bit add a chunk instead of four: 8 integer ALU instructions a
+//      chunk, 139 registers against 153. B's staged rows are 16 ints longer than a tile row, so
+//      that the eight rows a warp's copy writes fall two to a bank-wide line, without conflict.
+//      On an H100, 0.931 / 0.955 of the add+min ceiling (8192 / 16384) against 0.927 / 0.949 in
+//      the same run (docs/tuning-log.md).
 // Phase 1 runs here for BF 64 and 128 (BF^3 relaxations on one SM); at BF 256 the host closes the
 // pivot block as a blocked solve of its own 4 x 4 tiles with the BF 64 build of these kernels,
 // pointed at the block's first cell (labs.fw.blocked.plans.LookaheadPlan).
@@ -60,7 +67,8 @@
 #define HALF (TILE / 2)
 #define NT (TILE / 8)                // threads per side of a block (8 x 8 cells each)
 #define THREADS (NT * NT)
-#define STAGE_INTS (KC * AT_STRIDE + KC * TILE)
+#define BS_STRIDE (TILE + 16)        // a staged row of B, padded: item 5's copies spread banks
+#define STAGE_INTS (KC * AT_STRIDE + KC * BS_STRIDE)
 #define A_LOADS (TILE * KC / 4 / THREADS)  // 16-byte loads of A per thread per chunk (4)
 // dynamic shared memory of phases 2 and 3: 4 * (2 * STAGE_INTS + TILE * TILE) bytes
 
@@ -122,8 +130,11 @@ __device__ __forceinline__ void minplus_tile(const int* A, const int* B, int* C,
     // per trip, and its places in a stage, computed once. A's loads 2 and 3 read the rows of loads
     // 0 and 1 two k-quads on, so two pointers serve A's four loads.
     const int4* a_rows[2];
-    const int* b_next[A_LOADS];
-    int a_dst[A_LOADS], b_dst[A_LOADS];
+    // Item 5: B's copies are row tid / 4 of the chunk, pieces tid % 4 + 4 p (16 p ints on).
+    static_assert(KC * 4 == THREADS, "four threads a row of B's chunk");
+    const int* b_next = &B[(size_t)(tid / 4) * n + 4 * (tid % 4)];
+    const int b_dst = KC * AT_STRIDE + (tid / 4) * BS_STRIDE + 4 * (tid % 4);
+    int a_dst[A_LOADS];
     AChunk first;
     const size_t b_chunk = (size_t)KC * n;
 #pragma unroll
@@ -134,12 +145,9 @@ __device__ __forceinline__ void minplus_tile(const int* A, const int* B, int* C,
         first.v[p] = *a;
         if (p < 2) a_rows[p] = a + KC / 4;
         a_dst[p] = 4 * kq * AT_STRIDE + i;
-        int k = idx / (TILE / 4), q = idx % (TILE / 4);
-        const int* b = &B[(size_t)k * n + 4 * q];
-        b_dst[p] = KC * AT_STRIDE + k * TILE + 4 * q;
-        copy16(smem + b_dst[p], b);
-        b_next[p] = b + b_chunk;
+        copy16(smem + b_dst + 16 * p, b_next + 16 * p);
     }
+    b_next += b_chunk;
     copies_issued();
 
     int acc[8][8];
@@ -168,7 +176,7 @@ __device__ __forceinline__ void minplus_tile(const int* A, const int* B, int* C,
             next.v[2] = a_rows[0][2];
             next.v[3] = a_rows[1][2];
 #pragma unroll
-            for (int p = 0; p < A_LOADS; ++p) copy16(smem + there + b_dst[p], b_next[p]);
+            for (int p = 0; p < A_LOADS; ++p) copy16(smem + there + b_dst + 16 * p, b_next + 16 * p);
             copies_issued();
             wait_copies<1>();
         } else {
@@ -181,8 +189,8 @@ __device__ __forceinline__ void minplus_tile(const int* A, const int* B, int* C,
         for (int k = 0; k < KC; ++k) {
             int4 a0 = *reinterpret_cast<const int4*>(&At[k * AT_STRIDE + 4 * ty]);
             int4 a1 = *reinterpret_cast<const int4*>(&At[k * AT_STRIDE + HALF + 4 * ty]);
-            int4 b0 = *reinterpret_cast<const int4*>(&Bs[k * TILE + 4 * tx]);
-            int4 b1 = *reinterpret_cast<const int4*>(&Bs[k * TILE + HALF + 4 * tx]);
+            int4 b0 = *reinterpret_cast<const int4*>(&Bs[k * BS_STRIDE + 4 * tx]);
+            int4 b1 = *reinterpret_cast<const int4*>(&Bs[k * BS_STRIDE + HALF + 4 * tx]);
             int dik[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
             int dkj[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
 #pragma unroll
@@ -194,8 +202,7 @@ __device__ __forceinline__ void minplus_tile(const int* A, const int* B, int* C,
         __syncthreads();
         a_rows[0] += KC / 4;
         a_rows[1] += KC / 4;
-#pragma unroll
-        for (int p = 0; p < A_LOADS; ++p) b_next[p] += b_chunk;
+        b_next += b_chunk;
         int stage = here;
         here = there;
         there = stage;

@@ -144,13 +144,13 @@ def test_minplus_kernel_spec_refuses_what_the_file_does_not_build(text):
 
 def test_minplus_launches_match_the_kernel_file():
     """Phase 1 on 32 x 32 threads without dynamic shared memory; phases 2 and 3 on 8 x 8 threads
-    (tiles of 64 at every BF) with two stages of a 16-deep chunk of A (transposed, padded) and of
-    B, and the C tile; at BF 256 phase 1's kernel is the BF 64 build's."""
+    (tiles of 64 at every BF) with two stages of a 16-deep chunk of A (transposed, rows padded by
+    4) and of B (rows padded by 16), and the C tile; at BF 256 phase 1's kernel is the BF 64 build's."""
     p1, p2, p3 = kernels.minplus_phase_launches(128)
     assert all(isinstance(p, Launch) and p.grid is None for p in (p1, p2, p3))
     assert (p1.block, p1.dynamic_shared_bytes) == (Dim3(32, 32), 0)
     assert p2.block == p3.block == Dim3(8, 8)
-    assert p3.dynamic_shared_bytes == 4 * (2 * (16 * 68 + 16 * 64) + 64 * 64)
+    assert p3.dynamic_shared_bytes == 4 * (2 * (16 * 68 + 16 * 80) + 64 * 64)
     assert {p.options for p in (p1, p2, p3)} == {("-DBF=128",)}
     assert [p.labels["phase"] for p in (p1, p2, p3)] == ["phase 1", "phase 2", "phase 3"]
     assert p3.arguments[-1] == "part" and p3.tunables == {"block_factor": 128, "dpx": True, "tile": 8}

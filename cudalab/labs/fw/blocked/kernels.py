@@ -116,10 +116,10 @@ MINPLUS_CHUNK = 16  # its KC: k per staged chunk
 
 def minplus_shared_bytes(bf: int = 64) -> int:
     """Dynamic shared memory of the min-plus tile kernel, the same at every BF: two stages of a
-    KC-deep chunk of A (transposed, rows padded by 4) and of B, and the block's C tile
-    (``fw_blocked_minplus.cu``)."""
+    KC-deep chunk of A (transposed, rows padded by 4) and of B (rows padded by 16), and the
+    block's C tile (``fw_blocked_minplus.cu``)."""
     t, kc = MINPLUS_TILE, MINPLUS_CHUNK
-    return INT32 * (2 * (kc * (t + 4) + kc * t) + t * t)
+    return INT32 * (2 * (kc * (t + 4) + kc * (t + 16)) + t * t)
 
 
 def minplus_grids(bf: int, tile: int = MINPLUS_TILE) -> dict[str, Callable[[int], tuple[int, ...]]]:
