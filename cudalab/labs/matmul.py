@@ -350,7 +350,7 @@ def stream_k(kernel: MatmulKernel, sm_count: int | None = None) -> MatmulKernel:
     blocks."""
     if sm_count is None:
         sm_count = attributes().get("MultiProcessorCount", 0) if gpu_available() else 0
-    shape = {k: int(kernel.fields[k]) for k in ASYNC_SHAPE}
+    shape = {k: int(kernel.fields.get(k, 0)) for k in ASYNC_SHAPE}
     return warptile_async(**shape, wave=sm_count * shape["min_blocks"])
 
 
