@@ -8,7 +8,7 @@
 // where (A (x) B)[i][j] = min over k of A[i][k] + B[k][j]. So one tile kernel, a register-tiled
 // min-plus GEMM with K = BF, serves both phases, and phase 2 loses its barrier per k.
 //
-// Two sizes: BF, the depth of a round (its pivot block's side: 64, 128 or 256), and TILE = 64,
+// Two sizes: BF, the depth of a round (its pivot block's side: 64, 128, 256 or 512), and TILE = 64,
 // the side of the output tile a block of 64 threads computes (8 x 8 cells each). Changed from the
 // first version of this kernel, where a block's tile was BF x BF:
 //   1. The output tile stays 64 x 64 whatever BF is, so a deeper round costs no registers: at
@@ -35,9 +35,12 @@
 //      that the eight rows a warp's copy writes fall two to a bank-wide line, without conflict.
 //      On an H100, 0.931 / 0.955 of the add+min ceiling (8192 / 16384) against 0.927 / 0.949 in
 //      the same run (docs/tuning-log.md).
-// Phase 1 runs here for BF 64 and 128 (BF^3 relaxations on one SM); at BF 256 the host closes the
-// pivot block as a blocked solve of its own 4 x 4 tiles with the BF 64 build of these kernels,
-// pointed at the block's first cell (labs.fw.blocked.plans.LookaheadPlan).
+// Phase 1 runs here for BF 64 and 128 (BF^3 relaxations on one SM); at BF 256 and 512 the host
+// closes the pivot block as a blocked solve of its own 4 x 4 (8 x 8) tiles with the BF 64 build
+// of these kernels, pointed at the block's first cell (labs.fw.blocked.plans.LookaheadPlan).
+// BF 512 costs no more registers or shared memory than 256: a block relaxes twice as deep per
+// tile it loads and stores, and a solve has half the rounds, each ending in a drain of phase 3's
+// last blocks; the first round's serial phases 1 and 2 are twice as long.
 //
 // Per k a thread reads 8 + 8 operands in four 16-byte shared loads for 64 relaxations. The
 // operands are staged in chunks of KC = 16 k through two shared-memory buffers, so that the next
@@ -57,8 +60,8 @@
 #ifndef BF
 #define BF 64
 #endif
-#if BF != 64 && BF != 128 && BF != 256
-#error "BF must be 64, 128 or 256"
+#if BF != 64 && BF != 128 && BF != 256 && BF != 512
+#error "BF must be 64, 128, 256 or 512"
 #endif
 #define TILE 64                      // a block's output tile: TILE x TILE cells
 #define S (BF / TILE)                // tiles per side of a round's pivot block
@@ -224,8 +227,8 @@ __device__ __forceinline__ void minplus_tile(const int* A, const int* B, int* C,
                 make_int4(acc[a][4 * h], acc[a][4 * h + 1], acc[a][4 * h + 2], acc[a][4 * h + 3]);
 }
 
-// Phase 1, the pivot block's own Floyd-Warshall, for BF 64 and 128 (at BF 256 the host runs a
-// blocked solve of the block instead). Changes from fw_blocked_phase1: the cells stay in
+// Phase 1, the pivot block's own Floyd-Warshall, for BF 64 and 128 (at BF 256 and 512 the host
+// runs a blocked solve of the block instead). Changes from fw_blocked_phase1: the cells stay in
 // registers (32 x 32 threads, (BF/32)^2 cells each, strided by 32) and only row k and column k go
 // through shared memory, published by their owners into one of two buffers: one barrier per k.
 #if BF <= 128

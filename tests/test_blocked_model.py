@@ -129,6 +129,7 @@ def test_a_sweep_point_expected_over_budget_is_chosen_by_its_time_at_a_smaller_n
         ("minplus:64", kernels.KernelSpec("minplus", 64, True, 8)),
         ("minplus:128:nodpx", kernels.KernelSpec("minplus", 128, False, 8)),
         ("minplus:256", kernels.KernelSpec("minplus", 256, True, 8)),
+        ("minplus:512:nodpx", kernels.KernelSpec("minplus", 512, False, 8)),
     ],
 )
 def test_minplus_kernel_spec_round_trips(text, spec):
@@ -136,7 +137,7 @@ def test_minplus_kernel_spec_round_trips(text, spec):
     assert spec.label().startswith("min-plus BF")
 
 
-@pytest.mark.parametrize("text", ["minplus:32", "minplus:64:t4", "minplus:512"])
+@pytest.mark.parametrize("text", ["minplus:32", "minplus:64:t4", "minplus:1024"])
 def test_minplus_kernel_spec_refuses_what_the_file_does_not_build(text):
     with pytest.raises(LaunchRefused):
         kernels.KernelSpec.parse(text)
@@ -159,6 +160,9 @@ def test_minplus_launches_match_the_kernel_file():
     assert q1.options == ("-DBF=64",) and q2.options == q3.options == ("-DBF=256",)
     grids = kernels.minplus_grids(256)
     assert (grids["phase 2"](32), grids["phase 3"](32)) == ((128, 8), (128, 128))
+    r1, r2, r3 = kernels.minplus_phase_launches(512)
+    assert r1.options == ("-DBF=64",) and r2.options == r3.options == ("-DBF=512",)
+    assert r3.dynamic_shared_bytes == p3.dynamic_shared_bytes, "a deeper round costs no shared memory"
     with pytest.raises(LaunchRefused):
         kernels.minplus_phase_launches(32)
 

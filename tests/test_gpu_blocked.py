@@ -25,7 +25,8 @@ SIZES = [
     520,
     600,
 ]  # 130, 300: three tiles at BF 64 and 128, padded; 520: five rounds at BF 128;
-# 600: three rounds at BF 256, each pivot block closed by an inner solve of its 4 x 4 tiles
+# 600: three rounds at BF 256, each pivot block closed by an inner solve of its 4 x 4 tiles, and two
+# at BF 512 (8 x 8 tiles); test_minplus_deepest_rounds_match_cpu runs three at BF 512
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +42,7 @@ def every_variant():
         + variants.blocking_factor_variants([8, 16, 32, 64, 128])
         + variants.registers_variants([64, 128], dpx=[True, False])
         + variants.registers_variants([64], dpx=[True], tiles=[8])
-        + variants.minplus_variants([64, 128, 256], dpx=[True, False])
+        + variants.minplus_variants([64, 128, 256, 512], dpx=[True, False])
         + [kernels.variant("min-plus BF 256, no look-ahead", lambda: kernels.minplus_plan(256, lookahead=False))]
     )
 
@@ -246,6 +247,17 @@ def test_minplus_closes_a_deep_pivot_block_through_a_view_of_its_first_cell(cp):
         np.minimum(block, block[:, k, None] + block[None, k, :], out=block)
     np.testing.assert_array_equal(cp.asnumpy(work[bf:, bf:]), block)
     np.testing.assert_array_equal(cp.asnumpy(work[:bf]), np.where(mat[:bf] < 0, plans.INF, mat[:bf]))
+
+
+@pytest.mark.parametrize("lookahead", [True, False])
+def test_minplus_deepest_rounds_match_cpu(cp, rng, lookahead):
+    """BF 512: three rounds (1100 vertices padded to 1536), so that a look-ahead lane relaxes the
+    strips of a round that is neither the first nor the last, each pivot block closed by an inner
+    solve of its 8 x 8 tiles."""
+    mat = random_graph(rng, 1100, 0.02, 1000)
+    plan = kernels.variant("min-plus BF 512", lambda: kernels.minplus_plan(512, lookahead=lookahead))
+    got, _ = fw.solve_once(plan, mat)
+    np.testing.assert_array_equal(got, floyd_warshall_c(mat))
 
 
 def test_lookahead_solves_as_plain_launches_on_large_matrices_and_as_a_graph_below(cp):

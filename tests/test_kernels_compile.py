@@ -123,7 +123,7 @@ VARIANTS = (
 # The registers kernels on add_min.cuh's plain path (-DNO_DPX), as chapter 04 builds them beside DPX.
 VARIANTS += [("fw_blocked_registers.cu", "-DBF=64 -DNO_DPX"), ("fw_blocked_minplus.cu", "-DBF=64 -DNO_DPX")]
 # The min-plus kernel at each depth of a round: tiles of 64 at every BF, so none may spill.
-VARIANTS += [("fw_blocked_minplus.cu", f"-DBF={bf}") for bf in (64, 128, 256)]
+VARIANTS += [("fw_blocked_minplus.cu", f"-DBF={bf}") for bf in (64, 128, 256, 512)]
 # Chapter 05's ladder and the shapes its profiles tune over that must not spill (16 x 16 results per
 # thread spill by design: the tuning sweep shows that cliff).
 VARIANTS += [("mm_01_shared_tile.cu", o) for o in ("-DTILE=16", "-DTILE=32", "-DTILE=32 -DUNROLL=16")]

@@ -31,10 +31,19 @@ def expected_sums(blocks: int, threads: int, iters: int, x: int, y: int) -> np.n
     return np.tile(per_thread, blocks)
 
 
+# Chains per thread long enough that a launch's ramp and drain (a few microseconds) do not count:
+# one wave of about 17 ms on an H100. At 4,096 the launch took 1.08 ms and read 0.4% below this
+# (16.36 against 16.43 T/s, one H100, interleaved, docs/tuning-log.md): a ceiling must not be
+# lowered by its own timing, and the solves judged by it run for 36-280 ms.
+ITERATIONS = 65536
+
+
 def add_min_ceiling(
-    iters: int = 4096, blocks_per_sm: int = 8, threads: int = 256, timing: dict[str, Any] | None = None
+    iters: int = ITERATIONS, blocks_per_sm: int = 8, threads: int = 256, timing: dict[str, Any] | None = None
 ) -> pd.DataFrame:
-    """One row per instruction form: relaxations per second, median and spread, and its check."""
+    """One row per instruction form: relaxations per second, median and spread, and its check.
+    ``iters`` add-mins per chain, ``CHAINS`` chains per thread, one wave of ``blocks_per_sm``
+    blocks per SM."""
     cp = require_cupy()
     blocks = attributes()["MultiProcessorCount"] * blocks_per_sm
     x, y = 3, iters * 2  # the cap y is reached half-way, so both branches of min are exercised

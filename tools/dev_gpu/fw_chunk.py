@@ -12,7 +12,8 @@ Printed, and written to ``$OUT/fw_chunk/times.csv``.
 
     PYTHONPATH=$PWD OUT=/tmp/out python3 tools/dev_gpu/fw_chunk.py [KC | SWITCH=VALUE | file:PATH ...]   (default 32)
 
-``file:PATH`` times another version of the kernel (``git show main:kernels_cu/...``) beside this one.
+``file:PATH`` times another version of the kernel (``git show main:kernels_cu/...``) beside this one;
+``BF512`` (or another blocking factor) the kernel itself at that round depth instead of 256.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def copy_with_chunk(build: str, folder: Path) -> Path | None:
     (``ADDR_KEPT=1``: a ``#define`` put first); None for the kernel itself. Under its own file
     name (``Launch.from_copy`` takes only a copy of the same name), in a folder of its own beside
     its headers."""
-    if build == str(DEFAULT_KC):
+    if build == str(DEFAULT_KC) or build.startswith("BF"):
         return None
     name = Path(build[5:]).stem if build.startswith("file:") else build.replace("=", "_")
     here = folder / name
@@ -75,7 +76,8 @@ def solver_for(build: str, file: Path | None, n: int, start):
     cp = require_cupy()
     kernels.MINPLUS_CHUNK = int(build) if build.isdigit() else DEFAULT_KC
     try:
-        plan = minplus_variants([BF], dpx=[True], file=file)[0].plan(n)
+        bf = int(build[2:]) if build.startswith("BF") else BF
+        plan = minplus_variants([bf], dpx=[True], file=file)[0].plan(n)
         stream = cp.cuda.Stream(non_blocking=True)
         with stream:
             first = plan.prepare(start)

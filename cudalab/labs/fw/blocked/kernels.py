@@ -110,7 +110,7 @@ def registers_phase_launches(
 
 
 MINPLUS_TILE = 64  # fw_blocked_minplus.cu's TILE: the side of the tile a phase-2 or phase-3 block computes
-MINPLUS_BLOCK_FACTORS = (64, 128, 256)
+MINPLUS_BLOCK_FACTORS = (64, 128, 256, 512)
 MINPLUS_CHUNK = 16  # its KC: k per staged chunk
 
 
@@ -137,7 +137,7 @@ def minplus_phase_launches(bf: int = 64, dpx: bool = True, file: str | Path | No
     """``phase_launches`` of ``fw_blocked_minplus.cu``: phase 1 on 32 x 32 threads with cells in
     registers, phases 2 and 3 the same min-plus tile product on 8 x 8 threads of 8 x 8 cells
     (phase 3's last argument: which part of the round it relaxes, see ``LookaheadPlan``). At BF
-    256 phase 1's kernel is the BF 64 build's, which ``minplus_plan`` runs as a blocked solve of
+    256 and 512 phase 1's kernel is the BF 64 build's, which ``minplus_plan`` runs as a blocked solve of
     the pivot block (with that build's phases 2 and 3)."""
     if bf not in MINPLUS_BLOCK_FACTORS:
         raise LaunchRefused(
@@ -213,7 +213,7 @@ def minplus_plan(bf: int = 64, dpx: bool = True, lookahead: bool = True, file: s
     """The min-plus kernel, the project's best: every phase of ``fw_blocked_minplus.cu``, phases
     2 and 3 as min-plus products of 8 x 8 register tiles, with or without the DPX add-min
     instruction, rounds overlapped by a look-ahead (``LookaheadPlan``) unless ``lookahead`` is
-    False. At BF 256 the pivot block is closed by the BF 64 build's three phases (its ``inner``
+    False. At BF 256 and 512 the pivot block is closed by the BF 64 build's three phases (its ``inner``
     solve, labelled phase 1)."""
 
     def phases(b: int, label: str | None = None) -> tuple[Phase, ...]:
@@ -297,7 +297,7 @@ class KernelSpec:
             or (kind == "minplus" and bf not in tuple(map(str, MINPLUS_BLOCK_FACTORS)))
         ):
             raise LaunchRefused(
-                f"kernel {text!r}: expected shared:BF, registers:BF[:t4|:t8][:nodpx] or minplus:64|128|256[:nodpx]"
+                f"kernel {text!r}: expected shared:BF, registers:BF[:t4|:t8][:nodpx] or minplus:64|128|256|512[:nodpx]"
             )
         if kind == "minplus":
             return cls(kind, int(bf), "nodpx" not in flags, 8)

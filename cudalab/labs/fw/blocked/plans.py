@@ -128,7 +128,7 @@ class LookaheadPlan(BlockedPlan):
     Phase 3's last argument says which part it relaxes: 0 all, 1 the look-ahead's strips r + 1
     (on a grid of R S x 2 S), 2 the rest.
 
-    ``inner``: where phase 1's one-block kernel cannot hold the pivot block (BF 256), the phases
+    ``inner``: where phase 1's one-block kernel cannot hold the pivot block (BF 256, 512), the phases
     of a build with BF = ``tile`` that close it instead, as a blocked solve of its S x S tiles:
     each kernel is handed the pivot block's first cell as its matrix (rows still n apart).
 
