@@ -71,6 +71,20 @@ def test_plots_order_numbers_inside_labels_by_value():
     ]
 
 
+def test_a_duration_keeps_three_digits_so_that_neighbours_read_alike():
+    from cudalab.core import plots
+
+    assert [plots.duration(ms) for ms in (0.85, 35.96, 36.08, 150.0, 999.7, 4560.0, 192e3)] == [
+        "850 us",
+        "36.0 ms",
+        "36.1 ms",
+        "150 ms",
+        "1000 ms",
+        "4.56 s",
+        "3.20 min",
+    ]
+
+
 def test_plots_colour_a_source_by_whether_it_was_published_not_by_its_position():
     from cudalab.core import plots
 

@@ -449,12 +449,19 @@ def bytes_axis(ax, axis: str = "x") -> None:
     getattr(ax, f"{axis}axis").set_major_formatter(FuncFormatter(lambda v, _: size(v)))
 
 
+def _three_digits(x: float) -> str:
+    """x to three significant digits, trailing zeros kept (36.0, not 36, beside 36.1), never in
+    exponent form (999.7 reads 1000)."""
+    text = f"{x:#.3g}"
+    return f"{x:.0f}" if "e" in text else text.rstrip(".")
+
+
 def duration(ms: float) -> str:
-    """A time in the unit that reads best: 850 us, 12.3 ms, 4.56 s, 3.2 min."""
+    """A time in the unit that reads best: 850 us, 12.3 ms, 36.0 ms, 4.56 s, 3.20 min."""
     if ms < 1:
         return f"{ms * 1e3:.0f} us"
     if ms < 1e3:
-        return f"{ms:.3g} ms"
+        return f"{_three_digits(ms)} ms"
     if ms < 120e3:
-        return f"{ms / 1e3:.3g} s"
-    return f"{ms / 60e3:.3g} min"
+        return f"{_three_digits(ms / 1e3)} s"
+    return f"{_three_digits(ms / 60e3)} min"
