@@ -5,9 +5,11 @@
     python -m cudalab.apsp verify IN OUT
 
 ``solve`` runs a blocked kernel on the GPU and prints the time of each stage as lab 001 reports
-them. Its default kernel is the fastest correct one that chapter 04 recorded (the ``best_kernel``
-headline in ``results/<gpu>/<profile>/04_blocking_factor/summary.json``, for the present GPU's
-profile); ``--kernel minplus:64``, ``registers:64:t8`` or ``shared:32`` picks one. Without a GPU, or with ``--cpu``,
+them. Its default kernel is, of those chapter 04 recorded for the present GPU's profile
+(``results/<gpu>/<profile>/04_blocking_factor/``), the fastest expected at the case's V once its
+matrix is padded to the kernel's blocking factor (``labs.fw.blocked.choice``; the chapter's
+``best_kernel`` headline where its tables time none); ``--kernel minplus:64``,
+``registers:64:t8`` or ``shared:32`` picks one. Without a GPU, or with ``--cpu``,
 it runs the course's sequential C Floyd-Warshall. ``--check`` compares the answer with an
 independent reference: the C code for a GPU answer, a vectorized NumPy Floyd-Warshall for a CPU
 answer; ``verify`` compares an existing output file with the C reference. An output path that is
@@ -58,8 +60,9 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--kernel",
         metavar="KIND:BF",
-        help="blocked kernel: minplus:64|128|256[:nodpx], registers:BF[:t4|:t8][:nodpx] or shared:BF "
-        "(default: chapter 04's recorded best for this GPU's profile)",
+        help="blocked kernel: minplus:64|128|256|512[:nodpx], registers:BF[:t4|:t8][:nodpx] or shared:BF "
+        "(default: of the kernels chapter 04 recorded for this GPU's profile, the fastest expected at "
+        "the case's V once padded to the kernel's blocking factor)",
     )
     v = sub.add_parser("verify", help="compare an output file with the CPU reference")
     v.add_argument("input")
@@ -92,12 +95,34 @@ def recorded_best_kernel(gpu: str) -> tuple[str, str]:
     return str(best[0]["value"]), f"chapter 04's best, recorded in {path.parent.relative_to(path.parents[3])}"
 
 
+def recorded_kernel_for(gpu: str, v: int) -> tuple[str, str]:
+    """(kernel spec text, why) for a graph of ``v`` vertices: of the kernels chapter 04 timed for
+    this GPU's profile, the fastest expected at ``v`` once padded (``blocked.choice``); the
+    chapter's best at its largest N where its tables time none."""
+    import pandas as pd
+
+    from cudalab.labs.fw.blocked import choice
+
+    profile = profile_for_gpu(gpu)
+    try:
+        rec, _ = recorded.find(profile, gpu=gpu)
+    except NoRecordedResults:
+        rec, _ = recorded.find(profile)
+    folder = rec.path / CHAPTER
+    tables = [folder / f"{name}.csv" for name in choice.TABLES]
+    frames = [pd.read_csv(path) for path in tables if path.is_file()]
+    picked = choice.choose(pd.concat(frames, ignore_index=True), v) if frames else None
+    if picked is None:
+        return recorded_best_kernel(gpu)
+    return picked.spec.as_text(), f"{picked.reason()}, in {folder.relative_to(folder.parents[2])}"
+
+
 def _solve_gpu(args: argparse.Namespace, v: int, edges: np.ndarray) -> np.ndarray:
     from cudalab.labs.fw import nthu_gpu
     from cudalab.labs.fw.blocked.kernels import KernelSpec
 
     name = gpu_name() or ""
-    text, source = (args.kernel, "--kernel") if args.kernel else recorded_best_kernel(name)
+    text, source = (args.kernel, "--kernel") if args.kernel else recorded_kernel_for(name, v)
     spec = KernelSpec.parse(text)
     ms, _ = nthu_gpu.solve_file(args.input, args.output, spec.plan())
     print(

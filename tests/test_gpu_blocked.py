@@ -138,7 +138,7 @@ def test_cli_solves_on_gpu_with_check(cp, tmp_path, capsys):
     assert main(["solve", str(case), str(out), "--check"]) == 0
     text = capsys.readouterr().out
     assert "solved on" in text and "compute" in text and "ok: all 22500 distances match" in text
-    assert "chapter 04's best, recorded in" in text, "the default kernel comes from the recorded summary"
+    assert "of chapter 04's kernels, the fastest expected at V = 150" in text, "the default comes from the recording"
     assert main(["solve", str(case), str(out), "--kernel", "shared:32", "--check"]) == 0
     assert "shared BF 32 (--kernel)" in capsys.readouterr().out
 
