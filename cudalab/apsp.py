@@ -80,19 +80,29 @@ def _compare(got: np.ndarray, want: np.ndarray, reference: str) -> int:
     return 1
 
 
-def recorded_best_kernel(gpu: str) -> tuple[str, str]:
-    """(kernel spec text, where it was read) from chapter 04's recorded summary for this GPU's
-    profile: the recording made on this GPU if there is one, else the newest."""
+def _recorded_chapter(gpu: str) -> Path:
+    """Chapter 04's recorded folder for this GPU's profile: the recording made on this GPU if
+    there is one, else the newest."""
     profile = profile_for_gpu(gpu)
     try:
         rec, _ = recorded.find(profile, gpu=gpu)
     except NoRecordedResults:
         rec, _ = recorded.find(profile)
-    path = rec.path / CHAPTER / recorded.SUMMARY
+    return rec.path / CHAPTER
+
+
+def _shown(folder: Path) -> str:
+    return str(folder.relative_to(folder.parents[2]))
+
+
+def recorded_best_kernel(gpu: str) -> tuple[str, str]:
+    """(kernel spec text, where it was read): the ``best_kernel`` headline of chapter 04's
+    recorded summary, the fastest at its largest N."""
+    path = _recorded_chapter(gpu) / recorded.SUMMARY
     best = [e for e in (json.loads(path.read_text()) if path.is_file() else []) if e["key"] == "best_kernel"]
     if not best:
         raise NoRecordedResults(f"{path} records no best_kernel; pass --kernel KIND:BF")
-    return str(best[0]["value"]), f"chapter 04's best, recorded in {path.parent.relative_to(path.parents[3])}"
+    return str(best[0]["value"]), f"chapter 04's best, recorded in {_shown(path.parent)}"
 
 
 def recorded_kernel_for(gpu: str, v: int) -> tuple[str, str]:
@@ -103,18 +113,12 @@ def recorded_kernel_for(gpu: str, v: int) -> tuple[str, str]:
 
     from cudalab.labs.fw.blocked import choice
 
-    profile = profile_for_gpu(gpu)
-    try:
-        rec, _ = recorded.find(profile, gpu=gpu)
-    except NoRecordedResults:
-        rec, _ = recorded.find(profile)
-    folder = rec.path / CHAPTER
-    tables = [folder / f"{name}.csv" for name in choice.TABLES]
-    frames = [pd.read_csv(path) for path in tables if path.is_file()]
+    folder = _recorded_chapter(gpu)
+    frames = [pd.read_csv(path) for path in (folder / f"{name}.csv" for name in choice.TABLES) if path.is_file()]
     picked = choice.choose(pd.concat(frames, ignore_index=True), v) if frames else None
     if picked is None:
         return recorded_best_kernel(gpu)
-    return picked.spec.as_text(), f"{picked.reason()}, in {folder.relative_to(folder.parents[2])}"
+    return picked.spec.as_text(), f"{picked.reason()}, in {_shown(folder)}"
 
 
 def _solve_gpu(args: argparse.Namespace, v: int, edges: np.ndarray) -> np.ndarray:

@@ -84,3 +84,18 @@ def test_apsp_reads_the_recorded_tables_of_the_present_gpus_profile():
     assert spec.kind in ("minplus", "registers", "shared")
     assert why.startswith("of chapter 04's kernels, the fastest expected at V = 12,000")
     assert "04_blocking_factor" in why
+
+
+def test_apsp_falls_back_to_the_chapters_best_where_its_tables_time_no_kernel(tmp_path, monkeypatch):
+    from cudalab import apsp
+    from cudalab.core.errors import NoRecordedResults
+
+    folder = tmp_path / "results" / "some-gpu" / "h100" / "04_blocking_factor"
+    folder.mkdir(parents=True)
+    monkeypatch.setattr(apsp, "_recorded_chapter", lambda gpu: folder)
+    with pytest.raises(NoRecordedResults, match="records no best_kernel"):
+        apsp.recorded_kernel_for("any", 1000)
+    (folder / "summary.json").write_text('[{"key": "best_kernel", "value": "minplus:256"}]')
+    pd.DataFrame([row(3072, 64, 3.2, status="wrong")]).to_csv(folder / "ladder.csv", index=False)
+    text, why = apsp.recorded_kernel_for("any", 1000)
+    assert text == "minplus:256" and why == "chapter 04's best, recorded in some-gpu/h100/04_blocking_factor"

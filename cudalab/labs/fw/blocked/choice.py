@@ -7,9 +7,9 @@ on an H100 the chapter's time split took 118.7 ms to compute with BF 512 where B
 112.8 ms, though BF 512 is the faster at 16,384. Small graphs go the other way: at N = 3,072 the
 shallow BF 64 beats both, its rounds filling more of the GPU.
 
-So every kernel the chapter timed correctly is judged at the recorded N nearest V (on a log
-scale), its time there scaled to V by the cube of the padded sizes, and the fastest expected is
-chosen. The expectation only ranks the recorded kernels; it is never reported as a measurement.
+So the kernels the chapter timed correctly at the recorded N nearest V (on a log scale) are
+compared there, each time scaled to V by the cube of the padded sizes, and the fastest expected
+is chosen. The expectation only ranks the recorded kernels; it is never reported as a measurement.
 """
 
 from __future__ import annotations
