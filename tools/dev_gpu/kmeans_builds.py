@@ -18,14 +18,19 @@ Printed, and written to ``$OUT/kmeans_builds/times.csv``.
 version instead of the chapter's kernel).
 
 Each argument is one build; several switches in one build are joined by commas
-(``B_FLOATS=1,PREFETCH_NEXT=1``).
+(``B_FLOATS=1,PREFETCH_NEXT=1``). A switch ``plan.NAME=V`` changes the launch plan instead
+(``gpu.tensor_shape``: ``plan.THREADS=512`` builds and launches blocks of 512); a build with
+``X_STAGES=S`` (a KMEANS_SOURCE version that stages points in shared memory) gets S buffers of a
+step's points per warp added to its dynamic shared memory.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -53,11 +58,35 @@ def copies(builds: list[str], folder: Path) -> dict[str, Path | None]:
         here.mkdir()
         for header in KERNEL.parent.glob("*.cuh"):
             (here / header.name).write_text(header.read_text())
-        defines = "".join(f"#define {d.replace('=', ' ', 1)}\n" for d in build.split(","))
+        switches = [d for d in build.split(",") if not d.startswith("plan.")]
+        defines = "".join(f"#define {d.replace('=', ' ', 1)}\n" for d in switches)
         path = here / KERNEL.name
         path.write_text(defines + source)
         files[build] = path
     return files
+
+
+@contextlib.contextmanager
+def planned(build: str) -> Iterator[None]:
+    """``gpu.tensor_shape`` as the build's ``plan.`` switches and X_STAGES change it, while it runs."""
+    if build == "default":
+        yield
+        return
+    values = dict(d.split("=", 1) for d in build.split(","))
+    overrides = {k[5:]: int(v) for k, v in values.items() if k.startswith("plan.")}
+    stages = int(values.get("X_STAGES", 0))
+    original = gpu.tensor_shape
+
+    def shape(d: int, k: int) -> dict[str, int]:
+        plan = {**original(d, k), **overrides}
+        plan["dynamic_bytes"] += stages * plan["THREADS"] // 32 * -(-d // 8) * 2 * 32 * 16
+        return plan
+
+    gpu.tensor_shape = shape
+    try:
+        yield
+    finally:
+        gpu.tensor_shape = original
 
 
 def main(builds: list[str]) -> pd.DataFrame:
@@ -73,10 +102,11 @@ def main(builds: list[str]) -> pd.DataFrame:
             same = {}
             reference = None
             for name, file in files.items():
-                runner = gpu.Runner(problem, "tensor", file)
-                for _ in range(3):
-                    runner.step()
-                centres, membership = runner.result()
+                with planned(name):
+                    runner = gpu.Runner(problem, "tensor", file)
+                    for _ in range(3):
+                        runner.step()
+                    centres, membership = runner.result()
                 if reference is None:
                     reference = (centres, membership)
                 same[name] = bool(
@@ -86,7 +116,8 @@ def main(builds: list[str]) -> pd.DataFrame:
                 del runner
             for r in range(ROUNDS):
                 for name, file in files.items():
-                    t = gpu.time_iterations(problem, "tensor", ITERATIONS, file=file)
+                    with planned(name):
+                        t = gpu.time_iterations(problem, "tensor", ITERATIONS, file=file)
                     per_it = t.groupby("iteration")["time_ms"].sum()
                     rows.append(
                         {"k": k, "build": name, "round": r, "time_ms": float(per_it.median()), "same_bits": same[name]}

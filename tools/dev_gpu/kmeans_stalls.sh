@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Issue 44, item 2: where the tensor pass's warps wait at K = 32, instruction by instruction.
+# Nsight Compute's full set on one pass (the third launch) at N = 4,194,304, D = K = 32, with its
+# source counters: $OUT/kmeans_stalls/k32.ncu-rep, details.csv (every section) and sass.csv (each
+# SASS instruction with its executed count and warp-stall samples by reason).
+#   tools/dev_gpu/kmeans_stalls.sh [K]       (about a minute on an H100)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+source tools/dev_gpu/ncu_common.sh
+K=${1:-32}
+dir="$OUT/kmeans_stalls"
+mkdir -p "$dir"
+PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} timeout 300 "$NCU" --target-processes all \
+  --kernel-name kmeans_tensor --launch-skip 2 --launch-count 1 --set full --import-source no \
+  -f -o "$dir/k$K" "$PY" - "$K" <<'PYEOF' > "$dir/k$K.log" 2>&1
+import sys
+
+from cudalab.labs.kmeans import gpu
+
+N, D, SEED = 4194304, 32, 2016
+K = int(sys.argv[1])
+problem = gpu.Problem(gpu.blobs_on_device(N, D, K, SEED), K)
+run = gpu.run_to_convergence(problem, "tensor", loop_on="host")
+print(f"K = {K}: {run['iterations']} iterations", file=sys.stderr)
+PYEOF
+"$NCU" --import "$dir/k$K.ncu-rep" --csv --page details > "$dir/details.csv"
+"$NCU" --import "$dir/k$K.ncu-rep" --csv --page source --print-source sass > "$dir/sass.csv" \
+  2> "$dir/sass.log" || tail -3 "$dir/sass.log"
+ncu_summary "$dir/details.csv" "$dir/k$K.log" \
+  'Duration|DRAM Throughput|Issue Slots Busy|No Eligible|Warp Cycles Per Issued Instruction|Achieved Occupancy'
+grep -E '"Stall|stall' "$dir/details.csv" | head -40 || true
+wc -l "$dir/sass.csv"
