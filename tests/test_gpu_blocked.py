@@ -120,11 +120,12 @@ def test_nthu_case_solved_on_gpu_matches_cpu(cp, tmp_path, v, density, kernel):
 def test_time_split_rows_per_stage(cp, tmp_path):
     from cudalab.labs.fw import nthu_gpu
 
-    split = nthu_gpu.time_split(
-        [100, 700], 0.05, seed=1, workdir=tmp_path, repeats=2, plan_factory=kernels.KernelSpec("shared", 32).plan
-    )
+    chosen = {100: kernels.KernelSpec("shared", 32), 700: kernels.KernelSpec("minplus", 64)}
+    split = nthu_gpu.time_split([100, 700], 0.05, seed=1, workdir=tmp_path, repeats=2, kernel_for=chosen.__getitem__)
     assert len(split) == 2 * len(nthu_gpu.STAGES)
     assert split["status"].eq("ok").all()
+    # each case names the kernel that solved it: the one chosen for its V
+    assert split.groupby("v")["kernel"].agg(set).to_dict() == {v: {s.as_text()} for v, s in chosen.items()}
     assert (split["input_over_fromfile"] > 0).all() and (split["output_over_host_write"] > 0).all()
     assert set(split["checked_against"]) == {"cpu", "cupy"}
     assert not list(tmp_path.iterdir()), "case files are removed after timing"

@@ -22,6 +22,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -36,6 +37,9 @@ from cudalab.labs.fw import harness as fw
 from cudalab.labs.fw import nthu
 from cudalab.labs.fw.blocked.plans import BlockedPlan, padded_size, require_int32_indexable
 from cudalab.labs.fw.reference import floyd_warshall_cupy
+
+if TYPE_CHECKING:
+    from cudalab.labs.fw.blocked.kernels import KernelSpec
 
 STAGES = ("read input", "setup", "H2D", "compute", "D2H", "write output")
 INPUT_STAGES = ("read input", "H2D")  # judged against one numpy.fromfile of the input
@@ -196,22 +200,26 @@ def time_split(
     workdir: str | Path | None = None,
     repeats: int = 3,
     *,
-    plan_factory: Callable[[], BlockedPlan],
+    kernel_for: Callable[[int], KernelSpec],
     show_progress: bool = True,
 ) -> pd.DataFrame:
     """Lab 001's time distribution: for each V a generated case is solved ``repeats`` times from
-    file to file (in ``workdir``, else a temporary folder); one row per (case, stage) with the
-    median and range, and the check's verdict."""
+    file to file (in ``workdir``, else a temporary folder) with the blocked kernel ``kernel_for(V)``
+    (each kernel built once); one row per (case, stage) with the median and range, the kernel
+    (``kernel``, its spec text) and the check's verdict."""
     if workdir is None:
         with tempfile.TemporaryDirectory(prefix="cudalab-cases-") as tmp:
-            return time_split(
-                vertices, density, seed, tmp, repeats, plan_factory=plan_factory, show_progress=show_progress
-            )
+            return time_split(vertices, density, seed, tmp, repeats, kernel_for=kernel_for, show_progress=show_progress)
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    plan = plan_factory()
+    plans: dict[str, BlockedPlan] = {}
     rows = []
     for v in progress(vertices, desc="time split", total=len(vertices), enabled=show_progress):
+        spec = kernel_for(v)
+        kernel = spec.as_text()
+        if kernel not in plans:
+            plans[kernel] = spec.plan()
+        plan = plans[kernel]
         case = workdir / f"case_v{v}.in"
         edges = nthu.generate_case(v, density, seed)
         nthu.write_case(case, v, edges)
@@ -233,6 +241,7 @@ def time_split(
                     "v": v,
                     "e": len(edges),
                     "stage": stage,
+                    "kernel": kernel,
                     **summarize(frame[stage].to_numpy()),
                     "input_bytes": case.stat().st_size,
                     "output_bytes": 4 * v * v,

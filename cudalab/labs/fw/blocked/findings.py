@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from cudalab.core.plots import duration
+from cudalab.labs.fw.blocked.kernels import KernelSpec
 
 PEAK_METRICS = ("global_load_GBps", "shared_load_GBps", "GOPS")
 Cite = Callable[..., str]
@@ -109,6 +110,10 @@ def what_we_saw(
     dominant = ok_phases[ok_phases["variant"].eq(best.variant)].set_index("phase")["time_ms"]
     largest = split[split["v"].eq(split["v"].max())].set_index("stage")["time_ms"]
     io_vs_compute = (largest["read input"] + largest["write output"]) / largest["compute"]
+    solved_with = ""
+    if "kernel" in split:  # recorded since the kernel is chosen per case
+        kernel = split.loc[split["v"].eq(split["v"].max()), "kernel"].iloc[0]
+        solved_with = f" ({KernelSpec.parse(kernel).label()})"
 
     lab_io = ""
     if pub_split is not None:
@@ -180,7 +185,8 @@ def what_we_saw(
         f"{gops_best.variant}'s ({gops_best.GOPS:.0f}).",
         f"- **Step 5**, `min()` for the arithmetic select, gained {step5:.2f}x here{lab_step5}.{same_code}",
         f"- **Time split**: at V = {int(split['v'].max()):,} reading the input took {duration(largest['read input'])}, "
-        f"the copies {duration(largest['H2D'] + largest['D2H'])}, the computation {duration(largest['compute'])} and "
+        f"the copies {duration(largest['H2D'] + largest['D2H'])}, the computation {duration(largest['compute'])}"
+        f"{solved_with} and "
         f"writing the output {duration(largest['write output'])}: the files take {io_vs_compute:.1f}x as long as the "
         f"computation.{lab_io}{file_floors}",
     ]
