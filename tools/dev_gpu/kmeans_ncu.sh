@@ -16,17 +16,7 @@ for K in 8 32; do
     --kernel-name kmeans_tensor --launch-skip 2 --launch-count 1 \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
     --section ComputeWorkloadAnalysis --section Occupancy --section LaunchStats --section SchedulerStats \
-    --csv --page details "$PY" - "$K" <<'PYEOF' > "$OUT/kmeans_ncu/k$K.csv" 2> "$OUT/kmeans_ncu/k$K.log"
-import sys
-
-from cudalab.labs.kmeans import gpu
-
-N, D, SEED = 4194304, 32, 2016
-K = int(sys.argv[1])
-problem = gpu.Problem(gpu.blobs_on_device(N, D, K, SEED), K)
-run = gpu.run_to_convergence(problem, "tensor", loop_on="host")
-print(f"K = {K}: {run['iterations']} iterations", file=sys.stderr)
-PYEOF
+    --csv --page details "$PY" tools/dev_gpu/kmeans_ncu_target.py "$K" > "$OUT/kmeans_ncu/k$K.csv" 2> "$OUT/kmeans_ncu/k$K.log"
   echo "== K = $K"
   ncu_summary "$OUT/kmeans_ncu/k$K.csv" "$OUT/kmeans_ncu/k$K.log" \
     'Duration|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per Thread|Issue Slots Busy|No Eligible|Warp Cycles Per Issued Instruction'

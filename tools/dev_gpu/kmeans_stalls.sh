@@ -12,17 +12,7 @@ dir="$OUT/kmeans_stalls"
 mkdir -p "$dir"
 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} timeout 300 "$NCU" --target-processes all \
   --kernel-name kmeans_tensor --launch-skip 2 --launch-count 1 --set full --import-source no \
-  -f -o "$dir/k$K" "$PY" - "$K" <<'PYEOF' > "$dir/k$K.log" 2>&1
-import sys
-
-from cudalab.labs.kmeans import gpu
-
-N, D, SEED = 4194304, 32, 2016
-K = int(sys.argv[1])
-problem = gpu.Problem(gpu.blobs_on_device(N, D, K, SEED), K)
-run = gpu.run_to_convergence(problem, "tensor", loop_on="host")
-print(f"K = {K}: {run['iterations']} iterations", file=sys.stderr)
-PYEOF
+  -f -o "$dir/k$K" "$PY" tools/dev_gpu/kmeans_ncu_target.py "$K" > "$dir/k$K.log" 2>&1
 "$NCU" --import "$dir/k$K.ncu-rep" --csv --page details > "$dir/details.csv"
 "$NCU" --import "$dir/k$K.ncu-rep" --csv --page source --print-source sass > "$dir/sass.csv" \
   2> "$dir/sass.log" || tail -3 "$dir/sass.log"
