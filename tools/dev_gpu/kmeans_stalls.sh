@@ -3,16 +3,18 @@
 # Nsight Compute's full set on one pass (the third launch) at N = 4,194,304, D = K = 32, with its
 # source counters: $OUT/kmeans_stalls/k32.ncu-rep, details.csv (every section) and sass.csv (each
 # SASS instruction with its executed count and warp-stall samples by reason).
-#   tools/dev_gpu/kmeans_stalls.sh [K]       (about a minute on an H100)
+#   tools/dev_gpu/kmeans_stalls.sh [K [BUILD]]       (about a minute on an H100)
+# BUILD: a build of kmeans_builds.py (with KMEANS_SOURCE) profiled instead of the chapter's pass.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source tools/dev_gpu/ncu_common.sh
 K=${1:-32}
-dir="$OUT/kmeans_stalls"
+BUILD=${2:-default}
+dir="$OUT/kmeans_stalls/$(echo "k$K-$BUILD" | tr -c 'A-Za-z0-9_.\n-' '_')"
 mkdir -p "$dir"
 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} timeout 300 "$NCU" --target-processes all \
   --kernel-name kmeans_tensor --launch-skip 2 --launch-count 1 --set full --import-source no \
-  -f -o "$dir/k$K" "$PY" tools/dev_gpu/kmeans_ncu_target.py "$K" > "$dir/k$K.log" 2>&1
+  -f -o "$dir/k$K" "$PY" tools/dev_gpu/kmeans_ncu_target.py "$K" "$BUILD" > "$dir/k$K.log" 2>&1
 "$NCU" --import "$dir/k$K.ncu-rep" --csv --page details > "$dir/details.csv"
 "$NCU" --import "$dir/k$K.ncu-rep" --csv --page source --print-source sass > "$dir/sass.csv" \
   2> "$dir/sass.log" || tail -3 "$dir/sass.log"
