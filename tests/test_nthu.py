@@ -241,3 +241,45 @@ def test_fuzzed_outputs_get_a_clean_error_or_the_right_size(tmp_path, rng):
         except CaseFormatError:
             continue
         assert out.shape == (4, 4)
+
+
+class _Kernel:
+    """A stand-in for a blocked KernelSpec: its text, and how many times its plan was built."""
+
+    def __init__(self, text: str) -> None:
+        self.text, self.built = text, 0
+
+    def as_text(self) -> str:
+        return self.text
+
+    def plan(self) -> str:
+        self.built += 1
+        return f"plan of {self.text}"
+
+
+def test_time_split_solves_each_case_with_its_own_kernel_built_once(tmp_path, monkeypatch):
+    """The plumbing of chapter 04's time split without a GPU: the solve is the C reference written
+    to the output file, so what is checked is which kernel each case asked for, how often each was
+    built, and that the table names it per case (the GPU test times real solves)."""
+    from cudalab.labs.fw import nthu_gpu
+
+    solved_with = []
+
+    def solve_file(input_path, output_path, plan):
+        solved_with.append(plan)
+        v, edges = read_case(input_path)
+        write_output(output_path, solve_cpu(v, edges))
+        return dict.fromkeys(nthu_gpu.STAGES, 1.0), v
+
+    monkeypatch.setattr(nthu_gpu, "solve_file", solve_file)
+    shallow, deep = _Kernel("minplus:64"), _Kernel("minplus:256")
+    kernel_for = {60: shallow, 90: deep, 120: shallow}.__getitem__
+    split = nthu_gpu.time_split([60, 90, 120], 0.1, seed=3, workdir=tmp_path, repeats=2, kernel_for=kernel_for)
+    assert split.groupby("v")["kernel"].agg(set).to_dict() == {
+        60: {"minplus:64"},
+        90: {"minplus:256"},
+        120: {"minplus:64"},
+    }
+    assert (shallow.built, deep.built) == (1, 1)  # a kernel two cases use is built once
+    assert solved_with == ["plan of minplus:64"] * 2 + ["plan of minplus:256"] * 2 + ["plan of minplus:64"] * 2
+    assert split["status"].eq("ok").all() and set(split["checked_against"]) == {"cpu"}
