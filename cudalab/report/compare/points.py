@@ -108,7 +108,7 @@ def fmt_value(value: Any, unit: str) -> str:
     if num is None:
         return str(value)
     if unit == "fraction":
-        return f"{num:.1%}"
+        return f"{num:.2%}"  # two decimals: a fraction beside a goal such as 0.93 must not round onto it
     if unit == "x":
         return f"{num:,.2f}x"
     if unit in ("relaxations/s",):
