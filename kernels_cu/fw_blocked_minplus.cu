@@ -35,11 +35,6 @@
 //      that the eight rows a warp's copy writes fall two to a bank-wide line, without conflict.
 //      On an H100, 0.931 / 0.955 of the add+min ceiling (8192 / 16384) against 0.927 / 0.949 in
 //      the same run (docs/tuning-log.md).
-//   6. Phase 3 splits its tail: the tiles dispatched last in a round are cut along k into pieces
-//      of a few chunks, each a block that folds its part into C by atomicMin (min-plus products
-//      add up over k in any order, bit for bit). A round is a few waves of equal blocks and ends
-//      when the last one does, so whole tiles in the last wave leave SMs idle for up to a whole
-//      block's time; pieces leave them idle for a piece's (labs.fw.blocked.plans.tail_split).
 // Phase 1 runs here for BF 64 and 128 (BF^3 relaxations on one SM); at BF 256 and 512 the host
 // closes the pivot block as a blocked solve of its own 4 x 4 (8 x 8) tiles with the BF 64 build
 // of these kernels, pointed at the block's first cell (labs.fw.blocked.plans.LookaheadPlan).
@@ -126,13 +121,10 @@ __device__ __forceinline__ void store_a(int* buf, const AChunk& a, const int (&p
 
 __device__ __forceinline__ int patch_offset(int p) { return p < 4 ? p : HALF + p - 4; }
 
-// C = min(C, A (x) B) for one TILE x TILE tile over `chunks` chunks of k (A is TILE x KC chunks,
-// B is KC chunks x TILE); A, B and C point at their first cells in a row-major matrix with n
-// columns. C may lie in B (phase 2): every read of this block's own cells is staged before its one
-// write at the end. A `piece` (phase 3's split tail, item 6 above) is one of several blocks that
-// share C's tile, each over its own range of k: it never reads C and folds its result in with
-// atomicMin, which needs no order between the pieces (min is exact and commutative).
-__device__ __forceinline__ void minplus_tile(const int* A, const int* B, int* C, int n, int chunks, bool piece)
+// C = min(C, A (x) B) for one TILE x TILE tile with K = BF (A is TILE x BF, B is BF x TILE); A, B
+// and C point at their first cells in a row-major matrix with n columns. C may lie in B (phase 2):
+// every read of this block's own cells is staged before its one write at the end.
+__device__ __forceinline__ void minplus_tile(const int* A, const int* B, int* C, int n)
 {
     static_assert(THREADS == 64 && TILE == 64 && A_LOADS == 4, "A's two row pointers below");
     extern __shared__ __align__(16) int smem[];
@@ -169,18 +161,17 @@ __device__ __forceinline__ void minplus_tile(const int* A, const int* B, int* C,
     int* Cs = smem + 2 * STAGE_INTS;  // TILE x TILE, row-major
     // C's tile, issued after chunk 0's group is committed: it joins chunk 1's group, waited for at
     // the top of iteration 1, so its DRAM latency overlaps chunk 0's relaxations.
-    if (!piece)
 #pragma unroll
-        for (int p = 0; p < TILE * TILE / 4 / THREADS; ++p) {
-            int idx = tid + p * THREADS, i = idx / (TILE / 4), q = idx % (TILE / 4);
-            copy16(&Cs[i * TILE + 4 * q], &C[(size_t)i * n + 4 * q]);
-        }
+    for (int p = 0; p < TILE * TILE / 4 / THREADS; ++p) {
+        int idx = tid + p * THREADS, i = idx / (TILE / 4), q = idx % (TILE / 4);
+        copy16(&Cs[i * TILE + 4 * q], &C[(size_t)i * n + 4 * q]);
+    }
     store_a(smem, first, a_dst);
 
     int here = 0, there = STAGE_INTS;  // offsets of this chunk's stage and of the next one's
 #pragma unroll 1
-    for (int c = 0; c < chunks; ++c) {
-        bool more = c + 1 < chunks;
+    for (int c = 0; c < BF / KC; ++c) {
+        bool more = c + 1 < BF / KC;
         AChunk next;
         if (more) {
             next.v[0] = a_rows[0][0];
@@ -220,21 +211,6 @@ __device__ __forceinline__ void minplus_tile(const int* A, const int* B, int* C,
         there = stage;
     }
 
-    if (piece) {  // through Cs, so that each atomicMin of a warp covers 32 adjacent cells of a row
-#pragma unroll
-        for (int a = 0; a < 8; ++a)
-#pragma unroll
-            for (int h = 0; h < 2; ++h)
-                *reinterpret_cast<int4*>(&Cs[(4 * ty + patch_offset(a)) * TILE + h * HALF + 4 * tx]) =
-                    make_int4(acc[a][4 * h], acc[a][4 * h + 1], acc[a][4 * h + 2], acc[a][4 * h + 3]);
-        __syncthreads();
-#pragma unroll 8
-        for (int p = 0; p < TILE * TILE / THREADS; ++p) {
-            int idx = tid + p * THREADS;
-            atomicMin(&C[(size_t)(idx / TILE) * n + idx % TILE], Cs[idx]);
-        }
-        return;
-    }
 #pragma unroll
     for (int a = 0; a < 8; ++a)
 #pragma unroll
@@ -306,11 +282,11 @@ extern "C" __global__ void __launch_bounds__(THREADS, 2) fw_minplus_phase2(int* 
     const int* pivot = d + (size_t)r * BF * n + r * BF;
     if (y < S) {
         int* own = d + (size_t)(r * BF + y * TILE) * n + t * TILE;
-        minplus_tile(pivot + (size_t)y * TILE * n, d + (size_t)r * BF * n + t * TILE, own, n, BF / KC, false);
+        minplus_tile(pivot + (size_t)y * TILE * n, d + (size_t)r * BF * n + t * TILE, own, n);
     } else {
         int s = y - S;
         int* own = d + (size_t)t * TILE * n + r * BF + s * TILE;
-        minplus_tile(d + (size_t)t * TILE * n + r * BF, pivot + s * TILE, own, n, BF / KC, false);
+        minplus_tile(d + (size_t)t * TILE * n + r * BF, pivot + s * TILE, own, n);
     }
 }
 
@@ -319,16 +295,10 @@ extern "C" __global__ void __launch_bounds__(THREADS, 2) fw_minplus_phase2(int* 
 // asynchronous copies instead of all at once, A read along k rather than transposed.
 // `part` splits the round for a look-ahead (labs.fw.blocked.plans.LookaheadPlan): 1 relaxes only
 // the tiles of strips r + 1 (grid (R S, 2 S)), which round r + 1's phases 1 and 2 read, so that
-// those phases can run beside part 2, every other tile; 0 is the whole round.
-// Parts 0 and 2 split their tail (item 6): tile rows from `split_row` on are each `ways` rows of
-// the grid, one per range of BF / ways k, so that the grid is (R S, split_row + (R S - split_row)
-// ways); `ways` 1 splits nothing. Blocks are dispatched in order, so these quarter-size (say)
-// pieces are the last wave's: a round then ends in a drain of short blocks instead of whole ones.
-extern "C" __global__ void __launch_bounds__(THREADS, 2)
-    fw_minplus_phase3(int* d, int n, int r, int part, int split_row, int ways)
+// those phases can run beside part 2, every other tile (grid (R S, R S)); 0 is the whole round.
+extern "C" __global__ void __launch_bounds__(THREADS, 2) fw_minplus_phase3(int* d, int n, int r, int part)
 {
-    int ti, tj, k0 = 0, chunks = BF / KC;
-    bool piece = false;
+    int ti, tj;
     if (part == 1) {
         int t = blockIdx.x, y = blockIdx.y, q = r + 1;
         if (t / S == r) return;
@@ -343,16 +313,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, 2)
     } else {
         ti = blockIdx.y;
         tj = blockIdx.x;
-        if (ways > 1 && ti >= split_row) {
-            int u = ti - split_row;
-            ti = split_row + u / ways;
-            chunks = BF / KC / ways;
-            k0 = (u % ways) * chunks * KC;
-            piece = true;
-        }
         if (ti / S == r || tj / S == r) return;
         if (part == 2 && (ti / S == r + 1 || tj / S == r + 1)) return;
     }
-    minplus_tile(d + (size_t)ti * TILE * n + r * BF + k0, d + (size_t)(r * BF + k0) * n + tj * TILE,
-                 d + (size_t)ti * TILE * n + tj * TILE, n, chunks, piece);
+    minplus_tile(d + (size_t)ti * TILE * n + r * BF, d + (size_t)r * BF * n + tj * TILE,
+                 d + (size_t)ti * TILE * n + tj * TILE, n);
 }

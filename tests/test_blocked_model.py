@@ -10,7 +10,6 @@ import pytest
 from cudalab.core.errors import LaunchRefused
 from cudalab.core.launch import Dim3, Launch
 from cudalab.labs import int_ceiling
-from cudalab.labs.fw import harness as fw_harness
 from cudalab.labs.fw.blocked import kernels, models, plans, variants
 from cudalab.labs.fw.blocked.ladder import OPTIMIZATION_STEPS
 from cudalab.toolchain.nvcc import nvcc_check
@@ -155,11 +154,7 @@ def test_minplus_launches_match_the_kernel_file():
     assert p3.dynamic_shared_bytes == 4 * (2 * (16 * 68 + 16 * 80) + 64 * 64)
     assert {p.options for p in (p1, p2, p3)} == {("-DBF=128",)}
     assert [p.labels["phase"] for p in (p1, p2, p3)] == ["phase 1", "phase 2", "phase 3"]
-    assert p3.arguments[-3:] == ("part", "split_row", "ways") and p3.tunables == {
-        "block_factor": 128,
-        "dpx": True,
-        "tile": 8,
-    }
+    assert p3.arguments[-1] == "part" and p3.tunables == {"block_factor": 128, "dpx": True, "tile": 8}
     assert kernels.minplus_phase_launches(64, dpx=False)[2].options == ("-DBF=64", "-DNO_DPX")
     q1, q2, q3 = kernels.minplus_phase_launches(256)
     assert q1.options == ("-DBF=64",) and q2.options == q3.options == ("-DBF=256",)
@@ -280,20 +275,16 @@ def _emulate(schedule, d: np.ndarray, tile: int, lane_first: int) -> None:
                         own = slice(r * bf + (y - s) * tile, r * bf + (y - s + 1) * tile)
                         product(m[rows(t), strip], m[strip, own], m[rows(t), own])
                     continue
-                part, split, ways = (int(a) for a in x.args[3:6])
-                k = strip
+                part = int(x.args[3])
                 if part == 1:
                     if t // s == r or (y >= s and t // s == r + 1):
                         continue
                     ti, tj = ((r + 1) * s + y, t) if y < s else (t, (r + 1) * s + y - s)
                 else:
                     ti, tj = y, t
-                    if ways > 1 and y >= split:  # a piece: its share of k, folded into C by a min
-                        ti, piece = split + (y - split) // ways, (y - split) % ways
-                        k = slice(r * bf + piece * bf // ways, r * bf + (piece + 1) * bf // ways)
                     if r in (ti // s, tj // s) or (part == 2 and r + 1 in (ti // s, tj // s)):
                         continue
-                product(m[rows(ti), k], m[k, rows(tj)], m[rows(ti), rows(tj)])
+                product(m[rows(ti), strip], m[strip, rows(tj)], m[rows(ti), rows(tj)])
 
     segment: list = []
     for x in list(schedule) + [fw.LANES_MEET]:
@@ -305,7 +296,7 @@ def _emulate(schedule, d: np.ndarray, tile: int, lane_first: int) -> None:
             segment.append(x)
 
 
-def _emulated_plan(bf: int, tile: int, lookahead: bool, tail_ways: int = 1, slots: int = 1) -> plans.LookaheadPlan:
+def _emulated_plan(bf: int, tile: int, lookahead: bool) -> plans.LookaheadPlan:
     """``kernels.minplus_plan``'s structure over host stand-ins for its kernels, tiles of ``tile``."""
 
     def phases(b: int, label: str | None = None):
@@ -319,38 +310,23 @@ def _emulated_plan(bf: int, tile: int, lookahead: bool, tail_ways: int = 1, slot
                 tunables={"block_factor": b},
                 labels={"phase": label or f"phase {p}"},
             )
-            args = {"args": lambda w, m, r: (w, m, r, 0, 0, 1)} if p == 3 else {}
+            args = {"args": lambda w, m, r: (w, m, r, 0)} if p == 3 else {}
             out.append(plans.Phase(launch, None, grids[f"phase {p}"], **args))
         return tuple(out)
 
     inner = phases(tile, "phase 1") if bf > 2 * tile else None
-    return plans.LookaheadPlan(
-        bf, phases(bf), tile=tile, inner=inner, lookahead=lookahead, tail_ways=tail_ways, slots=slots
-    )
+    return plans.LookaheadPlan(bf, phases(bf), tile=tile, inner=inner, lookahead=lookahead)
 
 
 @pytest.mark.parametrize("lane_first", [0, 1])
 @pytest.mark.parametrize("rounds", [1, 2, 3])
-@pytest.mark.parametrize(
-    "bf,lookahead,tail_ways,slots",
-    [
-        (2, True, 1, 1),
-        (4, True, 1, 1),
-        (8, True, 1, 1),
-        (8, False, 1, 1),
-        (2, True, 2, 3),
-        (8, True, 4, 5),
-        (8, False, 2, 100),
-        (4, True, 2, 100),
-    ],
-)
-def test_minplus_schedule_solves_whichever_lane_runs_first(bf, lookahead, tail_ways, slots, rounds, lane_first):
+@pytest.mark.parametrize("bf,lookahead", [(2, True), (4, True), (8, True), (8, False)])
+def test_minplus_schedule_solves_whichever_lane_runs_first(bf, lookahead, rounds, lane_first):
     """The min-plus plan's launches, run block by block as the kernels index their tiles (here
     tiles of 2 cells, so BF 2, 4 and 8 stand for BF 64, 128 and 256, whose pivot block is closed
     by an inner blocked solve of its tiles), give Floyd-Warshall's answer, zero-weight edges and
     unreachable pairs included, and the look-ahead's lanes never touch what the other writes
-    between two meetings: either lane's work may run first. With ``tail_ways`` > 1 the last
-    ``slots`` tiles of phase 3 (or all, at 100) are pieces along k."""
+    between two meetings: either lane's work may run first."""
     from cudalab.labs.fw.reference import floyd_warshall_numpy
 
     tile, rng = 2, np.random.default_rng([bf, rounds])
@@ -358,43 +334,9 @@ def test_minplus_schedule_solves_whichever_lane_runs_first(bf, lookahead, tail_w
     lab = np.where(rng.random((n, n)) < 0.3, rng.integers(0, 3, (n, n)), -1).astype(np.int32)
     np.fill_diagonal(lab, 0)
     work = np.where(lab < 0, plans.INF, lab).astype(np.int64)
-    schedule = list(_emulated_plan(bf, tile, lookahead, tail_ways, slots).launches(work))
+    schedule = list(_emulated_plan(bf, tile, lookahead).launches(work))
     closing = 3 * (bf // tile) if bf > 2 * tile else 1  # launches that close one pivot block
     if lookahead:
         assert sum(1 for x in schedule if getattr(x, "lane", 0) == 1) == (closing + 2) * (rounds - 1) + closing + 1
     _emulate(schedule, work, tile, lane_first)
     np.testing.assert_array_equal(np.where(work >= plans.INF, -1, work), floyd_warshall_numpy(lab))
-
-
-@pytest.mark.parametrize(
-    "per_side,strip,skipped,slots,ways,want",
-    [
-        (16, 2, (3,), 30, 4, 13),  # 14 live tiles a row: rows 15, 14 and 13 hold 42 >= 30
-        (16, 2, (7,), 30, 4, 11),  # rows 15 and 14 are the pivot strip's: no live tile
-        (16, 2, (3, 4), 24, 2, 14),  # 12 live tiles a row, two rows hold 24
-        (16, 2, (3,), 1000, 4, 0),  # fewer tiles than a wave: every tile in pieces
-        (16, 2, (3,), 30, 1, 16),  # one way: nothing split
-        (2, 2, (0,), 30, 4, 2),  # no live tile at all
-    ],
-)
-def test_phase_3_tail_is_the_last_wave_of_live_tiles(per_side, strip, skipped, slots, ways, want):
-    assert plans.tail_split(per_side, strip, skipped, slots, ways) == want
-
-
-def test_a_split_schedule_cuts_only_phase_3_tails_into_pieces():
-    """Phases 1 and 2, the inner solve and the look-ahead's part never split; parts 0 and 2 split
-    their last wave, the grid growing by a tile row per piece beyond the first."""
-    plan = _emulated_plan(8, 2, True, tail_ways=4, slots=5)
-    work = np.zeros((32, 32), dtype=np.int64)  # 4 rounds, 16 tiles a side
-    for x in plan.launches(work):
-        if isinstance(x, fw_harness.LanesMeet) or not x.launch.kernel.endswith("phase3"):
-            continue
-        if x.launch.labels["phase"] == "phase 1":  # the inner solve that closes a pivot block
-            assert (int(x.args[5]), x.grid[1]) == (1, 4)
-            continue
-        part, split, ways = (int(a) for a in x.args[3:6])
-        if part == 1:
-            assert (split, ways) == (0, 1)
-            continue
-        assert ways == 4 and 0 < split < 16
-        assert x.grid[1] == split + (16 - split) * 4

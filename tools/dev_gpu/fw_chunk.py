@@ -13,9 +13,7 @@ Printed, and written to ``$OUT/fw_chunk/times.csv``.
     PYTHONPATH=$PWD OUT=/tmp/out python3 tools/dev_gpu/fw_chunk.py [KC | SWITCH=VALUE | file:PATH ...]   (default 32)
 
 ``file:PATH`` times another version of the kernel (``git show main:kernels_cu/...``) beside this one;
-``BF512`` (or another blocking factor) the kernel itself at that round depth instead of 256,
-``BF512W1`` with phase 3's last wave in that many pieces along k (1: whole tiles; the plan's
-default otherwise). ``FW_SIZES=4096,8192`` sets the sizes.
+``BF512`` (or another blocking factor) the kernel itself at that round depth instead of 256.
 """
 
 from __future__ import annotations
@@ -38,12 +36,11 @@ from cudalab.labs.int_ceiling import add_min_ceiling, ceiling
 
 SEED = 2020
 BF = 256
-SIZES = tuple(int(n) for n in os.environ.get("FW_SIZES", "8192,16384").split(","))
+SIZES = (8192, 16384)
 CHECK_MAX_N = 8192
 ROUNDS = 5
 KERNEL = Path(__file__).resolve().parents[2] / "kernels_cu" / "fw_blocked_minplus.cu"
 DEFAULT_KC = kernels.MINPLUS_CHUNK
-DEFAULT_WAYS = kernels.MINPLUS_TAIL_WAYS
 
 
 def copy_with_chunk(build: str, folder: Path) -> Path | None:
@@ -79,11 +76,7 @@ def solver_for(build: str, file: Path | None, n: int, start):
     cp = require_cupy()
     kernels.MINPLUS_CHUNK = int(build) if build.isdigit() else DEFAULT_KC
     try:
-        bf, ways = BF, kernels.MINPLUS_TAIL_WAYS
-        if build.startswith("BF"):  # BF512, or BF512W1: phase 3's tail in that many pieces (1: none)
-            bf, _, w = build[2:].partition("W")
-            bf, ways = int(bf), int(w or ways)
-        kernels.MINPLUS_TAIL_WAYS = ways
+        bf = int(build[2:]) if build.startswith("BF") else BF
         plan = minplus_variants([bf], dpx=[True], file=file)[0].plan(n)
         stream = cp.cuda.Stream(non_blocking=True)
         with stream:
@@ -92,7 +85,6 @@ def solver_for(build: str, file: Path | None, n: int, start):
             solver = fw.Solver(plan, work, use_graph=True, stream=stream)
     finally:
         kernels.MINPLUS_CHUNK = DEFAULT_KC
-        kernels.MINPLUS_TAIL_WAYS = DEFAULT_WAYS
     return plan, solver, first, work, stream
 
 

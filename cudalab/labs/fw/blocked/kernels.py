@@ -112,7 +112,6 @@ def registers_phase_launches(
 MINPLUS_TILE = 64  # fw_blocked_minplus.cu's TILE: the side of the tile a phase-2 or phase-3 block computes
 MINPLUS_BLOCK_FACTORS = (64, 128, 256, 512)
 MINPLUS_CHUNK = 16  # its KC: k per staged chunk
-MINPLUS_TAIL_WAYS = 4  # pieces of a tile in phase 3's last wave (item 6), at most BF / KC / 2 (two chunks each)
 
 
 def minplus_shared_bytes(bf: int = 64) -> int:
@@ -161,7 +160,7 @@ def minplus_phase_launches(bf: int = 64, dpx: bool = True, file: str | Path | No
             Dim3.square(MINPLUS_TILE // 8),
             options=opts,
             dynamic_shared_bytes=minplus_shared_bytes(bf),
-            arguments=ROUND_ARGUMENTS + (("part", "split_row", "ways") if p == 3 else ()),
+            arguments=ROUND_ARGUMENTS + (("part",) if p == 3 else ()),
             tunables=tunables,
             labels={"phase": f"phase {p}"},
         ).from_copy(file)
@@ -214,8 +213,7 @@ def minplus_plan(bf: int = 64, dpx: bool = True, lookahead: bool = True, file: s
     """The min-plus kernel, the project's best: every phase of ``fw_blocked_minplus.cu``, phases
     2 and 3 as min-plus products of 8 x 8 register tiles, with or without the DPX add-min
     instruction, rounds overlapped by a look-ahead (``LookaheadPlan``) unless ``lookahead`` is
-    False, phase 3's last wave in pieces of ``MINPLUS_TAIL_WAYS`` (fewer where BF has fewer
-    than two chunks a piece). At BF 256 and 512 the pivot block is closed by the BF 64 build's three phases (its ``inner``
+    False. At BF 256 and 512 the pivot block is closed by the BF 64 build's three phases (its ``inner``
     solve, labelled phase 1)."""
 
     def phases(b: int, label: str | None = None) -> tuple[Phase, ...]:
@@ -229,17 +227,12 @@ def minplus_plan(bf: int = 64, dpx: bool = True, lookahead: bool = True, file: s
 
     main = phases(bf)
     inner = phases(MINPLUS_TILE, "phase 1") if bf > 2 * MINPLUS_TILE else None
-    ways = max(1, min(MINPLUS_TAIL_WAYS, bf // MINPLUS_CHUNK // 2))
-    if (bf // MINPLUS_CHUNK) % ways:
-        raise LaunchRefused(
-            f"phase 3's tail pieces must share BF {bf}'s {bf // MINPLUS_CHUNK} chunks evenly, not {ways} ways"
-        )
-    return LookaheadPlan(bf, main, tile=MINPLUS_TILE, inner=inner, lookahead=lookahead, tail_ways=ways)
+    return LookaheadPlan(bf, main, tile=MINPLUS_TILE, inner=inner, lookahead=lookahead)
 
 
 def _whole_round(work, n: int, r: int) -> tuple:
-    """Phase 3's arguments for a whole round (``part`` 0), nothing split (``ways`` 1)."""
-    return work, np.int32(n), np.int32(r), np.int32(0), np.int32(0), np.int32(1)
+    """Phase 3's arguments for a whole round (``part`` 0)."""
+    return work, np.int32(n), np.int32(r), np.int32(0)
 
 
 def variant(label: str, make: Callable[[], BlockedPlan], **fields: Any) -> fw.Variant:

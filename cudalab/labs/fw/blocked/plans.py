@@ -10,7 +10,7 @@ Which kernel each phase runs, and how it is built, is ``blocked.kernels``'s.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,34 +114,6 @@ class BlockedPlan:
         return from_blocked(work, n)
 
 
-def tail_split(per_side: int, strip: int, skipped: Sequence[int], slots: int, ways: int) -> int:
-    """The first tile row of a phase-3 launch whose tiles are split into ``ways`` pieces along k
-    (``fw_blocked_minplus.cu``, item 6): the last rows that hold at least ``slots`` live tiles, one
-    wave of whole tiles, so that a round's last blocks are pieces. ``per_side`` tiles per side,
-    ``strip`` tiles per side of a pivot block; rows and columns in the strips ``skipped`` (a round's
-    pivot strips) hold no live tile. ``per_side`` (nothing split) where ``ways`` is 1."""
-    live_columns = per_side - strip * len(set(skipped))
-    row, tail = per_side, 0
-    if ways <= 1 or live_columns <= 0:
-        return per_side
-    while row > 0 and tail < slots:
-        row -= 1
-        if row // strip not in skipped:
-            tail += live_columns
-    return row
-
-
-def resident_slots(kernel: Any, launch: Launch) -> int:
-    """Blocks of ``launch`` resident at once on the whole present GPU: its compiled ``kernel``'s
-    blocks per SM (registers, shared memory, threads) times the SMs."""
-    from cudalab.core.gpu import attributes
-    from cudalab.core.occupancy import present_sm, resident_blocks
-
-    shared = int(kernel.shared_size_bytes) + launch.dynamic_shared_bytes + 1024  # and the 1 KiB reserved a block
-    fit = resident_blocks(launch.threads, int(kernel.num_regs), shared, present_sm())
-    return max(1, fit["blocks_per_sm"]) * attributes()["MultiProcessorCount"]
-
-
 @dataclass
 class LookaheadPlan(BlockedPlan):
     """The min-plus kernel's rounds (``fw_blocked_minplus.cu``), whose phases 2 and 3 compute output
@@ -164,17 +136,11 @@ class LookaheadPlan(BlockedPlan):
     SMs free up rather than after the running phase 3. A CUDA graph drops that priority (CuPy
     instantiates graphs without node priorities), so from ``PLAIN_LAUNCHES_FROM`` vertices on,
     where a round is long enough for Python's launches to keep ahead of the GPU, the solve is
-    launched plainly instead of captured.
-
-    ``tail_ways``: phase 3's last wave of whole tiles (parts 0 and 2) is cut into this many pieces
-    along k (``tail_split``; 1 cuts nothing), for ``slots`` blocks resident at once (None: read
-    from the compiled kernel and the GPU present)."""
+    launched plainly instead of captured."""
 
     tile: int = 64
     inner: tuple[Phase, ...] | None = None
     lookahead: bool = True
-    tail_ways: int = 1
-    slots: int | None = None
 
     PLAIN_LAUNCHES_FROM = 4096
 
@@ -199,29 +165,17 @@ class LookaheadPlan(BlockedPlan):
     def launches(self, work) -> Iterator[fw.Step | fw.LanesMeet]:
         n = work.shape[0]
         rounds, per_side = n // self.bf, n // self.tile
-        (_, p2, p3), (_, l2, _) = self.phases, self.sized(work)
-        strip = self.bf // self.tile
-        ahead = p3.launch.with_grid((per_side, 2 * strip))
-        ways = self.tail_ways
-        slots = (self.slots or resident_slots(p3.kernel, p3.launch)) if ways > 1 else 0
+        (_, p2, p3), (_, l2, l3) = self.phases, self.sized(work)
+        ahead = p3.launch.with_grid((per_side, 2 * (self.bf // self.tile)))
 
-        def part(r: int, which: int) -> fw.Step:
-            """Phase 3 of round r: part 1 (the look-ahead's strips), or 0 or 2 with its tail split."""
-            if which == 1:
-                return fw.Step(
-                    ahead, p3.kernel, (work, np.int32(n), np.int32(r), np.int32(1), np.int32(0), np.int32(1)), lane=1
-                )
-            skipped = (r,) if which == 0 else (r, r + 1)
-            split = tail_split(per_side, strip, skipped, slots, ways)
-            grid = (per_side, split + (per_side - split) * ways)
-            args = (work, np.int32(n), np.int32(r), np.int32(which), np.int32(split), np.int32(ways))
-            return fw.Step(p3.launch.with_grid(grid), p3.kernel, args)
+        def part(r: int, which: int) -> tuple:
+            return work, np.int32(n), np.int32(r), np.int32(which)
 
         if not self.lookahead:
             for r in range(rounds):
                 yield from self.closing(work, r)
                 yield fw.Step(l2, p2.kernel, p2.args(work, n, r))
-                yield part(r, 0)
+                yield fw.Step(l3, p3.kernel, part(r, 0))
             return
         yield fw.LANES_MEET
         yield from self.closing(work, 0, lane=1)
@@ -229,10 +183,10 @@ class LookaheadPlan(BlockedPlan):
         for r in range(rounds):
             yield fw.LANES_MEET
             if r + 1 == rounds:
-                yield part(r, 0)
+                yield fw.Step(l3, p3.kernel, part(r, 0))
                 break
-            yield part(r, 2)
-            yield part(r, 1)
+            yield fw.Step(l3, p3.kernel, part(r, 2))
+            yield fw.Step(ahead, p3.kernel, part(r, 1), lane=1)
             yield from self.closing(work, r + 1, lane=1)
             yield fw.Step(l2, p2.kernel, p2.args(work, n, r + 1), lane=1)
         yield fw.LANES_MEET
