@@ -13,12 +13,15 @@ Printed, and written to ``$OUT/fw_chunk/times.csv``.
     PYTHONPATH=$PWD OUT=/tmp/out python3 tools/dev_gpu/fw_chunk.py [KC | SWITCH=VALUE | file:PATH ...]   (default 32)
 
 ``file:PATH`` times another version of the kernel (``git show main:kernels_cu/...``) beside this one;
-``BF512`` (or another blocking factor) the kernel itself at that round depth instead of 256.
+``BF512`` (or another blocking factor) the kernel itself at that round depth instead of 256;
+``file:PATH+BF512`` another version at that depth. ``FW_SIZES=4096,8192`` sets the sizes,
+``FW_ROUNDS=15`` the interleaved rounds.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -36,9 +39,9 @@ from cudalab.labs.int_ceiling import add_min_ceiling, ceiling
 
 SEED = 2020
 BF = 256
-SIZES = (8192, 16384)
+SIZES = tuple(int(n) for n in os.environ.get("FW_SIZES", "8192,16384").split(","))
 CHECK_MAX_N = 8192
-ROUNDS = 5
+ROUNDS = int(os.environ.get("FW_ROUNDS", "5"))
 KERNEL = Path(__file__).resolve().parents[2] / "kernels_cu" / "fw_blocked_minplus.cu"
 DEFAULT_KC = kernels.MINPLUS_CHUNK
 
@@ -48,9 +51,10 @@ def copy_with_chunk(build: str, folder: Path) -> Path | None:
     (``ADDR_KEPT=1``: a ``#define`` put first); None for the kernel itself. Under its own file
     name (``Launch.from_copy`` takes only a copy of the same name), in a folder of its own beside
     its headers."""
+    build = build.split("+")[0]  # file:PATH+BF512: the depth is solver_for's
     if build == str(DEFAULT_KC) or build.startswith("BF"):
         return None
-    name = Path(build[5:]).stem if build.startswith("file:") else build.replace("=", "_")
+    name = "_".join(Path(build[5:]).parts[-2:]) if build.startswith("file:") else build.replace("=", "_")
     here = folder / name
     here.mkdir()
     for header in KERNEL.parent.glob("*.cuh"):
@@ -76,7 +80,8 @@ def solver_for(build: str, file: Path | None, n: int, start):
     cp = require_cupy()
     kernels.MINPLUS_CHUNK = int(build) if build.isdigit() else DEFAULT_KC
     try:
-        bf = int(build[2:]) if build.startswith("BF") else BF
+        depth = re.search(r"BF(\d+)$", build)
+        bf = int(depth[1]) if depth else BF
         plan = minplus_variants([bf], dpx=[True], file=file)[0].plan(n)
         stream = cp.cuda.Stream(non_blocking=True)
         with stream:
@@ -99,6 +104,7 @@ def main(chunks: list[str]) -> pd.DataFrame:
             d_input = cp.asarray(gen_matrix(n, SEED))
             solvers = {kc: solver_for(kc, file, n, d_input) for kc, file in builds.items()}
             reference = floyd_warshall_cupy(d_input) if n <= CHECK_MAX_N else None
+            cp.cuda.Device().synchronize()  # the solvers' streams do not wait for the default stream
             correct = {}
             for kc, (plan, solver, first, work, stream) in solvers.items():
                 with stream:

@@ -16,7 +16,7 @@ With ``round_ms`` against the solve's own time (no events) and phase 3's time al
 split), what is left is phase 3's drain at each meeting (its last wave, with nothing behind it).
 Printed, and written to ``$OUT/fw_lanes/rounds.csv`` and ``summary.csv``.
 
-    PYTHONPATH=$PWD OUT=/tmp/out python3 tools/dev_gpu/fw_lanes.py [N ...]   (default 8192 16384)
+    PYTHONPATH=$PWD OUT=/tmp/out [FW_BF=512] python3 tools/dev_gpu/fw_lanes.py [N ...]   (default 8192 16384, BF 256)
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from cudalab.labs.fw.graphs import gen_matrix
 from cudalab.labs.fw.reference import floyd_warshall_cupy
 
 SEED = 2020
-BF = 256
+BF = int(os.environ.get("FW_BF", "256"))  # FW_BF=512: the round depth of the solve timed
 CHECK_MAX_N = 8192
 # the second lane's stream priority: the harness's highest (its blocks dispatched before phase 3's
 # as SMs free up), and normal beside it (phase 3's blocks first, the look-ahead in its drains)
