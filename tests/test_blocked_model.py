@@ -242,18 +242,29 @@ def test_operand_table_reads_the_sweep_and_names_the_fastest_per_n():
     )
 
 
-def _emulate(schedule, d: np.ndarray, tile: int, lane_first: int) -> None:
+def _emulate(schedule, d: np.ndarray, tile: int, lane_first: int) -> list[str]:
     """Runs a min-plus schedule on the host, block by block as fw_blocked_minplus.cu's kernels
     compute it (each launch's grid, its matrix argument, possibly a view at a pivot block's first
     cell, and its round); between two meetings of the lanes, all of lane ``lane_first`` runs
-    before the other's."""
+    before the other's. Returns the races: each pair of launches on the two lanes between two
+    meetings where one writes a cell the other reads or writes (a launch's own blocks may race,
+    as phase 2's do by design: not counted). Run whole, one launch after another, a schedule can
+    give the right answer whatever its lanes race on; these pairs are what a GPU would run at
+    once."""
     from cudalab.labs.fw import harness as fw
 
-    def product(a, b, c):  # c = min(c, a (x) b), every read before the write
-        c[...] = np.minimum(c, (a[:, :, None] + b[None, :, :]).min(axis=1))
-
-    def run(x):
+    def run(x) -> tuple[np.ndarray, np.ndarray]:
+        """Runs one launch; the cells it reads and the cells it writes."""
         m, r = x.args[0], int(x.args[2])
+        offset = (m.__array_interface__["data"][0] - d.__array_interface__["data"][0]) // d.itemsize
+        top, left = divmod(offset, d.shape[1])  # where a view at a pivot block starts
+        reads, writes = np.zeros(d.shape, bool), np.zeros(d.shape, bool)
+        read_here, write_here = reads[top:, left:], writes[top:, left:]
+
+        def product(a, b, c):  # cells c = min(c, a (x) b), every read before the write
+            m[c] = np.minimum(m[c], (m[a][:, :, None] + m[b][None, :, :]).min(axis=1))
+            read_here[a] = read_here[b] = read_here[c] = write_here[c] = True
+
         bf = x.launch.tunables["block_factor"]
         s, (gx, gy) = bf // tile, x.grid[:2]
         rows = lambda i: slice(i * tile, (i + 1) * tile)  # noqa: E731
@@ -262,7 +273,8 @@ def _emulate(schedule, d: np.ndarray, tile: int, lane_first: int) -> None:
             p = m[strip, strip]
             for k in range(bf):
                 np.minimum(p, p[:, k, None] + p[None, k, :], out=p)
-            return
+            read_here[strip, strip] = write_here[strip, strip] = True
+            return reads, writes
         for t in range(gx):
             for y in range(gy):
                 if x.launch.kernel.endswith("phase2"):
@@ -270,13 +282,13 @@ def _emulate(schedule, d: np.ndarray, tile: int, lane_first: int) -> None:
                         continue
                     if y < s:  # piece y of the pivot row's strip at column tile t
                         own = slice(r * bf + y * tile, r * bf + (y + 1) * tile)
-                        product(m[own, strip], m[strip, rows(t)], m[own, rows(t)])
+                        product((own, strip), (strip, rows(t)), (own, rows(t)))
                     else:  # piece y - s of the pivot column's strip at row tile t
                         own = slice(r * bf + (y - s) * tile, r * bf + (y - s + 1) * tile)
-                        product(m[rows(t), strip], m[strip, own], m[rows(t), own])
+                        product((rows(t), strip), (strip, own), (rows(t), own))
                     continue
                 part = int(x.args[3])
-                if part == 1:
+                if part == 1:  # the look-ahead's strips r + 1
                     if t // s == r or (y >= s and t // s == r + 1):
                         continue
                     ti, tj = ((r + 1) * s + y, t) if y < s else (t, (r + 1) * s + y - s)
@@ -284,16 +296,27 @@ def _emulate(schedule, d: np.ndarray, tile: int, lane_first: int) -> None:
                     ti, tj = y, t
                     if r in (ti // s, tj // s) or (part == 2 and r + 1 in (ti // s, tj // s)):
                         continue
-                product(m[rows(ti), strip], m[strip, rows(tj)], m[rows(ti), rows(tj)])
+                product((rows(ti), strip), (strip, rows(tj)), (rows(ti), rows(tj)))
+        return reads, writes
 
+    races: list[str] = []
     segment: list = []
     for x in list(schedule) + [fw.LANES_MEET]:
-        if isinstance(x, fw.LanesMeet):
-            for launch in sorted(segment, key=lambda y: y.lane != lane_first):
-                run(launch)
-            segment = []
-        else:
+        if not isinstance(x, fw.LanesMeet):
             segment.append(x)
+            continue
+        done = [(x, *run(x)) for x in sorted(segment, key=lambda y: y.lane != lane_first)]
+        for x1, reads1, writes1 in (y for y in done if y[0].lane == 1):
+            for x0, reads0, writes0 in (y for y in done if y[0].lane == 0):
+                if (writes0 & (reads1 | writes1)).any() or (writes1 & reads0).any():
+                    races.append(f"{_named(x0)} beside {_named(x1)}")
+        segment = []
+    return races
+
+
+def _named(x) -> str:
+    """A launch as a race names it: its kernel and its integer arguments (round, part)."""
+    return f"{x.launch.kernel}{tuple(int(a) for a in x.args[2:])}"
 
 
 def _emulated_plan(bf: int, tile: int, lookahead: bool) -> plans.LookaheadPlan:
@@ -326,17 +349,22 @@ def test_minplus_schedule_solves_whichever_lane_runs_first(bf, lookahead, rounds
     tiles of 2 cells, so BF 2, 4 and 8 stand for BF 64, 128 and 256, whose pivot block is closed
     by an inner blocked solve of its tiles), give Floyd-Warshall's answer, zero-weight edges and
     unreachable pairs included, and the look-ahead's lanes never touch what the other writes
-    between two meetings: either lane's work may run first."""
+    between two meetings (the emulator's race check): either lane's work may run first, or both
+    at once."""
     from cudalab.labs.fw.reference import floyd_warshall_numpy
 
     tile, rng = 2, np.random.default_rng([bf, rounds])
     n = bf * rounds
-    lab = np.where(rng.random((n, n)) < 0.3, rng.integers(0, 3, (n, n)), -1).astype(np.int32)
+    # sparse costly edges, and a path through every vertex in a random order, cheaper than any
+    # of them: shortest paths that cross the blocks in many orders
+    lab = np.where(rng.random((n, n)) < 0.1, rng.integers(n, 2 * n, (n, n)), -1).astype(np.int32)
+    order = rng.permutation(n)
+    lab[order[:-1], order[1:]] = rng.integers(0, 2, n - 1)
     np.fill_diagonal(lab, 0)
     work = np.where(lab < 0, plans.INF, lab).astype(np.int64)
     schedule = list(_emulated_plan(bf, tile, lookahead).launches(work))
     closing = 3 * (bf // tile) if bf > 2 * tile else 1  # launches that close one pivot block
     if lookahead:
         assert sum(1 for x in schedule if getattr(x, "lane", 0) == 1) == (closing + 2) * (rounds - 1) + closing + 1
-    _emulate(schedule, work, tile, lane_first)
+    assert _emulate(schedule, work, tile, lane_first) == []
     np.testing.assert_array_equal(np.where(work >= plans.INF, -1, work), floyd_warshall_numpy(lab))

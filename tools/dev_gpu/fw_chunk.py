@@ -51,10 +51,10 @@ def copy_with_chunk(build: str, folder: Path) -> Path | None:
     (``ADDR_KEPT=1``: a ``#define`` put first); None for the kernel itself. Under its own file
     name (``Launch.from_copy`` takes only a copy of the same name), in a folder of its own beside
     its headers."""
-    build = build.split("+")[0]  # file:PATH+BF512: the depth is solver_for's
+    whole, build = build, build.split("+")[0]  # file:PATH+BF512: the depth is solver_for's
     if build == str(DEFAULT_KC) or build.startswith("BF"):
         return None
-    name = "_".join(Path(build[5:]).parts[-2:]) if build.startswith("file:") else build.replace("=", "_")
+    name = re.sub(r"[^A-Za-z0-9]+", "_", whole)  # a folder per build, however alike their copies
     here = folder / name
     here.mkdir()
     for header in KERNEL.parent.glob("*.cuh"):
