@@ -21,7 +21,8 @@ Each argument is one build; several switches in one build are joined by commas
 (``B_FLOATS=1,PREFETCH_NEXT=1``). A switch ``plan.NAME=V`` changes the launch plan instead
 (``gpu.tensor_shape``: ``plan.THREADS=512`` builds and launches blocks of 512); a build with
 ``X_STAGES=S`` (a KMEANS_SOURCE version that stages points in shared memory) gets S buffers of a
-step's points per warp added to its dynamic shared memory.
+step's points per warp added to its dynamic shared memory, and ``X_BULK=1`` (the copy engine's
+version on branch wip/44-km-staging) a buffer of ``X_BULK_ROW``-byte rows and an mbarrier per warp.
 """
 
 from __future__ import annotations
@@ -75,11 +76,15 @@ def planned(build: str) -> Iterator[None]:
     values = dict(d.split("=", 1) for d in build.split(","))
     overrides = {k[5:]: int(v) for k, v in values.items() if k.startswith("plan.")}
     stages = int(values.get("X_STAGES", 0))
+    bulk_row = int(values.get("X_BULK_ROW", 144)) if int(values.get("X_BULK", 0)) else 0
     original = gpu.tensor_shape
 
     def shape(d: int, k: int) -> dict[str, int]:
         plan = {**original(d, k), **overrides}
-        plan["dynamic_bytes"] += stages * plan["THREADS"] // 32 * -(-d // 8) * 2 * 32 * 16
+        warps = plan["THREADS"] // 32
+        plan["dynamic_bytes"] += stages * warps * -(-d // 8) * 2 * 32 * 16
+        if bulk_row:  # a buffer of 8 ceil(D / 8) rows and an mbarrier (16 bytes) per warp
+            plan["dynamic_bytes"] += warps * (8 * -(-d // 8) * bulk_row + 16)
         return plan
 
     gpu.tensor_shape = shape
