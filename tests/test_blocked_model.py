@@ -305,7 +305,7 @@ def _emulate(schedule, d: np.ndarray, tile: int, lane_first: int) -> list[str]:
         if not isinstance(x, fw.LanesMeet):
             segment.append(x)
             continue
-        done = [(x, *run(x)) for x in sorted(segment, key=lambda y: y.lane != lane_first)]
+        done = [(launch, *run(launch)) for launch in sorted(segment, key=lambda y: y.lane != lane_first)]
         for x1, reads1, writes1 in (y for y in done if y[0].lane == 1):
             for x0, reads0, writes0 in (y for y in done if y[0].lane == 0):
                 if (writes0 & (reads1 | writes1)).any() or (writes1 & reads0).any():
