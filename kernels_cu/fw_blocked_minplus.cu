@@ -36,8 +36,8 @@
 //      On an H100, 0.931 / 0.955 of the add+min ceiling (8192 / 16384) against 0.927 / 0.949 in
 //      the same run (docs/tuning-log.md).
 // Phase 1 runs here for BF 64 and 128 (BF^3 relaxations on one SM); at BF 256 and 512 the host
-// closes the pivot block as a blocked solve of its own 4 x 4 (8 x 8) tiles with the BF 64 build
-// of these kernels, pointed at the block's first cell (labs.fw.blocked.plans.LookaheadPlan).
+// closes the pivot block as a blocked solve of four rounds of its own, with the BF 64 (BF 128)
+// build of these kernels pointed at the block's first cell (labs.fw.blocked.kernels.minplus_closing_bf).
 // BF 512 costs no more registers or shared memory than 256: a block relaxes twice as deep per
 // tile it loads and stores, and a solve has half the rounds, each ending in a drain of phase 3's
 // last blocks; the first round's serial phases 1 and 2 are twice as long.

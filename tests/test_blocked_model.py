@@ -146,7 +146,8 @@ def test_minplus_kernel_spec_refuses_what_the_file_does_not_build(text):
 def test_minplus_launches_match_the_kernel_file():
     """Phase 1 on 32 x 32 threads without dynamic shared memory; phases 2 and 3 on 8 x 8 threads
     (tiles of 64 at every BF) with two stages of a 16-deep chunk of A (transposed, rows padded by
-    4) and of B (rows padded by 16), and the C tile; at BF 256 phase 1's kernel is the BF 64 build's."""
+    4) and of B (rows padded by 16), and the C tile; at BF 256 phase 1's kernel is the BF 64 build's,
+    at BF 512 the BF 128 build's (four rounds of closing either way)."""
     p1, p2, p3 = kernels.minplus_phase_launches(128)
     assert all(isinstance(p, Launch) and p.grid is None for p in (p1, p2, p3))
     assert (p1.block, p1.dynamic_shared_bytes) == (Dim3(32, 32), 0)
@@ -161,7 +162,8 @@ def test_minplus_launches_match_the_kernel_file():
     grids = kernels.minplus_grids(256)
     assert (grids["phase 2"](32), grids["phase 3"](32)) == ((128, 8), (128, 128))
     r1, r2, r3 = kernels.minplus_phase_launches(512)
-    assert r1.options == ("-DBF=64",) and r2.options == r3.options == ("-DBF=512",)
+    assert r1.options == ("-DBF=128",) and r2.options == r3.options == ("-DBF=512",)
+    assert [kernels.minplus_closing_bf(b) for b in (64, 128, 256, 512)] == [None, None, 64, 128]
     assert r3.dynamic_shared_bytes == p3.dynamic_shared_bytes, "a deeper round costs no shared memory"
     with pytest.raises(LaunchRefused):
         kernels.minplus_phase_launches(32)
@@ -319,8 +321,9 @@ def _named(x) -> str:
     return f"{x.launch.kernel}{tuple(int(a) for a in x.args[2:])}"
 
 
-def _emulated_plan(bf: int, tile: int, lookahead: bool) -> plans.LookaheadPlan:
-    """``kernels.minplus_plan``'s structure over host stand-ins for its kernels, tiles of ``tile``."""
+def _emulated_plan(bf: int, tile: int, lookahead: bool, inner_bf: int | None = None) -> plans.LookaheadPlan:
+    """``kernels.minplus_plan``'s structure over host stand-ins for its kernels, tiles of ``tile``,
+    a deep pivot block closed by the build of BF ``inner_bf`` (None: ``tile``)."""
 
     def phases(b: int, label: str | None = None):
         grids = kernels.minplus_grids(b, tile)
@@ -337,17 +340,20 @@ def _emulated_plan(bf: int, tile: int, lookahead: bool) -> plans.LookaheadPlan:
             out.append(plans.Phase(launch, None, grids[f"phase {p}"], **args))
         return tuple(out)
 
-    inner = phases(tile, "phase 1") if bf > 2 * tile else None
-    return plans.LookaheadPlan(bf, phases(bf), tile=tile, inner=inner, lookahead=lookahead)
+    inner = phases(inner_bf or tile, "phase 1") if bf > 2 * tile else None
+    return plans.LookaheadPlan(bf, phases(bf), tile=tile, inner=inner, lookahead=lookahead, inner_bf=inner_bf)
 
 
 @pytest.mark.parametrize("lane_first", [0, 1])
 @pytest.mark.parametrize("rounds", [1, 2, 3])
-@pytest.mark.parametrize("bf,lookahead", [(2, True), (4, True), (8, True), (8, False)])
-def test_minplus_schedule_solves_whichever_lane_runs_first(bf, lookahead, rounds, lane_first):
+@pytest.mark.parametrize(
+    "bf,lookahead,inner_bf", [(2, True, None), (4, True, None), (8, True, None), (8, False, None), (16, True, 4)]
+)
+def test_minplus_schedule_solves_whichever_lane_runs_first(bf, lookahead, inner_bf, rounds, lane_first):
     """The min-plus plan's launches, run block by block as the kernels index their tiles (here
-    tiles of 2 cells, so BF 2, 4 and 8 stand for BF 64, 128 and 256, whose pivot block is closed
-    by an inner blocked solve of its tiles), give Floyd-Warshall's answer, zero-weight edges and
+    tiles of 2 cells, so BF 2, 4, 8 and 16 stand for BF 64, 128, 256 and 512, whose pivot block is
+    closed by an inner blocked solve: of its tiles at 256, of its 128-deep sub-rounds at 512,
+    as ``kernels.minplus_closing_bf`` chooses), give Floyd-Warshall's answer, zero-weight edges and
     unreachable pairs included, and the look-ahead's lanes never touch what the other writes
     between two meetings (the emulator's race check): either lane's work may run first, or both
     at once."""
@@ -362,8 +368,8 @@ def test_minplus_schedule_solves_whichever_lane_runs_first(bf, lookahead, rounds
     lab[order[:-1], order[1:]] = rng.integers(0, 2, n - 1)
     np.fill_diagonal(lab, 0)
     work = np.where(lab < 0, plans.INF, lab).astype(np.int64)
-    schedule = list(_emulated_plan(bf, tile, lookahead).launches(work))
-    closing = 3 * (bf // tile) if bf > 2 * tile else 1  # launches that close one pivot block
+    schedule = list(_emulated_plan(bf, tile, lookahead, inner_bf).launches(work))
+    closing = 3 * (bf // (inner_bf or tile)) if bf > 2 * tile else 1  # launches that close one pivot block
     if lookahead:
         assert sum(1 for x in schedule if getattr(x, "lane", 0) == 1) == (closing + 2) * (rounds - 1) + closing + 1
     assert _emulate(schedule, work, tile, lane_first) == []

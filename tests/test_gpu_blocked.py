@@ -26,7 +26,7 @@ SIZES = [
     600,
 ]  # 130, 300: three tiles at BF 64 and 128, padded; 520: five rounds at BF 128;
 # 600: three rounds at BF 256, each pivot block closed by an inner solve of its 4 x 4 tiles, and two
-# at BF 512 (8 x 8 tiles); test_minplus_deepest_rounds_match_cpu runs three at BF 512
+# at BF 512 (4 x 4 tiles of 128); test_minplus_deepest_rounds_match_cpu runs three at BF 512
 
 
 @pytest.fixture(scope="module")
@@ -232,10 +232,12 @@ def test_precompile_fills_the_module_cache_before_first_use(cp):
     assert any(key[0] == str(path) and key[2][-1] == "-DNO_DPX" for key in loader._modules)
 
 
-def test_minplus_closes_a_deep_pivot_block_through_a_view_of_its_first_cell(cp):
-    """At BF 256 the inner solve's kernels get a view of the pivot block (CuPy passes its first
-    cell's address) and index it with the matrix's row length: the block must come out closed."""
-    n, bf = 512, 256
+@pytest.mark.parametrize("bf", [256, 512])
+def test_minplus_closes_a_deep_pivot_block_through_a_view_of_its_first_cell(cp, bf):
+    """At BF 256 and 512 the inner solve's kernels (the BF 64 and BF 128 builds) get a view of the
+    pivot block (CuPy passes its first cell's address) and index it with the matrix's row length:
+    the block must come out closed."""
+    n = 2 * bf
     rng = np.random.default_rng(3)
     mat = np.where(rng.random((n, n)) < 0.05, rng.integers(0, 100, (n, n)), NO_EDGE).astype(np.int32)
     np.fill_diagonal(mat, 0)
@@ -254,7 +256,7 @@ def test_minplus_closes_a_deep_pivot_block_through_a_view_of_its_first_cell(cp):
 def test_minplus_deepest_rounds_match_cpu(cp, rng, lookahead):
     """BF 512: three rounds (1100 vertices padded to 1536), so that a look-ahead lane relaxes the
     strips of a round that is neither the first nor the last, each pivot block closed by an inner
-    solve of its 8 x 8 tiles."""
+    solve of its 4 x 4 tiles of 128."""
     mat = random_graph(rng, 1100, 0.02, 1000)
     plan = kernels.variant("min-plus BF 512", lambda: kernels.minplus_plan(512, lookahead=lookahead))
     got, _ = fw.solve_once(plan, mat)

@@ -112,6 +112,20 @@ def registers_phase_launches(
 MINPLUS_TILE = 64  # fw_blocked_minplus.cu's TILE: the side of the tile a phase-2 or phase-3 block computes
 MINPLUS_BLOCK_FACTORS = (64, 128, 256, 512)
 MINPLUS_CHUNK = 16  # its KC: k per staged chunk
+CLOSING_ROUNDS = 4  # at most this many rounds in the inner solve that closes a deep pivot block
+
+
+def minplus_closing_bf(bf: int) -> int | None:
+    """The BF of the build whose blocked solve closes a pivot block of ``bf`` (None: phase 1's
+    one block holds it, up to BF 128): the shallowest of 64 and 128 that needs at most
+    ``CLOSING_ROUNDS`` rounds, so 64 at BF 256 and 128 at BF 512. The closing is a chain of three
+    dependent launches a round on the look-ahead lane, and beside phase 3 each launch's blocks
+    wait for slots and share SMs: on an H200 at N = 8192, BF 512's closing by 64 (24 launches)
+    took 1.65 ms a round there against 0.27 ms alone, and left that lane the later one; by 128
+    (12 launches), 1.17 ms, and the solve was 0.4% faster (docs/tuning-log.md)."""
+    if bf <= 2 * MINPLUS_TILE:
+        return None
+    return max(MINPLUS_TILE, bf // CLOSING_ROUNDS)
 
 
 def minplus_shared_bytes(bf: int = 64) -> int:
@@ -137,8 +151,9 @@ def minplus_phase_launches(bf: int = 64, dpx: bool = True, file: str | Path | No
     """``phase_launches`` of ``fw_blocked_minplus.cu``: phase 1 on 32 x 32 threads with cells in
     registers, phases 2 and 3 the same min-plus tile product on 8 x 8 threads of 8 x 8 cells
     (phase 3's last argument: which part of the round it relaxes, see ``LookaheadPlan``). At BF
-    256 and 512 phase 1's kernel is the BF 64 build's, which ``minplus_plan`` runs as a blocked solve of
-    the pivot block (with that build's phases 2 and 3)."""
+    256 and 512 phase 1's kernel is that of the build ``minplus_closing_bf`` names (BF 64, 128),
+    which ``minplus_plan`` runs as a blocked solve of the pivot block (with that build's phases 2
+    and 3)."""
     if bf not in MINPLUS_BLOCK_FACTORS:
         raise LaunchRefused(
             f"fw_blocked_minplus.cu builds for BF {', '.join(map(str, MINPLUS_BLOCK_FACTORS))}, not {bf}"
@@ -148,7 +163,7 @@ def minplus_phase_launches(bf: int = 64, dpx: bool = True, file: str | Path | No
         MINPLUS_FILE,
         "fw_minplus_phase1",
         Dim3(32, 32),
-        options=opts if bf <= 2 * MINPLUS_TILE else minplus_options(MINPLUS_TILE, dpx),
+        options=minplus_options(minplus_closing_bf(bf) or bf, dpx),
         arguments=ROUND_ARGUMENTS,
         tunables=tunables,
         labels={"phase": "phase 1"},
@@ -213,8 +228,8 @@ def minplus_plan(bf: int = 64, dpx: bool = True, lookahead: bool = True, file: s
     """The min-plus kernel, the project's best: every phase of ``fw_blocked_minplus.cu``, phases
     2 and 3 as min-plus products of 8 x 8 register tiles, with or without the DPX add-min
     instruction, rounds overlapped by a look-ahead (``LookaheadPlan``) unless ``lookahead`` is
-    False. At BF 256 and 512 the pivot block is closed by the BF 64 build's three phases (its ``inner``
-    solve, labelled phase 1)."""
+    False. At BF 256 and 512 the pivot block is closed by the three phases of the BF 64 or 128
+    build (``minplus_closing_bf``: its ``inner`` solve, labelled phase 1)."""
 
     def phases(b: int, label: str | None = None) -> tuple[Phase, ...]:
         out = []
@@ -226,8 +241,9 @@ def minplus_plan(bf: int = 64, dpx: bool = True, lookahead: bool = True, file: s
         return tuple(out)
 
     main = phases(bf)
-    inner = phases(MINPLUS_TILE, "phase 1") if bf > 2 * MINPLUS_TILE else None
-    return LookaheadPlan(bf, main, tile=MINPLUS_TILE, inner=inner, lookahead=lookahead)
+    closing = minplus_closing_bf(bf)
+    inner = phases(closing, "phase 1") if closing else None
+    return LookaheadPlan(bf, main, tile=MINPLUS_TILE, inner=inner, lookahead=lookahead, inner_bf=closing)
 
 
 def _whole_round(work, n: int, r: int) -> tuple:

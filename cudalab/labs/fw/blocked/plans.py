@@ -129,8 +129,9 @@ class LookaheadPlan(BlockedPlan):
     (on a grid of R S x 2 S), 2 the rest.
 
     ``inner``: where phase 1's one-block kernel cannot hold the pivot block (BF 256, 512), the phases
-    of a build with BF = ``tile`` that close it instead, as a blocked solve of its S x S tiles:
-    each kernel is handed the pivot block's first cell as its matrix (rows still n apart).
+    of a build with BF = ``inner_bf`` (None: ``tile``) that close it instead, as a blocked solve of
+    its bf / inner_bf sub-rounds: each kernel is handed the pivot block's first cell as its matrix
+    (rows still n apart).
 
     The second lane is a stream of the highest priority, so that its blocks are dispatched as
     SMs free up rather than after the running phase 3. A CUDA graph drops that priority (CuPy
@@ -141,6 +142,7 @@ class LookaheadPlan(BlockedPlan):
     tile: int = 64
     inner: tuple[Phase, ...] | None = None
     lookahead: bool = True
+    inner_bf: int | None = None
 
     PLAIN_LAUNCHES_FROM = 4096
 
@@ -155,12 +157,11 @@ class LookaheadPlan(BlockedPlan):
             p1 = self.phases[0]
             yield fw.Step(p1.launch.with_grid(p1.grid(n // self.bf)), p1.kernel, p1.args(work, n, r), lane=lane)
             return
-        (q1, q2, q3), sub = self.inner, self.bf // self.tile
+        sub = self.bf // (self.inner_bf or self.tile)  # the inner solve's rounds
         corner = work[r * self.bf :, r * self.bf :]  # a kernel gets a view's first cell; rows are still n apart
         for q in range(sub):
-            yield fw.Step(q1.launch.with_grid((1, 1)), q1.kernel, q1.args(corner, n, q), lane=lane)
-            yield fw.Step(q2.launch.with_grid((sub, 2)), q2.kernel, q2.args(corner, n, q), lane=lane)
-            yield fw.Step(q3.launch.with_grid((sub, sub)), q3.kernel, q3.args(corner, n, q), lane=lane)
+            for p in self.inner:
+                yield fw.Step(p.launch.with_grid(p.grid(sub)), p.kernel, p.args(corner, n, q), lane=lane)
 
     def launches(self, work) -> Iterator[fw.Step | fw.LanesMeet]:
         n = work.shape[0]
