@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
-from fw_lanes import solve_ms  # beside this script: the chapter's way of timing a solve
+from fw_lanes import marked_rounds, solve_ms  # beside this script: the chapter's way of timing a solve
 
 from cudalab.core.gpu import require_cupy
 from cudalab.labs.fw import harness as fw
@@ -54,36 +54,11 @@ def lane_marks(solver: fw.Solver) -> pd.DataFrame:
     finished, and when lane 1 finished its strips (its first launch), its closing and its phase 2
     (its last launch)."""
     cp = require_cupy()
-    stream, side = solver.stream, solver.side
-
-    def mark(s):
-        event = cp.cuda.Event()
-        event.record(s)
-        return event
-
-    rounds: list[dict] = []
-    side_joined, current = True, None
-    for x in solver.schedule:
-        if isinstance(x, fw.LanesMeet):
-            if not side_joined:
-                stream.wait_event(mark(side))
-                side_joined = True
-            current = {"meeting": mark(stream), "lane0": [], "lane1": []}
-            rounds.append(current)
-            continue
-        if x.lane and side_joined:
-            side.wait_event(current["meeting"])
-            side_joined = False
-        s = side if x.lane else stream
-        x.kernel(x.grid, x.block, x.args, shared_mem=x.shared_mem, stream=s)
-        current[f"lane{x.lane}"].append(mark(s))
-    if not side_joined:
-        stream.wait_event(mark(side))
-    mark(stream).synchronize()
+    rounds, _ = marked_rounds(solver)
     rows = []
     for r, info in enumerate(rounds):
-        lane1 = info["lane1"]
-        if not lane1 or not info["lane0"]:
+        lane0, lane1 = info["lanes"][0], info["lanes"][1]
+        if not lane0 or not lane1:
             continue
 
         def at(e, info=info):
@@ -92,7 +67,7 @@ def lane_marks(solver: fw.Solver) -> pd.DataFrame:
         rows.append(
             {
                 "round": r,
-                "lane0_end_ms": at(info["lane0"][-1]),
+                "lane0_end_ms": at(lane0[-1]),
                 "strips_end_ms": at(lane1[0]),
                 "closing_end_ms": at(lane1[-2]),
                 "phase2_end_ms": at(lane1[-1]),

@@ -54,9 +54,10 @@ def solve_ms(solver: fw.Solver, work, start, stream) -> float:
     return cp.cuda.get_elapsed_time(t0, t1)
 
 
-def timed_rounds(solver: fw.Solver) -> pd.DataFrame:
-    """One plain solve with an event after every launch; a row per (round, lane): the lane's time
-    from the round's meeting to its last launch's end, and its launches."""
+def marked_rounds(solver: fw.Solver) -> tuple[list[dict], object]:
+    """One plain solve with an event after every launch on its lane's stream: per round (from
+    one meeting of the lanes to the next) the meeting's event and each lane's list of events, one
+    per launch; and the solve's end. Synchronized before it returns."""
     cp = require_cupy()
     stream, side = solver.stream, solver.side
 
@@ -73,7 +74,7 @@ def timed_rounds(solver: fw.Solver) -> pd.DataFrame:
                 stream.wait_event(mark(side))
                 side_joined = True
             meeting = mark(stream)
-            current = {"meeting": meeting, "ends": {0: None, 1: None}, "launches": {0: 0, 1: 0}}
+            current = {"meeting": meeting, "lanes": {0: [], 1: []}}
             rounds.append(current)
             continue
         if x.lane and side_joined:
@@ -82,19 +83,26 @@ def timed_rounds(solver: fw.Solver) -> pd.DataFrame:
         lane_stream = side if x.lane else stream
         x.kernel(x.grid, x.block, x.args, shared_mem=x.shared_mem, stream=lane_stream)
         if current is not None:
-            current["ends"][x.lane] = mark(lane_stream)
-            current["launches"][x.lane] += 1
+            current["lanes"][x.lane].append(mark(lane_stream))
     if not side_joined:
         stream.wait_event(mark(side))
     end = mark(stream)
     end.synchronize()
+    return rounds, end
+
+
+def timed_rounds(solver: fw.Solver) -> pd.DataFrame:
+    """One plain solve with an event after every launch; a row per (round, lane): the lane's time
+    from the round's meeting to its last launch's end, and its launches."""
+    cp = require_cupy()
+    rounds, end = marked_rounds(solver)
     rows = []
     for r, info in enumerate(rounds):
         following = rounds[r + 1]["meeting"] if r + 1 < len(rounds) else end
         span = cp.cuda.get_elapsed_time(info["meeting"], following)
         lanes = {
-            lane: cp.cuda.get_elapsed_time(info["meeting"], e) if e is not None else 0.0
-            for lane, e in info["ends"].items()
+            lane: cp.cuda.get_elapsed_time(info["meeting"], marks[-1]) if marks else 0.0
+            for lane, marks in info["lanes"].items()
         }
         rows.append(
             {
@@ -103,8 +111,8 @@ def timed_rounds(solver: fw.Solver) -> pd.DataFrame:
                 "lane1_ms": lanes[1],
                 "round_ms": span,
                 "exposed_lane1_ms": max(0.0, lanes[1] - lanes[0]),
-                "lane0_launches": info["launches"][0],
-                "lane1_launches": info["launches"][1],
+                "lane0_launches": len(info["lanes"][0]),
+                "lane1_launches": len(info["lanes"][1]),
             }
         )
     return pd.DataFrame(rows)

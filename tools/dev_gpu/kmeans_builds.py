@@ -14,21 +14,25 @@ Printed, and written to ``$OUT/kmeans_builds/times.csv``.
 
     PYTHONPATH=$PWD OUT=/tmp/out python3 tools/dev_gpu/kmeans_builds.py SWITCH=1 OTHER=1,SWITCH=1 ...
 
-(branch wip/44-km-switches has the switches B_FLOATS and PREFETCH_NEXT: KMEANS_SOURCE=FILE copies that
-version instead of the chapter's kernel).
+KMEANS_SOURCE=FILE copies that version instead of the chapter's kernel; a FILE ending in ``.patch`` is
+applied to the chapter's kernel first (``patch``): tools/dev_gpu/patches/ keeps the experiments
+that were measured that way, e.g. ``km_07_filter.patch`` (the switch FILTER, docs/tuning-log.md).
+The earlier switch versions (B_FLOATS, PREFETCH_NEXT, X_STAGES, X_ROWS, X_BULK) were on branches
+that are gone; their results are in the tuning log.
 
 Each argument is one build; several switches in one build are joined by commas
 (``B_FLOATS=1,PREFETCH_NEXT=1``). A switch ``plan.NAME=V`` changes the launch plan instead
 (``gpu.tensor_shape``: ``plan.THREADS=512`` builds and launches blocks of 512); a build with
 ``X_STAGES=S`` (a KMEANS_SOURCE version that stages points in shared memory) gets S buffers of a
-step's points per warp added to its dynamic shared memory, and ``X_BULK=1`` (the copy engine's
-version on branch wip/44-km-staging) a buffer of ``X_BULK_ROW``-byte rows and an mbarrier per warp.
+step's points per warp added to its dynamic shared memory, and ``X_BULK=1`` (a copy-engine
+version) a buffer of ``X_BULK_ROW``-byte rows and an mbarrier per warp.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -44,8 +48,19 @@ N, D, KS = 4_194_304, 32, (8, 32)
 ROUNDS = 6
 ITERATIONS = 10
 KERNEL = Path(__file__).resolve().parents[2] / "kernels_cu" / "km_07_tensor_scores.cu"
-# the source the builds copy: the chapter's kernel, or KMEANS_SOURCE (a version with switches of its own)
+# the source the builds copy: the chapter's kernel, or KMEANS_SOURCE (a version with switches of its
+# own, or a patch of the chapter's kernel that makes one)
 SOURCE = Path(os.environ.get("KMEANS_SOURCE", KERNEL))
+
+
+def source_text() -> str:
+    """The text the builds copy: SOURCE, or the chapter's kernel with SOURCE applied where it is a patch."""
+    if SOURCE.suffix != ".patch":
+        return SOURCE.read_text()
+    with tempfile.TemporaryDirectory() as tmp:
+        made = Path(tmp) / KERNEL.name
+        subprocess.run(["patch", "-s", "-o", str(made), str(KERNEL), str(SOURCE)], check=True)
+        return made.read_text()
 
 
 def copies(builds: list[str], folder: Path) -> dict[str, Path | None]:
@@ -53,7 +68,7 @@ def copies(builds: list[str], folder: Path) -> dict[str, Path | None]:
     kernel's file name (``Launch.from_copy`` takes only a copy of the same name) in a folder of
     its own, beside copies of the project's headers (a kernel's include path is its folder)."""
     files: dict[str, Path | None] = {"default": None}
-    source = SOURCE.read_text()
+    source = source_text()
     for i, build in enumerate(builds):
         here = folder / f"build{i}"
         here.mkdir()
