@@ -231,9 +231,14 @@ __device__ __forceinline__ void minplus_tile(const int* A, const int* B, int* C,
 // runs a blocked solve of the block instead). Changes from fw_blocked_phase1: the cells stay in
 // registers (32 x 32 threads, (BF/32)^2 cells each, strided by 32) and only row k and column k go
 // through shared memory, published by their owners into one of two buffers: one barrier per k.
+// At most 40 registers a thread (__maxnreg__, which excludes __launch_bounds__; a block of 1024
+// threads needs at most 64): on the look-ahead lane this block must find room among phase 3's
+// blocks (about 9 Ki registers each), and at BF 128 it took 56 a thread, 56 Ki, so it waited
+// for an SM to empty. At 40 (39 used, no spill; 28 at BF 64, 27 before) it fits beside two. The
+// BF 512 solve was 0.5% faster at 8192 and 0.13% at 16384 on an H200 (docs/tuning-log.md).
 #if BF <= 128
 #define P1_CELLS (BF / 32)
-extern "C" __global__ void __launch_bounds__(1024) fw_minplus_phase1(int* d, int n, int r)
+extern "C" __global__ void __maxnreg__(40) fw_minplus_phase1(int* d, int n, int r)
 {
     __shared__ int rowk[2][BF], colk[2][BF];
     int tx = threadIdx.x, ty = threadIdx.y;
