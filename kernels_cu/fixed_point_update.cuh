@@ -10,14 +10,17 @@
 // Run by threads thread .. of `threads` (one block, with __syncthreads between its phases). Each
 // centre becomes sum / SCALE / size in float64, rounded once to float32 (an empty cluster keeps
 // its centre); then the next table into `next` ([K * D] -2 x centre, then [K] |centre|^2, each
-// norm summed in coordinate order), the change count into *changed_out, the accumulators zeroed.
+// norm summed in coordinate order), the change count into *changed_out, the count zeroed, and
+// the sums and sizes too unless `zero` is false (the tensor pass carries them to the next pass
+// where few objects moved: km_07 item 12).
 // One block does it, so it is a chain of memory latencies, not of work: each thread reads all
 // its sums at once, and the norms add from a copy of the centres in shared memory (rows D + 1
 // words apart: no bank conflict). The sums, sizes and count are read through L2 (__ldcg): other
 // blocks of the same launch may have written them with atomics, and L1 must not answer for them.
 // Returns the change count on thread 0 (0 on the others).
 __device__ __forceinline__ int fixed_update(float* centres, long long* sums, int* sizes, float* next, int* changed,
-                                             int* changed_out, double inverse_scale, int thread, int threads)
+                                             int* changed_out, double inverse_scale, int thread, int threads,
+                                             bool zero = true)
 {
     constexpr int BATCH = 4;  // sums a thread reads before it waits for the first
     __shared__ float s_centres[K * (D + 1)];
@@ -42,7 +45,7 @@ __device__ __forceinline__ int fixed_update(float* centres, long long* sums, int
                 centres[i] = v;
                 next[i] = -2.0f * v;
                 s_centres[i / D * (D + 1) + i % D] = v;
-                sums[i] = 0;
+                if (zero) sums[i] = 0;
             }
         }
     }
@@ -51,7 +54,7 @@ __device__ __forceinline__ int fixed_update(float* centres, long long* sums, int
         float s = 0.0f;
         for (int j = 0; j < D; j++) s = fmaf(s_centres[c * (D + 1) + j], s_centres[c * (D + 1) + j], s);
         next[K * D + c] = s;
-        sizes[c] = 0;
+        if (zero) sizes[c] = 0;
     }
     if (thread == 0) {
         *changed_out = moved;

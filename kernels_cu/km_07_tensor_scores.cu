@@ -72,15 +72,29 @@
 //      (gpu.Runner.run_on_device): no sync, no host test between two iterations. The same
 //      iterations in the same order: the same bits as the host's loop. With max_loop < 0 (timed
 //      iterations) nothing is tested and every launch iterates.
+//  12. The sums carried from pass to pass: a pass adds only the objects that moved, x to the new
+//      cluster's sums and -x to the old one's (an object's first cluster: from -1, only the add).
+//      The sums are integers, so what they hold is exactly the sums over each cluster's objects
+//      that adding every object from zero makes: the same bits. Once few objects move, a pass
+//      skips nearly all of the sums' atomics and conversions, which were the largest share of its
+//      instructions after the mma. An object that moved costs two adds, so where more than
+//      n / REBUILD_ABOVE moved, the last block zeroes the sums and sizes and the next pass adds
+//      every object (done[1] tells it), as the first pass does. A pass's own moves are not known
+//      before it runs, so the pass before stands in for them; moves fall fast from pass to pass,
+//      so only a pass after one where many moved (on blobs, the second, after the first's n)
+//      rebuilds; below a quarter, the next pass cost less carried (docs/tuning-log.md).
+//      CARRY_SUMS 0 rebuilds every pass.
 // Compile-time constants: K (<= 64: 2 x ceil(K / 8) x 4 scores per lane in registers), D (<= 32:
 // D floats per lane in registers), THREADS (a multiple of 32), COPIES (1 or 8), MIN_WARPS (warps
-// per SM the compiler must leave registers for). Tensor-core TF32 needs compute
+// per SM the compiler must leave registers for), CARRY_SUMS and REBUILD_ABOVE (item 12; 1 and 4,
+// and REBUILD_ABOVE 0 never rebuilds). Tensor-core TF32 needs compute
 // capability 8.0; older GPUs are refused by the host (gpu.refusal) and this kernel traps there.
 // Inputs: objects transposed, objects[d * n + i]; table = [K x D] -2 x centre, then [K] |centre|^2
 // (the last block writes the next one over it); split = SPLIT (0: fixed_add); centres, the
 // change count's destination (host memory, 3 ints with the device loop) and 1 / SCALE for the
-// last block; done, zero before the launch (the last block zeroes it again, and the sums, sizes
-// and count); loop_state (2 ints, zero before a run), threshold and max_loop (item 11).
+// last block; done, two words: [0] zero before the launch (the last block zeroes it again, and the
+// count), [1] nonzero where the sums and sizes are zero, so the pass adds every object (1 before
+// the first pass; the last block sets it, item 12); loop_state (2 ints, zero before a run), threshold and max_loop (item 11).
 // Dynamic shared memory, in bytes: the split centre fragments KT x KS x 32 x 16, their norms
 // KT x 8 x 4, the block's sums' low and high words 2 x COPIES x CS x 4. Launch: grid
 // (gpu.tensor_split: a few blocks per SM, persistent, or more where N needs them), block THREADS.
@@ -105,6 +119,12 @@
 #endif
 #ifndef MIN_WARPS
 #define MIN_WARPS WARPS
+#endif
+#ifndef CARRY_SUMS
+#define CARRY_SUMS 1
+#endif
+#ifndef REBUILD_ABOVE
+#define REBUILD_ABOVE 4  // the next pass adds every object where more than n / REBUILD_ABOVE moved (item 12)
 #endif
 // (K > 32) the three products of a step go term by term over all 2 x KT accumulators (item 9)
 #define TERM_ORDER (KT > 4)
@@ -170,6 +190,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, (MIN_WARPS + WARPS - 1) / 
 {
     // The run has ended (item 11): this launch does nothing. Every thread reads the same word.
     if (max_loop >= 0 && *reinterpret_cast<volatile int*>(loop_state + 1)) return;
+    // Every object adds to the sums, or only those that moved (item 12). Read before this block
+    // counts itself done, so the last block's write below is for the next launch.
+    const bool every = !CARRY_SUMS || reinterpret_cast<volatile unsigned*>(done)[1] != 0;
 
     extern __shared__ __align__(16) unsigned char shared[];
     uint4* s_b = reinterpret_cast<uint4*>(shared);                   // [KT][KS][32 lanes]: split fragments
@@ -228,8 +251,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, (MIN_WARPS + WARPS - 1) / 
             }
     };
 
-    // A step's scores, each object's nearest centre (nearest[o]) and its membership.
-    auto assign = [&](const float (&x)[KS][2][4], int base, int (&nearest)[4], auto step) {
+    // A step's scores, each object's nearest centre (nearest[o]), the one before (olds[o]) and its membership.
+    auto assign = [&](const float (&x)[KS][2][4], int base, int (&nearest)[4], int (&olds)[4], auto step) {
         constexpr bool WHOLE = decltype(step)::whole;
         int first = base + 4 * g;  // this lane's objects: first .. first + 3
         int old = WHOLE || first + t < n ? membership[first + t] : -1;
@@ -332,41 +355,71 @@ extern "C" __global__ void __launch_bounds__(THREADS, (MIN_WARPS + WARPS - 1) / 
                        : (odd ? kept_index[1] : kept_index[0]);
         // Every lane of the quad adds all four objects' coordinates: each object's nearest from its lane.
 #pragma unroll
-        for (int o = 0; o < 4; o++) nearest[o] = __shfl_sync(0xffffffffu, mine, o, 4);
+        for (int o = 0; o < 4; o++) {
+            nearest[o] = __shfl_sync(0xffffffffu, mine, o, 4);
+            olds[o] = __shfl_sync(0xffffffffu, old, o, 4);
+        }
         // Lane t of the quad writes object first + t: the warp's 32 results, coalesced.
         if (WHOLE || first + t < n) {
             moved += old != mine;
             if (old != mine) membership[first + t] = mine;  // item 10
-            atomicAdd(&s_sizes[mine], 1);
+            if (every) {
+                atomicAdd(&s_sizes[mine], 1);
+            } else if (old != mine) {  // item 12
+                atomicAdd(&s_sizes[mine], 1);
+                if (old >= 0) atomicAdd(&s_sizes[old], -1);
+            }
         }
     };
 
-    // A step's sums: this lane's coordinates of its four objects, in fixed point, to the block's sums.
-    auto add_sums = [&](const float (&x)[KS][2][4], int base, const int (&nearest)[4], auto step) {
-        constexpr bool WHOLE = decltype(step)::whole, SPLIT = decltype(step)::split;
+    // v to the block's sum at word `at` of this quad's copy.
+    auto add = [&](int at, long long v, auto step) {
+        if (decltype(step)::split) split_add(my_low + at, my_high + at, v, split);
+        else fixed_add(my_low + at, my_high + at, v);
+    };
+
+    // A step's sums: this lane's coordinates of its four objects, in fixed point, to the block's
+    // sums: every object's to its nearest centre's, or (item 12) only a moved object's, also
+    // taken from its old centre's.
+    auto add_sums = [&](const float (&x)[KS][2][4], int base, const int (&nearest)[4], const int (&olds)[4],
+                        auto step) {
+        constexpr bool WHOLE = decltype(step)::whole;
         int first = base + 4 * g;
+        if (every) {
 #pragma unroll
-        for (int o = 0; o < 4; o++)
-            if (WHOLE || first + o < n)
+            for (int o = 0; o < 4; o++)
+                if (WHOLE || first + o < n)
 #pragma unroll
-                for (int s = 0; s < KS; s++)
+                    for (int s = 0; s < KS; s++)
 #pragma unroll
-                    for (int h = 0; h < 2; h++) {
-                        int j = 8 * s + t + 4 * h, at = nearest[o] * SP + j;
-                        if (j >= D) continue;
-                        long long v = __float2ll_rn(x[s][h][o] * scale);
-                        if (SPLIT) split_add(my_low + at, my_high + at, v, split);
-                        else fixed_add(my_low + at, my_high + at, v);
-                    }
+                        for (int h = 0; h < 2; h++) {
+                            int j = 8 * s + t + 4 * h;
+                            if (j < D) add(nearest[o] * SP + j, __float2ll_rn(x[s][h][o] * scale), step);
+                        }
+        } else {
+#pragma unroll
+            for (int o = 0; o < 4; o++)
+                if ((WHOLE || first + o < n) && olds[o] != nearest[o])
+#pragma unroll
+                    for (int s = 0; s < KS; s++)
+#pragma unroll
+                        for (int h = 0; h < 2; h++) {
+                            int j = 8 * s + t + 4 * h;
+                            if (j >= D) continue;
+                            long long v = __float2ll_rn(x[s][h][o] * scale);
+                            add(nearest[o] * SP + j, v, step);
+                            if (olds[o] >= 0) add(olds[o] * SP + j, -v, step);
+                        }
+        }
     };
 
     // One step: the scores, each object's nearest centre, its membership, its coordinates to the sums.
     auto run = [&](int base, auto step) {
         float x[KS][2][4];
         load(x, base + 4 * g, step);
-        int nearest[4];
-        assign(x, base, nearest, step);
-        add_sums(x, base, nearest, step);
+        int nearest[4], olds[4];
+        assign(x, base, nearest, olds, step);
+        add_sums(x, base, nearest, olds, step);
     };
 
     int base = (blockIdx.x * WARPS + warp) * 32;
@@ -407,10 +460,14 @@ extern "C" __global__ void __launch_bounds__(THREADS, (MIN_WARPS + WARPS - 1) / 
     __syncthreads();
     if (!s_last) return;
     __threadfence();
+    // The next pass adds every object where this one moved many (item 12): then the sums start from zero.
+    const bool rebuild =
+        !CARRY_SUMS || (REBUILD_ABOVE > 0 && static_cast<long long>(__ldcg(changed)) * REBUILD_ABOVE > n);
     int count = fixed_update(centres, reinterpret_cast<long long*>(sums), sizes, table, changed, changed_out,
-                             inverse_scale, threadIdx.x, THREADS);
+                             inverse_scale, threadIdx.x, THREADS, rebuild);
+    if (threadIdx.x == 0) done[1] = rebuild;
     if (threadIdx.x != 0) return;
-    *done = 0;  // ready for the next launch
+    done[0] = 0;  // ready for the next launch
     if (max_loop < 0) return;
     // The classic loop's test (item 11), in its float32 arithmetic: another iteration, or the end.
     int loop = loop_state[0];

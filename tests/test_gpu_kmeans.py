@@ -263,6 +263,35 @@ def test_the_tensor_core_kernel_gives_the_same_bits_every_run_and_nearly_the_fix
         assert np.array_equal(c1[same_points].view(np.int32), c3[same_points].view(np.int32))
 
 
+CARRIES = [(50003, 32, 32), (20011, 7, 13), (30000, 32, 64), (4099, 16, 32), (300, 2, 1)]
+
+
+@pytest.mark.parametrize("n,d,k", CARRIES, ids=[f"n{n}-d{d}-k{k}" for n, d, k in CARRIES])
+def test_the_tensor_core_kernels_carried_sums_give_the_bits_of_sums_rebuilt_every_pass(gpu, n, d, k, monkeypatch):
+    """km_07 item 12: a pass adds only the objects that moved, to the sums carried from the pass
+    before, unless many moved. Built to rebuild every pass (CARRY_SUMS 0, the kernel before item
+    12) and to never rebuild (REBUILD_ABOVE 0: moved objects only, even where most moved), it must
+    give the default build's centres and memberships bit for bit after every iteration: integer
+    sums, however they are reached. Odd N (the float path and a last partial step), K past 32 (one
+    copy of the sums) and 300 objects (SPLIT 0: carried adds) are among the cases."""
+    if gpu.refusal("tensor", d, k):
+        pytest.skip(gpu.refusal("tensor", d, k))
+    problem = gpu.Problem(reference.blobs(n, d, max(k, 2), seed=n + k), k)
+    original = gpu.tensor_shape
+    runs = {}
+    for name, knobs in {"default": {}, "rebuilt": {"CARRY_SUMS": 0}, "carried": {"REBUILD_ABOVE": 0}}.items():
+        monkeypatch.setattr(gpu, "tensor_shape", lambda d, k, knobs=knobs: {**original(d, k), **knobs})
+        runner = gpu.Runner(problem, "tensor")
+        runs[name] = [(runner.step(), *runner.result()) for _ in range(8)]
+    moved = [m for m, _, _ in runs["default"]]
+    assert moved[0] == n, "the first pass moves every object from -1"
+    assert any(m * 16 <= n for m in moved[:-1]), f"no pass after the first carried its sums: moved {moved}"
+    for name in ("rebuilt", "carried"):
+        for it, ((m1, c1, s1), (m2, c2, s2)) in enumerate(zip(runs["default"], runs[name], strict=True)):
+            assert m1 == m2 and np.array_equal(s1, s2), f"{name}: memberships differ after iteration {it}"
+            assert np.array_equal(c1.view(np.int32), c2.view(np.int32)), f"{name}: centres differ after iteration {it}"
+
+
 @pytest.mark.parametrize("k", [8, 32, 64])
 def test_the_tensor_core_kernel_breaks_every_tie_to_the_lowest_index(gpu, k):
     """Centre j repeats centre j % 5 (K of them, so the copies sit in every lane and column tile

@@ -4,13 +4,17 @@
 Each contestant is a copy of km_07_tensor_scores.cu with ``#define``s put first (its switches
 default to off, so the copy without any is the chapter's kernel). For each K:
 
-- bits: every build runs three iterations from the same centres; its centres and memberships must
-  equal the default build's bit for bit (the switches change how, never what, the pass computes);
+- bits: every build runs ``BITS_ITERATIONS`` iterations (3 unless set) from the same centres; after
+  each, its centres and memberships must equal the default build's bit for bit (the switches change
+  how, never what, the pass computes); the default's change counts are printed, iteration by
+  iteration, since a switch may cost what it does by how many objects moved;
 - time: rounds interleaved across the builds (``ROUNDS``), each round ``gpu.time_iterations``
   (the chapter's per-iteration pass time, an event pair around each launch), its median kept; the
-  table gives each build's median over the rounds and its ratio to the default's.
+  table gives each build's median over the rounds and its ratio to the default's; a second table,
+  each timed iteration's median over the rounds (the first timed one is iteration ``gpu.WARMUP``
+  of the run, counted from 0).
 
-Printed, and written to ``$OUT/kmeans_builds/times.csv``.
+Printed, and written to ``$OUT/kmeans_builds/times.csv`` and ``per_iteration.csv``.
 
     PYTHONPATH=$PWD OUT=/tmp/out python3 tools/dev_gpu/kmeans_builds.py SWITCH=1 OTHER=1,SWITCH=1 ...
 
@@ -47,6 +51,7 @@ from cudalab.labs.kmeans import gpu
 N, D, KS = 4_194_304, 32, (8, 32)
 ROUNDS = 6
 ITERATIONS = 10
+BITS_ITERATIONS = int(os.environ.get("BITS_ITERATIONS", 3))
 KERNEL = Path(__file__).resolve().parents[2] / "kernels_cu" / "km_07_tensor_scores.cu"
 # the source the builds copy: the chapter's kernel, or KMEANS_SOURCE (a version with switches of its
 # own, or a patch of the chapter's kernel that makes one)
@@ -114,31 +119,40 @@ def main(builds: list[str]) -> pd.DataFrame:
     out = Path(os.environ.get("OUT", "build/dev_gpu")) / "kmeans_builds"
     out.mkdir(parents=True, exist_ok=True)
     print(f"GPU: {gpu_name()}", flush=True)
-    rows = []
+    rows, per_iteration = [], []
     with tempfile.TemporaryDirectory() as tmp:
         files = copies(builds, Path(tmp))
         for k in KS:
             problem = gpu.Problem(gpu.blobs_on_device(N, D, k, seed=2011), k)
             same = {}
-            reference = None
+            reference: list[tuple[np.ndarray, np.ndarray]] = []
             for name, file in files.items():
+                same[name] = True
+                changed = []
                 with planned(name):
                     runner = gpu.Runner(problem, "tensor", file)
-                    for _ in range(3):
-                        runner.step()
-                    centres, membership = runner.result()
-                if reference is None:
-                    reference = (centres, membership)
-                same[name] = bool(
-                    np.array_equal(centres.view(np.int32), reference[0].view(np.int32))
-                    and np.array_equal(membership, reference[1])
-                )
+                    for it in range(BITS_ITERATIONS):
+                        changed.append(runner.step())
+                        centres, membership = runner.result()
+                        if name == "default":
+                            reference.append((centres, membership))
+                        same[name] &= bool(
+                            np.array_equal(centres.view(np.int32), reference[it][0].view(np.int32))
+                            and np.array_equal(membership, reference[it][1])
+                        )
+                if name == "default":
+                    print(f"K = {k}: objects moved, iteration by iteration: {changed}", flush=True)
                 del runner
+            del reference
             for r in range(ROUNDS):
                 for name, file in files.items():
                     with planned(name):
                         t = gpu.time_iterations(problem, "tensor", ITERATIONS, file=file)
                     per_it = t.groupby("iteration")["time_ms"].sum()
+                    per_iteration += [
+                        {"k": k, "build": name, "round": r, "iteration": gpu.WARMUP + i, "time_ms": float(ms)}
+                        for i, ms in per_it.items()
+                    ]
                     rows.append(
                         {"k": k, "build": name, "round": r, "time_ms": float(per_it.median()), "same_bits": same[name]}
                     )
@@ -157,6 +171,9 @@ def main(builds: list[str]) -> pd.DataFrame:
         / table.xs("default", level="build")["time_ms"].reindex(table.index.get_level_values("k")).to_numpy()
     )
     print(table.round(4).to_string())
+    each = pd.DataFrame(per_iteration)
+    each.to_csv(out / "per_iteration.csv", index=False)
+    print(each.pivot_table(index=["k", "iteration"], columns="build", values="time_ms", aggfunc="median").round(4))
     return table
 
 

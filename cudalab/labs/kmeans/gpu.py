@@ -705,7 +705,9 @@ class Runner:
         stages, with int64 sums in units of 2^-s (``fixed_point_bits`` of the data's largest |x|,
         found once here) and its own finalize; the dot variant, fixed's sums and finalize with its
         own pass, which also takes K. The tensor variant: fixed's sums, and its pass's last block
-        finalizes (no finalize launch), with a grid and SPLIT from ``tensor_split``."""
+        finalizes (no finalize launch), with a grid and SPLIT from ``tensor_split``; it carries
+        its sums from pass to pass and adds only the objects that moved (km_07 item 12), so a
+        runner's sums and memberships start at zero and -1 and only its passes change them."""
         cp = require_cupy()
         p = self.p
         n = np.int32(p.n)
@@ -732,7 +734,10 @@ class Runner:
             max_fixed = math.ceil(max_abs * 2.0**self.scale_bits)
             grid, split = tensor_split(p.n, max_fixed, threads, plan["COPIES"], one.grid.x)
             one = one.with_grid(grid)
-            self.done = cp.zeros(1, dtype=cp.uint32)  # blocks finished; the last one finalizes and resets it
+            # [0] blocks finished (the last one finalizes and resets it); [1] nonzero: the sums and
+            # sizes are zero, so the next pass adds every object (km_07 item 12: where few moved, a
+            # pass adds only those, to the sums it carries from the pass before)
+            self.done = cp.asarray(np.array([0, 1], dtype=np.uint32))
             self.loop_state = cp.zeros(2, dtype=cp.int32)  # the device loop's count and end flag
             finish = (self.centres, count, np.float64(2.0**-self.scale_bits), self.done)
             pass_args = (*pass_args, np.int32(split), *finish)
