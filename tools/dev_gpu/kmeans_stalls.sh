@@ -5,15 +5,18 @@
 # SASS instruction with its executed count and warp-stall samples by reason).
 #   tools/dev_gpu/kmeans_stalls.sh [K [BUILD]]       (about a minute on an H100)
 # BUILD: a build of kmeans_builds.py (with KMEANS_SOURCE) profiled instead of the chapter's pass.
+# SKIP: the launches before the one profiled (2 unless set): since km_07 item 12 a pass's cost
+# depends on how many objects moved in it, and later passes move fewer.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source tools/dev_gpu/ncu_common.sh
 K=${1:-32}
 BUILD=${2:-default}
+SKIP=${SKIP:-2}
 dir="$OUT/kmeans_stalls/$(echo "k$K-$BUILD" | tr -c 'A-Za-z0-9_.\n-' '_')"
 mkdir -p "$dir"
 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} timeout 300 "$NCU" --target-processes all \
-  --kernel-name kmeans_tensor --launch-skip 2 --launch-count 1 --set full --import-source no \
+  --kernel-name kmeans_tensor --launch-skip "$SKIP" --launch-count 1 --set full --import-source no \
   -f -o "$dir/k$K" "$PY" tools/dev_gpu/kmeans_ncu_target.py "$K" "$BUILD" > "$dir/k$K.log" 2>&1
 "$NCU" --import "$dir/k$K.ncu-rep" --csv --page details > "$dir/details.csv"
 "$NCU" --import "$dir/k$K.ncu-rep" --csv --page source --print-source sass > "$dir/sass.csv" \
