@@ -7,7 +7,8 @@ import subprocess
 import pandas as pd
 import pytest
 
-from cudalab.chapter import recorded
+from cudalab.chapter import catalog, recorded
+from cudalab.chapter.recorded import PROVENANCE
 from cudalab.core import provenance
 from cudalab.core.errors import NoRecordedResults
 from cudalab.core.paths import RESULTS_DIR, ROOT
@@ -159,6 +160,49 @@ def test_benchmarks_md_is_rendered_from_the_recorded_summaries():
     assert README_BEGIN in readme and with_readme_table(readme) == readme, "run `make benchmarks` after recording"
     if "H200" in text:
         assert "H200, h200: best" in readme and "H100 80GB HBM3, h100: best" in readme
+
+
+def test_benchmarks_mark_each_stale_recording_where_its_numbers_appear(tmp_path):
+    """A recorded chapter whose sources changed since shows the earlier code's numbers: BENCHMARKS.md
+    says so under its headlines and in the side-by-side section, and the README's table marks its
+    cell; a chapter recorded from today's sources carries no mark."""
+    import shutil
+
+    from cudalab.report.benchmarks import readme_table, stale_chapters
+
+    natives = [r for r in RECORDINGS if r.profile in ("h100", "h200")]
+    if len(natives) < 2:
+        pytest.skip("needs the h100 and h200 recordings")
+    for rec in natives:
+        shutil.copytree(rec.path, tmp_path / rec.gpu / rec.profile)
+    before = stale_chapters(tmp_path)
+    fresh = [
+        (rec, prov.parent.name)
+        for rec in natives
+        for prov in sorted((tmp_path / rec.gpu / rec.profile).glob(f"*/{PROVENANCE}"))
+        if f"{rec.gpu}/{rec.profile}/{prov.parent.name}" not in before
+    ]
+    assert fresh, "some recorded chapter matches today's sources"
+    rec, chapter = fresh[-1]
+    prov = tmp_path / rec.gpu / rec.profile / chapter / PROVENANCE
+    recorded = json.loads(prov.read_text())
+    changed = sorted(recorded["source_files"])[0]
+    recorded["source_files"][changed] = "0" * 64  # as if that file had changed since the recording
+    prov.write_text(json.dumps(recorded))
+
+    after = stale_chapters(tmp_path)
+    where = f"{rec.gpu}/{rec.profile}/{chapter}"
+    assert set(after) == set(before) | {where} and changed in after[where]
+    text = render(tmp_path)
+    section = text.split(f"## Profile `{rec.profile}` on {rec.gpu_name}")[1].split("\n## ")[0]
+    title = catalog.chapter(chapter).title
+    headline_block = section.split(f"**{title}**")[1].split("\n**")[0]
+    assert f"**Stale:** {after[where]}" in headline_block
+    assert f"*Stale:* {rec.gpu_name} ({rec.profile}) above: {after[where]}" in text
+    row = next(line for line in readme_table(tmp_path) if line.startswith(f"| {title} |"))
+    assert "(stale)" in row
+    others = [f"{r.gpu}/{r.profile}/{c}" for r, c in fresh if f"{r.gpu}/{r.profile}/{c}" != where]
+    assert not any(o in after for o in others), "an unchanged recording carries no mark"
 
 
 def test_compare_labels_by_the_smaller_recorded_spread():

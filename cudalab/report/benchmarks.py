@@ -14,6 +14,7 @@ from pathlib import Path
 from cudalab.chapter import catalog
 from cudalab.chapter.profiles import profile_for_gpu
 from cudalab.chapter.recorded import PROVENANCE, SUMMARY, Recording, all_recordings
+from cudalab.chapter.staleness import stale_recordings
 from cudalab.core.paths import RESULTS_DIR
 from cudalab.report.compare.points import fmt_value, headlines, where_of
 from cudalab.report.compare.sources import common_chapters, recording_source
@@ -27,6 +28,27 @@ def _title(chapter_id: str) -> str:
 
 
 BASELINE_CHECK = "baseline_check.csv"
+
+
+def stale_chapters(results: Path = RESULTS_DIR) -> dict[str, str]:
+    """``gpu/profile/chapter`` -> why its recording is stale (``make check-recordings``'s finding:
+    "recorded before kernels_cu/x.cu changed"), for each recorded chapter whose sources changed
+    since or whose profile now asks for other parameters: its numbers are the earlier code's, and
+    every table here says so beside them until it is re-recorded."""
+    return {
+        s.where: s.staleness.sentence()
+        or "recorded with other parameters than its profile now gives"
+        + (f" ({'; '.join(s.staleness.parameters)})" if s.staleness.parameters else "")
+        for s in stale_recordings(results)
+    }
+
+
+def stale_line(why: str) -> str:
+    """The bullet a stale chapter's headlines carry in BENCHMARKS.md."""
+    return (
+        f"- **Stale:** {why}; these are the earlier code's numbers until the chapter is re-recorded on this GPU "
+        "(`make check-recordings` lists every such chapter)"
+    )
 
 
 def baseline_lines(path: Path) -> list[str]:
@@ -64,7 +86,8 @@ def render(results: Path = RESULTS_DIR) -> str:
         "sample, which can time a library call's host dispatch.",
         "",
     ]
-    out += side_by_side(results)
+    stale = stale_chapters(results)
+    out += side_by_side(results, stale)
     for rec in all_recordings(results):
         log = json.loads((rec.path / "recordings.json").read_text())
         chapters = log.get("chapters", {})
@@ -94,6 +117,8 @@ def render(results: Path = RESULTS_DIR) -> str:
             path = rec.path / cid / SUMMARY
             entries = json.loads(path.read_text()) if path.is_file() else []
             out += [f"**{_title(cid)}**", ""]
+            why = stale.get(f"{rec.gpu}/{rec.profile}/{cid}")
+            out += [stale_line(why)] if why else []
             out += [f"- {e['text']}" + (f" (table `{e['table']}`)" if e.get("table") else "") for e in entries] or [
                 "- no headline summary recorded"
             ]
@@ -118,10 +143,12 @@ def _cell(entry: dict | None) -> str:
     return f"**{fmt_value(entry['value'], entry['unit'])}**" + (f" ({where})" if where else "")
 
 
-def side_by_side(results: Path = RESULTS_DIR) -> list[str]:
+def side_by_side(results: Path = RESULTS_DIR, stale: dict[str, str] | None = None) -> list[str]:
     """The GPUs side by side: each chapter's headlines as recorded by every GPU on its own profile,
     each later GPU's ratio to the first labelled same / faster / slower by the recorded spread,
-    as ``build_report.py --compare`` labels them. None where fewer than two GPUs are recorded so."""
+    as ``build_report.py --compare`` labels them, and below a chapter's table each GPU whose
+    recording of it is stale (``stale_chapters``). None where fewer than two GPUs are recorded so."""
+    stale = stale_chapters(results) if stale is None else stale
     recs = native_recordings(results)
     if len(recs) < 2:
         return []
@@ -155,6 +182,13 @@ def side_by_side(results: Path = RESULTS_DIR) -> list[str]:
             cells = [_cell(row.cells.get(s.label)) for s in sources]
             out.append(f"| {row.key} ({row.unit}) | " + " | ".join(cells + verdicts).replace("\n", " ") + " |")
         out.append("")
+        for rec in recs:
+            why = stale.get(f"{rec.gpu}/{rec.profile}/{chapter}")
+            if why:
+                out += [
+                    f"*Stale:* {rec.gpu_name} ({rec.profile}) above: {why}; its numbers are the earlier code's.",
+                    "",
+                ]
     return out
 
 
@@ -173,20 +207,23 @@ def readme_table(results: Path = RESULTS_DIR) -> list[str]:
     if len(recs) < 2:
         return ["Only one GPU is recorded on its own profile; `make benchmarks` lists what is."]
     sources = [recording_source(r.path) for r in recs]
+    stale = stale_chapters(results)
     out = [
         "| chapter | " + " | ".join(f"{s.label}: best | of its ceiling" for s in sources) + " |",
         "|---|" + "---|---:|" * len(sources),
     ]
     for chapter in common_chapters(sources):
         cells = []
-        for s in sources:
+        for rec, s in zip(recs, sources, strict=True):
             card = s.scorecard(chapter)
-            cells += [card.get("best") or "-", _pct(card.get("fraction_of_ceiling"))]
+            mark = " (stale)" if f"{rec.gpu}/{rec.profile}/{chapter}" in stale else ""
+            cells += [(card.get("best") or "-") + mark, _pct(card.get("fraction_of_ceiling"))]
         out.append(f"| {_title(chapter)} | " + " | ".join(c.replace("|", "/") for c in cells) + " |")
     return out + [
         "",
         "A dash: the chapter names no ceiling, or its ceiling did not bound that run (the summary row of "
-        "the report says which).",
+        "the report says which). *(stale)*: recorded before the chapter's code last changed, so the earlier "
+        "code's numbers (`make check-recordings` lists each, BENCHMARKS.md says what changed).",
     ]
 
 
