@@ -34,10 +34,10 @@ def test_one_gpu_is_named_with_its_uuid_and_no_mixed_warning(tmp_path):
 
 
 def test_two_cards_of_one_model_read_as_one_model_with_the_cards_in_the_details(tmp_path):
-    """The first page speaks to people: one model and how many cards; the UUIDs are in the
+    """The first page speaks to people: the model and how many of its cards; the UUIDs are in the
     folded provenance block, not in the contents."""
     cover = _cover(_outcomes(tmp_path, H100, H100_B))
-    assert "one NVIDIA H100 80GB HBM3 (2 cards)" in cover and "<th>GPU</th>" not in cover
+    assert "NVIDIA H100 80GB HBM3, 2 cards of it (each chapter ran on one)" in cover and "<th>GPU</th>" not in cover
     details = cover[cover.index("<details>") :]
     assert H100["gpu_uuid"] in details and H100_B["gpu_uuid"] in details
     assert H100["gpu_uuid"] not in cover[: cover.index("<details>")]

@@ -181,8 +181,8 @@ def _measured_on(outcomes: list[ChapterOutcome], first: dict[str, Any]) -> str:
     models = gpu_models(outcomes)
     cards = {gpu_label(o.provenance) for o in outcomes if o.provenance}
     if len(models) == 1:
-        many = f" ({len(cards)} cards)" if len(cards) > 1 else ""
-        return f"one {html.escape(models[0])}{many}" if many else html.escape(models[0])
+        many = f", {len(cards)} cards of it (each chapter ran on one)" if len(cards) > 1 else ""
+        return html.escape(models[0]) + many
     return (
         f"<b>{len(models)} different GPU models</b> ({html.escape(', '.join(models))}); each chapter's in the contents"
     )
