@@ -93,6 +93,9 @@ def test_benchmarks_say_where_a_recorded_builds_time_went(tmp_path):
     del record["builds"]["cold"]["chapter_seconds"]  # a recording from before bench_build kept them
     (tmp_path / "build_times" / "gpu-h100.json").write_text(json.dumps(record))
     assert "Where the time went" not in "\n".join(build_times(tmp_path))
+    record["git_dirty"] = True  # the tree that ran was not the commit's: the row says so
+    (tmp_path / "build_times" / "gpu-h100.json").write_text(json.dumps(record))
+    assert "| `3c87110cdc` (uncommitted changes) | cold | 282 |" in "\n".join(build_times(tmp_path))
 
 
 def test_several_gpus_are_set_beside_the_serial_build_against_issue_45s_goals(tmp_path):

@@ -30,6 +30,13 @@ def _title(chapter_id: str) -> str:
 BASELINE_CHECK = "baseline_check.csv"
 
 
+def _commit(record: dict, commit: str | None = None) -> str:
+    """A recorded commit as the tables show it: its first ten digits, and "(uncommitted changes)"
+    where the tree that ran differed from it (``git_dirty``, derived where it ran)."""
+    commit = record.get("git_commit") if commit is None else commit
+    return f"`{str(commit)[:10]}`" + (" (uncommitted changes)" if record.get("git_dirty") else "")
+
+
 def stale_chapters(results: Path = RESULTS_DIR) -> dict[str, str]:
     """``gpu/profile/chapter`` -> why its recording is stale (``make check-recordings``'s finding:
     "recorded before kernels_cu/x.cu changed"), for each recorded chapter whose sources changed
@@ -107,7 +114,7 @@ def render(results: Path = RESULTS_DIR) -> str:
         for cid, c in chapters.items():
             p = json.loads((rec.path / cid / PROVENANCE).read_text())
             fp = (p.get("source_fingerprint") or {}).get("sha256", "")
-            commit = f"`{str(c['git_commit'])[:10]}`" + (" (uncommitted changes)" if p.get("git_dirty") else "")
+            commit = _commit(p, c["git_commit"])
             out.append(
                 f"| {cid} | {p['date_utc']} | {commit} | `{fp[:12] or 'not recorded'}` | {c['seconds']:.0f} | "
                 f"`{c['build']['command']}` | {c['build']['wall_s']:.0f} |"
@@ -266,7 +273,7 @@ def build_times(results: Path = RESULTS_DIR) -> list[str]:
             where += f" ({r['compiler_report_cache_files']} compiler reports cached before the replay)"
         for label, t in r["builds"].items():
             out.append(
-                f"| `{r['profile']}` | {where} | {t.get('date_utc', r['date_utc'])} | `{str(r['git_commit'])[:10]}` | {label} | "
+                f"| `{r['profile']}` | {where} | {t.get('date_utc', r['date_utc'])} | {_commit(r)} | {label} | "
                 f"{t['seconds']:.0f} | {t['goal_s']:.0f} | {'yes' if t['meets_goal'] else 'no'} |"
             )
     spent = _where_the_time_went(files)
@@ -292,7 +299,7 @@ def several_gpus(files: list[Path]) -> list[str]:
             worst = max(ratios.values(), default=float("nan"))
             rows.append(
                 f"| `{r['profile']}` | {r['machine']['gpu_name']}, {r['machine'].get('cpu_count')} CPU cores | "
-                f"{t.get('date_utc', r['date_utc'])} | `{str(r['git_commit'])[:10]}` | {t['gpus']} | {t['serial_seconds']:.0f} | "
+                f"{t.get('date_utc', r['date_utc'])} | {_commit(r)} | {t['gpus']} | {t['serial_seconds']:.0f} | "
                 f"{t['seconds']:.0f} | {t['goal_s']:.0f} | {'yes' if t['meets_goal'] else 'no'} | "
                 f"{worst:.2f}x (goal {t.get('per_chapter_goal', 1.1):.2f}x) | {each} |"
             )
@@ -364,7 +371,7 @@ def grading_times(results: Path = RESULTS_DIR) -> list[str]:
         r = json.loads(path.read_text())
         statuses = ", ".join(f"{n} {s}" for s, n in sorted(r["statuses"].items(), key=lambda x: -x[1]))
         out.append(
-            f"| {r['gpu_name']} | {r['gpus']} | {r['date_utc']} | `{str(r['git_commit'])[:10]}` | {r['chapter']} "
+            f"| {r['gpu_name']} | {r['gpus']} | {r['date_utc']} | {_commit(r)} | {r['chapter']} "
             f"(`{r['kernel_file']}`) | {r['students']} | {_cases_of(r)} | {r['wall_s']:.0f} | {r['goal_s']:.0f} | "
             f"{'yes' if r['meets_goal'] else 'no'} | {statuses} |"
         )
