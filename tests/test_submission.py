@@ -45,6 +45,25 @@ def test_a_kernel_named_as_a_project_file_with_its_own_header_is_accepted_with_s
         ('%:include "/etc/passwd"', "names a path"),  # a digraph of #
         ('#inc\\\nlude "/etc/passwd"', "names a path"),  # a spliced line
         ('#include_next "/etc/passwd"', "names a path"),
+        # the same include as the preprocessor reads it: comments are spaces, splices may have blanks
+        ('#/**/include "/etc/passwd"', "names a path"),
+        ('# /* a comment\n over two lines */ include "/etc/passwd"', "names a path"),
+        ('#inc\\ \nlude "/etc/passwd"', "names a path"),  # GCC splices a backslash, blanks, a newline
+        ('#inc\\\r\nlude "/etc/passwd"', "names a path"),  # a Windows line end
+        ('x;\r#include "/etc/passwd"', "names a path"),  # a lone CR ends a line too
+        ('\ufeff#include "/etc/passwd"', "names a path"),  # after a byte-order mark
+        ('#\finclude "/etc/passwd"', "names a path"),
+        # a /* inside a literal starts no comment, so it hides no line
+        ('int a = 1\'2; const char *s = "\'/*";\n#include "/etc/passwd"\n// */', "names a path"),
+        ('auto s = u8R"x( /* )" )x";\n#include "/etc/passwd"\n// */', "names a path"),
+        ('// ??/\n#include "/etc/passwd"', "names a path"),  # a trigraph splice, where honoured
+        # other ways to open a file, or to ask whether one exists
+        ('#import "/etc/passwd"', "names a path"),
+        ('#embed "/etc/passwd"', "names a path"),
+        ('#if __has_include("/etc/shadow")\n#error it exists\n#endif', "names a path"),
+        ("#if __has_include(</etc/shadow>)\n#endif", "outside the toolkit"),
+        ('#pragma GCC dependency "/etc/passwd"', "dependency pragma"),
+        ('_Pragma("GCC dependency \\"/etc/passwd\\"")', "dependency pragma"),
     ],
 )
 def test_an_include_that_reaches_outside_the_submission_is_refused_before_compiling(tmp_path, include, says):
@@ -53,6 +72,32 @@ def test_an_include_that_reaches_outside_the_submission_is_refused_before_compil
     assert not sub.ok and "fw_blocked.cu" in _reasons(sub), sub
     assert says in _reasons(sub)["fw_blocked.cu"]
     assert "root:" not in _reasons(sub)["fw_blocked.cu"], "no file of the machine is ever printed"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '// #include "/etc/passwd" in a line comment\n',
+        'const char *s = "#include \\"/etc/passwd\\"";\n',
+        '#include /* the project\'s */ "add_min.cuh" // and a comment\n',
+        "#if __has_include(<cuda_fp16.h>)\n#include <cuda_fp16.h>\n#endif\n",
+        "#pragma unroll\nint n = 1'000'000;\n",
+    ],
+)
+def test_what_names_no_file_of_the_machine_is_accepted(tmp_path, text):
+    folder = _folder(tmp_path, {"fw_blocked.cu": text + GOOD, "mine.cuh": ""})
+    sub = submission.check(folder)
+    assert sub.ok, _reasons(sub)
+
+
+def test_every_kernel_file_of_the_project_passes_as_a_submission(tmp_path):
+    """The project's own kernels and headers, submitted as they are: none is refused."""
+    folder = tmp_path / "student"
+    folder.mkdir()
+    for path in [*KERNELS_DIR.glob("*.cu"), *KERNELS_DIR.glob("*.cuh")]:
+        (folder / path.name).write_bytes(path.read_bytes())
+    sub = submission.check(folder)
+    assert sub.ok and not sub.refused and len(sub.kernels) == len(list(KERNELS_DIR.glob("*.cu")))
 
 
 def test_a_header_that_reaches_outside_refuses_what_includes_it(tmp_path):

@@ -11,8 +11,12 @@ refuses, one reason per file, what could reach beyond it:
   beside);
 - an ``#include`` that does not resolve inside the submission's folder or to a project kernel
   header: a quoted path with folders or ``..``, an absolute path, a computed include (``#include
-  MACRO``), or a system header named with a path (``<../../x>``). No compiler message can then
-  print a file of the grading machine.
+  MACRO``), or a system header named with a path (``<../../x>``). The same holds for every other
+  way a source makes the compiler open or look for a file (``#include_next``, ``#import``,
+  ``#embed``, ``__has_include``), and a ``GCC dependency`` pragma is refused outright. They are
+  found as the preprocessor finds them (``core.directives``: spliced lines, comments as spaces,
+  so ``#/**/include`` is one), not by how a line looks. No compiler message can then print a file
+  of the grading machine, nor say whether one exists.
 
 What is accepted comes back with each file's sha256, as the report's first page names it.
 ``stage`` copies what was accepted where it compiles for one build or grading run: never into
@@ -30,14 +34,12 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cudalab.core.directives import FileReference, file_references
 from cudalab.core.errors import CudalabError
 from cudalab.core.paths import KERNELS_DIR
 
 SUFFIXES = (".cu", ".cuh")
 MAX_FILE_BYTES = 1 << 20  # a kernel file larger than 1 MiB is not a student's kernel
-# Every #include directive, whatever follows it: a quoted name, an angled name, or anything else
-# (a macro), which is refused.
-_INCLUDE = re.compile(r"^[ \t]*(?:#|%:|\?\?=)[ \t]*include(?:_next)?\b[ \t]*(?P<rest>.*)$", re.M)  # and its digraphs
 _QUOTED = re.compile(r'^"(?P<name>[^"]+)"')
 _ANGLED = re.compile(r"^<(?P<name>[^>]+)>")
 # A system header's name: letters, digits, dots, dashes, underscores, and the toolkit's own
@@ -84,10 +86,12 @@ def plain_name(name: str) -> str | None:
     return None
 
 
-def include_problem(rest: str, own: set[str], project: set[str]) -> str | None:
-    """Why one ``#include`` line (what follows ``#include``) is refused, or None: a quoted name must
-    be a file of the submission (``own``) or a project kernel header (``project``); an angled one a
-    toolkit header named without ``..``; anything else (a macro) is refused."""
+def include_problem(rest: str, own: set[str], project: set[str], kind: str = "include") -> str | None:
+    """Why one ``#include`` line (what follows ``#include``; ``kind``: or ``#import``, ``#embed``,
+    ``__has_include(``, ...) is refused, or None: a quoted name must be a file of the submission
+    (``own``) or a project kernel header (``project``); an angled one a toolkit header named
+    without ``..``; anything else (a macro) is refused."""
+    label = kind if kind.startswith("__") else f"#{kind}"
     rest = rest.strip()
     quoted, angled = _QUOTED.match(rest), _ANGLED.match(rest)
     if quoted:
@@ -95,15 +99,23 @@ def include_problem(rest: str, own: set[str], project: set[str]) -> str | None:
         if name in own or name in project:
             return None
         if "/" in name or "\\" in name or name.startswith("."):
-            return f'#include "{name}" names a path: include only files of the submission or the project\'s headers'
-        return f'#include "{name}": no such file in the submission nor among the project\'s kernel headers'
+            return f'{label} "{name}" names a path: include only files of the submission or the project\'s headers'
+        return f'{label} "{name}": no such file in the submission nor among the project\'s kernel headers'
     if angled:
         name = angled.group("name")
         parts = name.split("/")
         if _SYSTEM_NAME.match(name) and ".." not in parts:
             return None
-        return f"#include <{name}> names a path outside the toolkit's headers"
-    return "a computed #include (a macro, not a quoted or angled name) is refused: name the header"
+        return f"{label} <{name}> names a path outside the toolkit's headers"
+    return f"a computed {label} (a macro, not a quoted or angled name) is refused: name the header"
+
+
+def reference_problem(ref: FileReference, own: set[str], project: set[str]) -> str | None:
+    """Why a place where a source names a file (``directives.file_references``) is refused, or
+    None. A ``GCC dependency`` pragma asks whether any file of the machine exists: always refused."""
+    if ref.kind == "pragma dependency":
+        return "a GCC dependency pragma names a file of the machine: refused"
+    return include_problem(ref.rest, own, project, ref.kind)
 
 
 def project_headers(kernels_dir: Path = KERNELS_DIR) -> set[str]:
@@ -137,12 +149,11 @@ def check(folder: str | Path, kernels_dir: Path = KERNELS_DIR) -> Submission:
     project = project_headers(kernels_dir)
     entries = sorted(root.iterdir(), key=lambda p: p.name)
     reasons: dict[str, str] = {}
-    texts: dict[str, str] = {}
+    refs: dict[str, list[FileReference]] = {}  # where each readable file names a file
     for path in entries:
         why = _file_problem(path, kernels_dir)
         if why is None:
-            # spliced lines joined first: "#inc\<newline>lude" is an include too
-            texts[path.name] = path.read_bytes().decode("utf-8", errors="replace").replace("\\\n", "")
+            refs[path.name] = file_references(path.read_bytes().decode("utf-8", errors="replace"))
         else:
             reasons[path.name] = why
     # A file may include the project's headers and the submission's own headers that are accepted
@@ -150,13 +161,11 @@ def check(folder: str | Path, kernels_dir: Path = KERNELS_DIR) -> Submission:
     changed = True
     while changed:
         changed = False
-        own = {n for n in texts if n.endswith(".cuh") and n not in reasons}
-        for name, text in texts.items():
+        own = {n for n in refs if n.endswith(".cuh") and n not in reasons}
+        for name, named in refs.items():
             if name in reasons:
                 continue
-            why = next(
-                (w for m in _INCLUDE.finditer(text) if (w := include_problem(m.group("rest"), own, project))), None
-            )
+            why = next((w for ref in named if (w := reference_problem(ref, own, project))), None)
             if why is not None:
                 reasons[name], changed = why, True
     for path in entries:
