@@ -198,7 +198,9 @@ def browser_page(jupyter_lab):
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=_chromium(), args=CHROMIUM_ARGS)
-        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        # tall enough that the explorer (controls, a filter per axis, the figure) is shot whole:
+        # the notebook panel scrolls, and clips what lies below its edge
+        context = browser.new_context(viewport={"width": 1400, "height": 1800})
         page = context.new_page()
         console: list[str] = []
         page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
@@ -315,16 +317,19 @@ def _pick_other(select, prefer: tuple[str, ...] = ()) -> str:
     return labels[chosen]
 
 
-def _change_choices(control, *, narrow: bool, prefer: tuple[str, ...] = ()) -> str:
+def _change_choices(control, *, narrow: bool, prefer: tuple[str, ...] = (), add: str = "") -> str:
     """Narrow (keep fewer) or widen (add one) the choices of a multiple-choice control.
 
     The explorer may show the choices as a multiple <select>, as check boxes or as toggle buttons;
     the test uses whichever it finds, as a student would; a multiple <select> is narrowed to the
-    ``prefer``red values where it has some. Returns what it did, for the log.
+    ``prefer``red values where it has some, and widened by the first option whose text holds
+    ``add``. Returns what it did, for the log.
     """
     multiple = control.locator("select[multiple]")
     if multiple.count():
-        values = [o.get_attribute("value") for o in multiple.first.locator("option").all()]
+        options = multiple.first.locator("option").all()
+        values = [o.get_attribute("value") for o in options]
+        texts = [" ".join(o.inner_text().split()) for o in options]
         chosen = multiple.first.evaluate("s => Array.from(s.selectedOptions).map(o => o.value)")
         preferred = [v for v in values if v in chosen and v in prefer]
         if narrow and 0 < len(preferred) < len(chosen):
@@ -332,9 +337,11 @@ def _change_choices(control, *, narrow: bool, prefer: tuple[str, ...] = ()) -> s
         elif narrow:
             keep = [v for v in values if v in chosen][: max(1, len(chosen) // 2)] or values[:1]
         else:
-            keep = chosen + [next(v for v in values if v not in chosen)]
+            adding = [v for v, t in zip(values, texts, strict=True) if v not in chosen and add in t]
+            assert adding, f"no option to add holds {add!r}: {texts}"
+            keep = chosen + adding[:1]
         multiple.first.select_option(value=keep)
-        return f"selected {keep}"
+        return f"selected {keep}" + (f" (added the one of {add!r})" if add and not narrow else "")
     boxes = control.locator("input[type=checkbox]")
     if boxes.count():
         states = [boxes.nth(i).is_checked() for i in range(boxes.count())]

@@ -95,7 +95,8 @@ def test_like_with_like_and_the_labs_numbers_in_jupyterlab(jupyter_lab, browser_
     steps.shot("04-first-view", explorer)
     _select(explorer, "facet", "(none)")
     figure = _redraws(page, figure, "facet: none", timings)
-    _change_choices(explorer.locator(".cudalab-explore-overlay").first, narrow=False)
+    # the h100 profile's recording: another grid of N than this run's (the gtx680 profile's)
+    _change_choices(explorer.locator(".cudalab-explore-overlay").first, narrow=False, add="· h100 (recorded)")
     figure = _redraws(page, figure, "overlay: a recording on another grid", timings)
     caption = explorer.locator(".cudalab-explore-caption").first
     _wait(lambda: "panels by n" in caption.inner_text(), REDRAW_S, "the caption to say it drew a panel per N")

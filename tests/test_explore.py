@@ -15,7 +15,7 @@ import pytest
 from conftest import notebook_defaults
 
 from cudalab import open_chapter
-from cudalab.chapter import catalog
+from cudalab.chapter import catalog, recorded
 from cudalab.core.gpu import gpu_available
 from cudalab.core.paths import ROOT
 from cudalab.explore import data, figure
@@ -23,6 +23,8 @@ from cudalab.explore import data, figure
 pytestmark = pytest.mark.skipif(gpu_available(), reason="opens chapters in replay mode")
 
 H100 = "NVIDIA H100 80GB HBM3"
+# the GPU whose gtx680 recording a replay takes (the newest of several): "this run" in replay
+REPLAYED = recorded.find("gtx680")[0].gpu_name
 # each chapter's Explore cell and the table it opens
 MAIN_TABLES = {
     "00_gpu_capabilities": "copy_bandwidth",
@@ -55,9 +57,11 @@ def block_sweep(tmp_path):
 def test_a_table_comes_from_this_run_every_recording_and_the_published_numbers(block_sweep):
     lab, d = block_sweep
     labels = [s.label for s in d.sources]
-    assert labels[0] == f"{H100} · gtx680 (this run)"
+    assert labels[0] == f"{REPLAYED} · gtx680 (this run)"
     assert f"{H100} · h100 (recorded)" in labels and f"{H100} · maxwell_team5 (recorded)" in labels
-    assert f"{H100} · gtx680 (recorded)" not in labels, "the replayed recording is this run, not an overlay"
+    assert f"{REPLAYED} · gtx680 (recorded)" not in labels, "the replayed recording is this run, not an overlay"
+    others = [r.gpu_name for r in recorded.all_recordings() if r.profile == "gtx680" and r.gpu_name != REPLAYED]
+    assert all(f"{gpu} · gtx680 (recorded)" in labels for gpu in others), "another GPU's gtx680 recording is beside"
     assert "lab 000, GeForce GTX 680 (published)" in labels
     assert d.axes == ["n", "variant"] and d.numeric_axes() == ["n"] and d.categorical_axes() == ["variant"]
     pub = d.frame[d.frame["kind"].eq(data.PUBLISHED)]
