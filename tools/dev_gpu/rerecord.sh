@@ -5,7 +5,8 @@
 #
 #   OUT=/tmp/out tools/dev_gpu/rerecord.sh PROFILES [CHAPTER ...]
 #
-#   PROFILES  comma-separated: gtx680,h100,maxwell_team5,rtx2080 on an H100 host, h200 on an H200
+#   PROFILES  comma-separated: h100 on an H100 host, h200 on an H200; the lab profiles (gtx680,
+#             maxwell_team5, rtx2080) on either (a replay takes the newest recording)
 #   CHAPTER   numbers (04 05); none: every chapter. Chapter 00 is measured too where another is,
 #             since the others read its ceilings.
 #
@@ -18,7 +19,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${OUT:-build/rerecord}"
 mkdir -p "$OUT"
-[ $# -ge 1 ] || { sed -n 2,16p "$0"; exit 2; }
+[ $# -ge 1 ] || { sed -n 2,17p "$0"; exit 2; }
 profiles=$1
 shift
 only=()
