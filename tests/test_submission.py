@@ -82,6 +82,7 @@ def test_an_include_that_reaches_outside_the_submission_is_refused_before_compil
         '#include /* the project\'s */ "add_min.cuh" // and a comment\n',
         "#if __has_include(<cuda_fp16.h>)\n#include <cuda_fp16.h>\n#endif\n",
         "#pragma unroll\nint n = 1'000'000;\n",
+        "#pragma unroll // no dependency between the steps\n",
     ],
 )
 def test_what_names_no_file_of_the_machine_is_accepted(tmp_path, text):

@@ -54,8 +54,9 @@ _FILE_DIRECTIVE = re.compile(
     rf"^{_BLANK}*{_HASH}{_BLANK}*(?P<kind>include_next|include|import|embed)\b{_BLANK}*(?P<rest>.*)$", re.M
 )
 _OPERATOR = re.compile(r"\b(?P<kind>__has_include_next|__has_include|__has_embed)\b\s*(?P<rest>.*)$", re.M)
-_PRAGMA_DEPENDENCY = re.compile(rf"^{_BLANK}*{_HASH}{_BLANK}*pragma\b.*\bdependency\b", re.M)
-_PRAGMA_OPERATOR = re.compile(r"\b_Pragma\s*\((?P<arg>[^\n]*)")
+_PRAGMA = re.compile(rf"^{_BLANK}*{_HASH}{_BLANK}*pragma\b(?P<rest>.*)$", re.M)
+_PRAGMA_OPERATOR = re.compile(r"\b_Pragma\s*\((?P<rest>[^\n]*)")
+_DEPENDENCY = re.compile(r"\bGCC\s+dependency\b")  # "#pragma GCC dependency FILE": is FILE newer?
 
 
 @dataclass(frozen=True)
@@ -119,11 +120,7 @@ def file_references(text: str) -> list[FileReference]:
         for m in _OPERATOR.finditer(logical):
             rest = _rest(m)
             refs.append(FileReference(m.group("kind"), rest[1:].strip() if rest.startswith("(") else rest))
-        refs += [FileReference("pragma dependency", "") for _ in _PRAGMA_DEPENDENCY.finditer(logical)]
-        refs += [
-            FileReference("pragma dependency", "")
-            for m in _PRAGMA_OPERATOR.finditer(logical)
-            if "dependency" in m.group("arg")
-        ]
+        pragmas = [*_PRAGMA.finditer(logical), *_PRAGMA_OPERATOR.finditer(logical)]
+        refs += [FileReference("pragma dependency", "") for m in pragmas if _DEPENDENCY.search(_rest(m))]
         found += [r for r in refs if r not in found]
     return found
