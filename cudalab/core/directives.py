@@ -113,7 +113,7 @@ def _rest(m: re.Match[str]) -> str:
 def file_references(text: str) -> list[FileReference]:
     """Every place in a source text that makes the compiler open a file or look for one (see the
     module docstring), in the order found; a place that several readings find, once."""
-    found: list[FileReference] = []
+    found: dict[FileReference, None] = {}  # an ordered set
     readings = (logical_text(text), logical_text(text, old_rules=True), logical_text(text, comments=False))
     for logical in readings:
         refs = [FileReference(m.group("kind"), _rest(m)) for m in _FILE_DIRECTIVE.finditer(logical)]
@@ -122,5 +122,5 @@ def file_references(text: str) -> list[FileReference]:
             refs.append(FileReference(m.group("kind"), rest[1:].strip() if rest.startswith("(") else rest))
         pragmas = [*_PRAGMA.finditer(logical), *_PRAGMA_OPERATOR.finditer(logical)]
         refs += [FileReference("pragma dependency", "") for m in pragmas if _DEPENDENCY.search(_rest(m))]
-        found += [r for r in refs if r not in found]
-    return found
+        found.update(dict.fromkeys(refs))
+    return list(found)
