@@ -88,8 +88,55 @@ def test_top_level_must_be_mapping(tmp_path):
 
 
 def test_unknown_top_level_key(tmp_path):
-    with pytest.raises(ProfileError, match=r"devcie: unknown key"):
+    with pytest.raises(
+        ProfileError, match=r"devcie: unknown key \(the keys here: name, description, match, extends, device"
+    ):
         load_profile(str(write(tmp_path, "name: x\ndevcie: {}\n")), notebooks=NOTEBOOKS)
+
+
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("device: {name: G, source: s, sms: 8}\n", "device.sms: unknown key (the keys here: name, source, lab,"),
+        (
+            "chapters:\n  01_block_size:\n    parms: {}\n",
+            "01_block_size.parms: unknown key (the keys here: params, quick, published)",
+        ),
+        (
+            "references:\n  '000': {file: f, course: c, title: t, gpu: g, year: 2016}\n",
+            "references.000.year: unknown key (the keys here: file, course, title, gpu)",
+        ),
+    ],
+)
+def test_an_unknown_nested_key_is_named_with_the_keys_that_place_takes(tmp_path, text, says):
+    with pytest.raises(ProfileError) as err:
+        load_profile(str(write(tmp_path, "name: x\n" + text)), notebooks=NOTEBOOKS)
+    assert says in str(err.value)
+
+
+def test_a_mistake_in_a_published_table_is_one_error_not_one_per_key(tmp_path):
+    """``published`` is one table or several by name; a table's typo is reported against the table
+    (with its keys), not also as every key of it failing to be a table of the other form."""
+    text = (
+        "name: x\nchapters:\n  01_block_size:\n    published:\n      source: s\n      gpu: G\n      lab: '000'\n"
+        "      where: w\n      coordinates: [n]\n      rowz: []\n"
+    )
+    with pytest.raises(ProfileError) as err:
+        load_profile(str(write(tmp_path, text)), notebooks=NOTEBOOKS)
+    lines = str(err.value).splitlines()[1:]
+    assert lines == [
+        "  chapters.01_block_size.published.(one table).rowz: unknown key (the keys here: source, gpu, lab, where, "
+        "coordinates, note, inferred, beside, measures, rows)"
+    ], lines
+
+
+def test_a_profile_that_is_not_text_or_a_folder_says_so(tmp_path):
+    binary = tmp_path / "binary.yaml"
+    binary.write_bytes(b"\xff\xfe\x00name")
+    with pytest.raises(ProfileError, match="not UTF-8 text"):
+        load_profile(str(binary), notebooks=NOTEBOOKS)
+    with pytest.raises(ProfileError, match="is a folder"):
+        load_profile(str(tmp_path), notebooks=NOTEBOOKS)
 
 
 def test_wrong_type_in_device(tmp_path):

@@ -14,10 +14,11 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
 
 from cudalab.chapter import catalog, parameters
 from cudalab.chapter.parameters import Declared
@@ -201,11 +202,29 @@ class LabReference(_Strict):
     gpu: str = Field(description="the GPU as the lab names it")
 
 
+ONE_TABLE, TABLES_BY_NAME = "(one table)", "(tables by name)"
+
+
+def _published_form(value: Any) -> str:
+    """Which form a chapter's ``published`` takes: one table (a mapping with a table's own keys)
+    or several by name. Deciding it first makes a mistake in a table one error, not one error per
+    key for the form it is not."""
+    if isinstance(value, Published) or (isinstance(value, Mapping) and set(value) & set(Published.model_fields)):
+        return ONE_TABLE
+    return TABLES_BY_NAME
+
+
 class ChapterConfig(_Strict):
     params: dict[str, Any] = Field(default_factory=dict)
     quick: dict[str, Any] = Field(default_factory=dict, description="overrides for --quick")
     # One published table, or several by name where a chapter draws on more than one lab.
-    published: Published | dict[str, Published] | None = None
+    published: (
+        Annotated[
+            Annotated[Published, Tag(ONE_TABLE)] | Annotated[dict[str, Published], Tag(TABLES_BY_NAME)],
+            Discriminator(_published_form),
+        ]
+        | None
+    ) = None
 
     def published_table(self, name: str | None = None) -> Published | None:
         if isinstance(self.published, dict):
@@ -257,6 +276,8 @@ def available_profiles(params_dir: Path = PARAMS_DIR) -> list[str]:
 def _resolve_path(name_or_path: str, params_dir: Path) -> Path:
     candidate = Path(name_or_path)
     if candidate.suffix in (".yaml", ".yml") or candidate.exists():
+        if candidate.is_dir():
+            raise ProfileError(f"{candidate} is a folder; give a profile's YAML file or name")
         if not candidate.is_file():
             raise ProfileError(f"profile file not found: {candidate}")
         return candidate
@@ -271,9 +292,13 @@ def _resolve_path(name_or_path: str, params_dir: Path) -> Path:
 
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise ProfileError(f"{path}: not valid YAML: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ProfileError(f"{path}: not UTF-8 text (byte {exc.start}); a profile is a YAML file") from None
+    except OSError as exc:
+        raise ProfileError(f"{path}: cannot be read ({exc.strerror})") from None
     if not isinstance(data, dict):
         raise ProfileError(f"{path}: a profile is a YAML mapping, got {type(data).__name__}")
     return data
@@ -325,13 +350,60 @@ def _raw_profile(name_or_path: str, params_dir: Path, seen: tuple[str, ...] = ()
     return path, data
 
 
+def _members(annotation: Any) -> list[Any]:
+    """The types an annotation allows: each member of a union (``X | None``), itself otherwise; a
+    member tagged for a discriminated union stays ``Annotated`` (pydantic names it by its tag)."""
+    origin = get_origin(annotation)
+    if origin in (Union, UnionType):
+        return [m for a in get_args(annotation) for m in _members(a)]
+    if origin is Annotated:
+        inner, *meta = get_args(annotation)
+        return [annotation] if any(isinstance(m, Tag) for m in meta) else _members(inner)
+    return [annotation]
+
+
+def _untagged(kind: Any, tag: str | None = None) -> Any:
+    """A tagged member's type (where ``tag`` is given, only if it is that member's), else ``kind``."""
+    if get_origin(kind) is Annotated:
+        inner, *meta = get_args(kind)
+        tags = [m.tag for m in meta if isinstance(m, Tag)]
+        return inner if tag is None or tag in tags else None
+    return kind if tag is None else None
+
+
+def keys_at(loc: tuple, model: type[BaseModel] | None = None) -> list[str]:
+    """The keys a profile may hold at the mapping where pydantic found an unknown key (``loc``, the
+    unknown key last), in the order the models declare them; none where the place has no fixed keys.
+    A dictionary's key, a list's index or a union member's tag in ``loc`` is stepped through."""
+    kinds: list[Any] = [model or Profile]
+    for part in loc[:-1]:
+        members = [m for k in kinds for m in _members(k)]
+        tagged = [t for m in members if (t := _untagged(m, str(part))) is not None]
+        if tagged:  # pydantic named the member of a discriminated union it validated
+            kinds = tagged
+            continue
+        step: list[Any] = []
+        for kind in (_untagged(m) for m in members):
+            if isinstance(kind, type) and issubclass(kind, BaseModel) and part in kind.model_fields:
+                step.append(kind.model_fields[part].annotation)
+            elif get_origin(kind) in (dict, list):
+                step.append(get_args(kind)[-1])
+        kinds = step
+    keys: dict[str, None] = {}
+    for kind in (_untagged(m) for k in kinds for m in _members(k)):
+        if isinstance(kind, type) and issubclass(kind, BaseModel):
+            keys.update(dict.fromkeys(kind.model_fields))
+    return list(keys)
+
+
 def _format_validation(path: Path, exc: ValidationError) -> str:
     lines = [f"{path}: invalid profile"]
     for err in exc.errors():
         where = ".".join(str(p) for p in err["loc"])
         kind = err["type"]
         if kind == "extra_forbidden":
-            lines.append(f"  {where}: unknown key")
+            keys = keys_at(tuple(err["loc"]))
+            lines.append(f"  {where}: unknown key" + (f" (the keys here: {', '.join(keys)})" if keys else ""))
         else:
             lines.append(f"  {where}: {err['msg']} (got {err.get('input')!r})")
     return "\n".join(lines)
