@@ -172,8 +172,11 @@ def main(argv: list[str] | None = None) -> int:
             dist = _solve_gpu(args, v, edges)
             return _compare(dist, nthu.solve_cpu(v, edges), "the sequential C reference") if args.check else 0
         return _compare(nthu.read_output(args.output, v), nthu.solve_cpu(v, edges), "the sequential C reference")
-    except (CudalabError, FileNotFoundError) as exc:
+    except CudalabError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a missing file, a folder, no permission: the path and the reason, no traceback
+        print(f"error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
         return 2
 
 

@@ -66,6 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     except CudalabError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # no permission, a disk full: the path and the reason, no traceback
+        print(f"error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -80,6 +83,11 @@ def _run(args: argparse.Namespace) -> int:
         raise CudalabError(f"no folder {prefix.parent} for the outputs")
     if not 0 <= args.threshold < 1:
         raise CudalabError(f"-t {args.threshold}: the threshold is a fraction of the objects, in [0, 1)")
+    if args.variant is not None:
+        from cudalab.labs.kmeans.gpu import VARIANTS  # names only: importing it needs no GPU
+
+        if args.variant not in VARIANTS:
+            raise CudalabError(f"unknown variant {args.variant!r}; variants: {', '.join(VARIANTS)}")
     t0 = time.perf_counter()
     points = files.read(source, args.binary)
     reference.check_k(args.k, len(points), str(source))
@@ -97,8 +105,6 @@ def _run(args: argparse.Namespace) -> int:
 
         variant = args.variant or "exact"
         where = f"{variant} on {gpu_name()}"
-        if variant not in gpu.VARIANTS:
-            raise CudalabError(f"unknown variant {variant!r}; variants: {', '.join(gpu.VARIANTS)}")
         problem = gpu.Problem(points, args.k)
         t_setup = time.perf_counter()
         run = gpu.run_to_convergence(problem, variant, args.threshold)

@@ -194,11 +194,14 @@ def test_the_command_refuses_bad_requests_without_a_traceback(tmp_path):
         (("-n", "0", "-b"), "K must be at least 1"),
         (("-n", "2"), "is not a number (a binary file? read it with -b)"),
         (("-n", "2", "-b", "-t", "2"), "threshold is a fraction"),
+        (("-n", "2", "-b", "--variant", "tensorr"), "unknown variant 'tensorr'; variants: host_update"),
     ]:
         proc = run_face("-i", str(tmp_path / "p.bin"), *args, "--cpu")
         assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     proc = run_face("-i", str(tmp_path / "p.bin.membership"), "-n", "2", "-o", str(tmp_path / "p.bin"), "--cpu")
     assert proc.returncode == 2 and "no such file" in proc.stderr or "is the input" in proc.stderr
+    proc = run_face("-i", str(tmp_path), "-n", "2", "--cpu")
+    assert proc.returncode == 2 and "a folder, not a file" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_the_chosen_kernel_is_the_fastest_of_ours_that_ran_correctly():

@@ -188,6 +188,23 @@ def test_cli_refuses_bad_output_paths_before_solving(tmp_path, capsys):
     assert "does not exist" in capsys.readouterr().err
 
 
+def test_cli_says_which_input_it_cannot_read_with_exit_status_2(tmp_path, capsys):
+    """A folder or a missing file given as an input: the path and why, never a traceback, and the
+    status of bad arguments (2), not of a wrong answer (1)."""
+    from cudalab.apsp import main
+
+    case = tmp_path / "c.in"
+    assert main(["generate", "20", "0.2", str(case)]) == 0
+    for argv in (
+        ["solve", str(tmp_path), str(tmp_path / "c.out")],
+        ["solve", str(tmp_path / "missing.in"), str(tmp_path / "c.out")],
+        ["verify", str(case), str(tmp_path)],
+    ):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {tmp_path}") and "Traceback" not in err, err
+
+
 def test_cli_check_on_the_cpu_uses_an_independent_reference(tmp_path, capsys):
     from cudalab.apsp import main
 

@@ -117,6 +117,8 @@ def _is_float(text: str) -> bool:
 def read(path: str | Path, binary: bool) -> np.ndarray:
     """A classic input file, binary (``-b``) or text."""
     path = Path(path)
+    if path.is_dir():
+        raise CaseFormatError(f"{path}: a folder, not a file")
     if not path.is_file():
         raise CaseFormatError(f"{path}: no such file")
     return read_binary(path) if binary else read_text(path)
