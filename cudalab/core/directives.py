@@ -78,10 +78,10 @@ def _blank_comments(text: str, old_rules: bool = False) -> str:
     i, n = 0, len(text)
     while i < n:
         m = tokens.match(text, i)
-        if m.group("comment"):
+        if m.lastgroup == "comment":
             out.append(" ")
             i = m.end()
-        elif m.groupdict().get("raw"):
+        elif m.lastgroup == "raw":
             close = text.find(")" + m.group("delim") + '"', m.end())
             end = n if close < 0 else close + len(m.group("delim")) + 2
             out.append(text[i:end])
