@@ -149,6 +149,23 @@ class Cases(_Strict):
     kind: str
 
 
+class CheckInput(_Strict):
+    """One input every graded point of a group is also checked on: its ``input`` kind (a name of
+    the kit's ``kinds``) and, where it differs from the point's, the size it is drawn at (``n``)."""
+
+    input: str
+    n: int | None = None
+
+
+class CheckKit(_Strict):
+    """How a graded point is checked outside the process its kernel runs in (``labs.checks``):
+    ``kit`` ("module:NAME" of a ``labs.checks.Checks``, in the kernel family's module) and the
+    harsh ``inputs`` the chapter declares, each drawn with a fresh seed every grading run."""
+
+    kit: str
+    inputs: tuple[CheckInput, ...] = ()
+
+
 class Yours(_Strict):
     """How a student's kernel file is measured in this chapter, beside the reference: ``recipe``
     names the chapter's point recipe (``"cudalab.labs.fw.points:BLOCK_SIZE"``, a
@@ -158,7 +175,9 @@ class Yours(_Strict):
     ``rate_unit``, and ``ceiling`` names the ceiling (chapter 00's ``ceilings``, in the same unit)
     it is a fraction of. A point's time is its row's ``time_ms`` (``time: row``), or, for a
     recipe that times each iteration's stages, the median iteration's stages summed (``time:
-    median_iteration``). Few points: a class of thirty is graded on them in minutes."""
+    median_iteration``). Few points: a class of thirty is graded on them in minutes. ``checks``: the
+    inputs each point is also checked on, and the family's kit that draws, solves and judges them
+    (``CheckKit``)."""
 
     recipe: str
     points: tuple[dict[str, bool | int | float | str], ...]
@@ -167,6 +186,7 @@ class Yours(_Strict):
     rate_unit: str = ""
     ceiling: str | None = None
     cases: Cases | None = None
+    checks: CheckKit | None = None
 
 
 class Declarations(_Strict):

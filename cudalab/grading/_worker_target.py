@@ -7,7 +7,10 @@ kills it).
 
 The request: ``chapter`` and ``group`` (which of its ``yours`` declarations), ``folder`` (the staged submission, or null for the reference),
 ``points`` (``[[point, kernel file], ...]``), ``params`` (the chapter's parameters a recipe reads:
-seed, time limit, ...), ``ceiling`` (a ceiling to measure first, or null). Events, in order: one
+seed, time limit, ...), ``ceiling`` (a ceiling to measure first, or null), ``seed`` (the grading
+run's seed) and ``answers`` (the folder this process writes its answers to, for the grader to judge:
+``grading.trials``; where the chapter declares ``yours.checks``, a point is timed on fresh inputs and
+answered there, and no answer is computed here). Events, in order: one
 ``ceiling``; then per point a ``start`` (the watchdog's clock restarts) and a ``point`` with its
 result. After a fault the process stops: its context is no longer to be trusted.
 """
@@ -37,15 +40,22 @@ def _faulted(exc: BaseException) -> bool:
     return type(exc).__name__ in ("CUDADriverError", "CUDARuntimeError") or "CUDA_ERROR" in str(exc)
 
 
-def _ceiling(name: str, params: dict[str, Any]) -> float | None:
+def _ceiling(name: str, params: dict[str, Any]) -> tuple[float | None, float]:
+    """The ceiling ``name`` measured now, as its declaration's ``now`` says, and its spread (the
+    largest interquartile range over median among its correct rows: a rate is called above the
+    ceiling only past both spreads)."""
     from cudalab.chapter.declarations import ceiling_declared
 
     declared = ceiling_declared(name)
     if declared is None or declared.now is None:
-        return None
+        return None, 0.0
     module, _, attr = declared.now.measure.partition(":")
     rows = getattr(importlib.import_module(module), attr)(timing={"time_limit_s": params.get("point_time_limit_s")})
-    return declared.pick(rows, declared.now.value)
+    spread = 0.0
+    if {"time_ms", "time_ms_q1", "time_ms_q3"} <= set(rows.columns):
+        ok = rows[rows["status"].eq("ok")] if "status" in rows else rows
+        spread = max((R.spread(r) for r in ok.to_dict("records")), default=0.0)
+    return declared.pick(rows, declared.now.value), spread
 
 
 def measure(request: dict[str, Any]) -> int:
@@ -60,15 +70,19 @@ def measure(request: dict[str, Any]) -> int:
     folder = Path(request["folder"]) if request.get("folder") else None
     if request.get("ceiling"):
         try:
-            _emit("ceiling", name=request["ceiling"], value=_ceiling(request["ceiling"], params))
+            value, spread = _ceiling(request["ceiling"], params)
+            _emit("ceiling", name=request["ceiling"], value=value, spread=spread)
         except Exception as exc:  # the ceiling is context, never the submission's fault
             _emit("ceiling", name=request["ceiling"], value=None, reason=R.scrubbed(exc))
     for index, (point, file) in enumerate(request["points"]):
         _emit("start", index=index)
         kernel_file = str(folder / file) if folder is not None else None
         try:
-            rows = recipe.measure(dict(point), kernel_file=kernel_file, params=params)
-            result = R.one_time(rows, yours.time)
+            if yours.checks is not None:
+                result = _checked_point(request, yours, dict(point), kernel_file, params, index)
+            else:  # a chapter without a kit: its recipe checks in this process (no grader's verdict)
+                rows = recipe.measure(dict(point), kernel_file=kernel_file, params=params)
+                result = R.one_time(rows, yours.time)
         except KernelCompileError as exc:
             result = {"status": R.DOES_NOT_COMPILE, "reason": R.compile_failure(exc)}
         except CudalabError as exc:
@@ -80,6 +94,24 @@ def measure(request: dict[str, Any]) -> int:
             result = {"status": "failed", "reason": R.scrubbed(f"{type(exc).__name__}: {exc}")}
         _emit("point", index=index, **result)
     return _solve_cases(request, yours, folder, params, len(request["points"]))
+
+
+def _checked_point(
+    request: dict[str, Any],
+    yours: Any,
+    point: dict[str, Any],
+    kernel_file: str | None,
+    params: dict[str, Any],
+    index: int,
+) -> dict[str, Any]:
+    """One point timed on fresh inputs and its answers written for the grader (``grading.trials``)."""
+    from cudalab.grading import trials
+
+    kit = trials.kit_of(yours.checks.kit)
+    key = trials.point_key(request["chapter"], point)
+    return trials.measure_point(
+        kit, point, kernel_file, params, int(request["seed"]), key, yours.checks.inputs, Path(request["answers"]), index
+    )
 
 
 def _solve_cases(request: dict[str, Any], yours: Any, folder: Path | None, params: dict[str, Any], first: int) -> int:

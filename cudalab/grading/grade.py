@@ -9,7 +9,16 @@ beside the reference kernels and the chapter's ceiling measured in the same run,
   ``speed_vs_reference`` (the reference's time over the student's: 1.2 is 20% faster);
 - ``rate_per_s`` (the chapter's declared rate) and ``fraction_of_ceiling`` (of the ceiling the
   chapter is judged by, measured in this run);
-- ``rank`` among the correct results at the same point (a wrong result is never ranked).
+- ``rank`` among the students whose every point and case is correct, at the same point.
+
+``Graded.students`` is the verdict, one row per student: correct (every point and case ok), wrong,
+race, above the ceiling, ... with the first reason; the geometric-mean speed against the reference
+over the student's points; the best fraction of the ceiling; and the rank by that mean among the
+correct students only. A point's answers are judged here, in the grader's process, on inputs drawn
+from the run's ``seed`` (printed, and given again with ``--seed`` to replay the run): the timed
+inputs, a fresh one and the harsh inputs each chapter declares (``grading.trials``). A rate past the
+chapter's physical ceiling beyond both spreads is "above the ceiling", never ranked. The reference
+files failing a point or a case is the grader's failure (``Graded.failures``), never a student's row.
 
 Nothing a submission writes or prints reaches the scoreboard except through its worker's results,
 and every message is scrubbed of the machine's paths (``results.scrubbed``).
@@ -17,7 +26,9 @@ and every message is scrubbed of the machine's paths (``results.scrubbed``).
 
 from __future__ import annotations
 
+import math
 import os
+import secrets
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -31,7 +42,7 @@ from cudalab.chapter.parameters import check_one
 from cudalab.core import gpu
 from cudalab.core.errors import CudalabError, ToolUnavailable
 from cudalab.core.submission import Submission, check, stage
-from cudalab.grading import cases, isolate, plan
+from cudalab.grading import cases, isolate, plan, trials
 from cudalab.grading import results as R
 
 Log = Callable[[str], None]
@@ -74,6 +85,7 @@ class GradeOptions:
     cases: Path | None = None  # an instructor's hidden inputs (--cases)
     measure: bool | None = None  # None: where a GPU is present
     worker: tuple[str, ...] = isolate.WORKER  # what each submission's process runs (a test's stand-in)
+    seed: int | None = None  # the inputs' seed (--seed): None draws a fresh one, printed
 
 
 @dataclass
@@ -84,10 +96,26 @@ class Graded:
     submissions: dict[str, Submission] = field(default_factory=dict)
     resources: dict[str, pd.DataFrame] = field(default_factory=dict)
     measured_on: str = ""
+    students: pd.DataFrame = field(default_factory=pd.DataFrame)  # the verdict, a row per student
+    seed: int = 0  # the seed every input of the run was drawn from
+    failures: list[str] = field(default_factory=list)  # the grader's own: a reference that failed
+
+
+STUDENT_COLUMNS = (
+    "student",
+    "verdict",
+    "points",
+    "correct_points",
+    "speed_vs_reference_geomean",
+    "best_fraction_of_ceiling",
+    "rank",
+    "reason",
+)
 
 
 def students(folder: Path) -> list[Path]:
-    """The student folders of ``folder`` (its sub-folders, by name); a ``CudalabError`` where none."""
+    """The student folders of ``folder`` (its sub-folders, by name, neither links nor hidden); a
+    ``CudalabError`` where none."""
     folder = Path(folder)
     if not folder.is_dir():
         raise CudalabError(f"--grade {folder}: not a folder (give a folder with one folder per student)")
@@ -95,6 +123,18 @@ def students(folder: Path) -> list[Path]:
     if not found:
         raise CudalabError(f"--grade {folder}: no student folder in it (one folder per student, holding .cu files)")
     return found
+
+
+def refused_folders(folder: Path) -> list[tuple[str, str]]:
+    """The entries of ``folder`` that look like a student's but are not graded, each with why: a
+    link (it may point anywhere on the machine) or a hidden folder. Never dropped without a word."""
+    out = []
+    for p in sorted(Path(folder).iterdir()):
+        if p.is_symlink():
+            out.append((p.name, "a link, not a folder: copy the student's files into a folder of its own"))
+        elif p.is_dir() and p.name.startswith("."):
+            out.append((p.name, "a hidden folder: rename it without the leading dot to grade it"))
+    return out
 
 
 def chapter_params(chapter: str, point_time_limit_s: float | None) -> dict[str, Any]:
@@ -132,6 +172,11 @@ def grade(options: GradeOptions, log: Log = print) -> Graded:
     """Grade every student folder of ``options.submissions`` (see the module docstring)."""
     folders = students(options.submissions)
     measure = gpu.gpu_available() if options.measure is None else options.measure
+    if options.seed is None:
+        from dataclasses import replace
+
+        options = replace(options, seed=secrets.randbits(63))
+    log(f"inputs drawn with seed {options.seed} (--seed {options.seed} replays them)")
     checked = {folder.name: check(folder) for folder in folders}
     staged = {name: stage(sub, options.out / "staged" / name) for name, sub in checked.items() if sub.kernels}
     # the compiler's verdicts, on every core: nvcc runs as child processes, outside Python's lock;
@@ -162,8 +207,11 @@ def _graded(
 ) -> Graded:
     """The scoreboard from the checked submissions and the compiler's verdicts: each submission's
     points measured beside the reference (on ``pool`` where there is one), or compiled only."""
-    graded = Graded(pd.DataFrame())
-    rows: list[dict[str, Any]] = []
+    graded = Graded(pd.DataFrame(), seed=int(options.seed or 0))
+    rows: list[dict[str, Any]] = [
+        _row(name, "", name, "", compiled=False, status=R.REFUSED, reason=why)
+        for name, why in refused_folders(options.submissions)
+    ]
     jobs: list[tuple[str, plan.ChapterTask, Path]] = []
     for name, sub in checked.items():
         graded.submissions[name] = sub
@@ -212,7 +260,8 @@ def _graded(
                     )
                 )
         graded.scoreboard = scoreboard(rows)
-        graded.measured_on = f"no GPU here: compiled for {options.arch} only"
+        graded.students = verdicts_of(graded.scoreboard)
+        graded.measured_on = f"no GPU here: compiled for {options.arch} only; nothing timed, no case solved"
         return graded
     graded.measured_on = gpu.gpu_name() or "GPU"
     # the references (and the chapters' ceilings) are measured in this run beside the students
@@ -233,10 +282,16 @@ def _graded(
         log,
         options.worker,
     )
+    answers = trials.Expected()  # every student's point is checked on the same inputs: each answer computed once
+    whose = [REFERENCE_ANSWERS] * len(ref_tasks) + [name for name, _, _ in jobs]
+    for who, task, result in zip(whose, ref_tasks + [t for _, t, _ in jobs], results, strict=True):
+        _judge(task, result, who, options, answers)
     references = {
         t.key: _reference(t, r, expected[t.key], options, log)
         for t, r in zip(ref_tasks, results[: len(ref_tasks)], strict=True)
     }
+    for task, ref in zip(ref_tasks, references.values(), strict=True):
+        graded.failures += _reference_failures(task, ref, log)
     for (name, task, _), result in zip(jobs, results[len(ref_tasks) :], strict=True):
         ref = references[(task.chapter, task.group)]
         measured, solved = result["points"][: len(task.points)], result["points"][len(task.points) :]
@@ -251,21 +306,68 @@ def _graded(
                     file,
                     key,
                     compiled=got["status"] != R.DOES_NOT_COMPILE,
-                    **_scored(point, got, base, task, ref["ceiling"]),
+                    **_scored(point, got, base, task, ref["ceiling"], ref["ceiling_spread"]),
                 )
             )
     graded.scoreboard = scoreboard(rows)
+    graded.students = verdicts_of(graded.scoreboard)
     return graded
 
 
-def _scored(point: dict, got: dict, ref: dict, task: plan.ChapterTask, ceiling: float | None) -> dict[str, Any]:
-    """One measured point's scoreboard fields, beside the reference's result at the same point."""
+def _judge(task: plan.ChapterTask, result: dict[str, Any], who: str, options: GradeOptions, answers: Any) -> None:
+    """A worker's points judged in place, where the chapter declares its checks (``grading.trials``):
+    each answer against the one computed here, on the inputs drawn from the run's seed."""
+    if task.yours.checks is None:
+        return
+    kit = trials.kit_of(task.yours.checks.kit)
+    folder = _answers(options, who, task)
+    for index, (point, _) in enumerate(task.points):
+        result["points"][index] = trials.judge(
+            kit,
+            dict(point),
+            result["points"][index],
+            int(options.seed or 0),
+            trials.point_key(task.chapter, point),
+            task.yours.checks.inputs,
+            folder,
+            index,
+            answers,
+        )
+
+
+def _reference_failures(task: plan.ChapterTask, ref: dict[str, Any], log: Log) -> list[str]:
+    """Each point or case where the reference files were not right: the grader's failure, said on
+    the console, never a row against a student."""
+    failed = []
+    for key, got in ref["by_point"].items():
+        if got.get("status") != R.OK:
+            failed.append(f"the reference at {task.folder_name} {key}: {got.get('status')}: {got.get('reason', '')}")
+    for case, got in ref["by_case"].items():
+        if got.get("status") != R.OK:
+            failed.append(f"the reference on case {case} ({task.folder_name}): {got.get('status')}")
+    for line in failed:
+        log(f"error: {line}")
+    return failed
+
+
+def _scored(
+    point: dict, got: dict, ref: dict, task: plan.ChapterTask, ceiling: float | None, ceiling_spread: float = 0.0
+) -> dict[str, Any]:
+    """One measured point's scoreboard fields, beside the reference's result at the same point; a
+    correct result whose rate is past the ceiling beyond both spreads is "above the ceiling"."""
     time_ms = got.get("time_ms") if got["status"] == R.OK else None
     ref_ms = ref.get("time_ms") if ref.get("status") == R.OK else None
     rate = R.rate_of(point, time_ms, task.yours.rate)
+    status, reason = got["status"], got.get("reason", "")
+    if status == R.OK and R.above_ceiling(rate, R.spread(got), ceiling, ceiling_spread):
+        status = R.ABOVE_CEILING
+        reason = (
+            f"{rate:.4g} {task.yours.rate_unit} is {rate / ceiling:.0%} of the {task.yours.ceiling} ceiling measured "
+            f"in this run ({ceiling:.4g}); past it beyond both spreads, so the timing or the answer is not real"
+        )
     return {
-        "status": got["status"],
-        "reason": got.get("reason", ""),
+        "status": status,
+        "reason": reason,
         "time_ms": got.get("time_ms"),
         "reference_time_ms": ref_ms,
         "speed_vs_reference": ref_ms / time_ms if time_ms and ref_ms else None,
@@ -292,9 +394,16 @@ def _answers(options: GradeOptions, who: str, task: plan.ChapterTask) -> Path:
 def _request(
     task: plan.ChapterTask, folder: Path | None, options: GradeOptions, ceiling: bool, who: str
 ) -> dict[str, Any]:
-    answers = _answers(options, who, task) if _cases(task, options) else None
+    answers = _answers(options, who, task)
     given = [(c, answers / f"{c.name}.out") for c in _cases(task, options)]
-    return task.request(folder, chapter_params(task.chapter, options.point_time_limit_s), ceiling=ceiling, cases=given)
+    return task.request(
+        folder,
+        chapter_params(task.chapter, options.point_time_limit_s),
+        ceiling=ceiling,
+        cases=given,
+        seed=int(options.seed or 0),
+        answers=answers,
+    )
 
 
 def _case_rows(name: str, task: plan.ChapterTask, solved: list[dict], ref: dict, options: GradeOptions) -> list[dict]:
@@ -317,7 +426,7 @@ def _case_rows(name: str, task: plan.ChapterTask, solved: list[dict], ref: dict,
                 name,
                 task.chapter,
                 file,
-                f"case {case.name}",
+                f"{CASE_PREFIX}{case.name}",
                 compiled=status != R.DOES_NOT_COMPILE,
                 status=status,
                 reason=reason,
@@ -362,6 +471,7 @@ def _reference(
             log(f"warning: the reference kernel's answer to {case.name} differs from the reference solver's: {why}")
     return {
         "ceiling": result["ceiling"],
+        "ceiling_spread": float(result.get("ceiling_spread") or 0.0),
         "by_point": {plan.point_label(p): r for (p, _), r in zip(task.points, measured, strict=True)},
         "by_case": by_case,
         "expected": expected,
@@ -400,13 +510,20 @@ def _run_all(
 
 def scoreboard(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """The rows as the scoreboard: its columns in order, ``correct`` from the status, and ``rank``
-    (1 = fastest) among the correct results at each chapter's point; a wrong result has none."""
+    (1 = fastest) at each chapter's point among the students whose every point and case is correct
+    (``fully_correct``): a student wrong anywhere holds no rank anywhere. Cases are never ranked."""
     frame = pd.DataFrame(rows)
     for column in SCOREBOARD_COLUMNS:
         if column not in frame:
             frame[column] = None
-    frame["correct"] = frame["status"].map(lambda s: True if s == R.OK else (False if s in (R.WRONG,) else None))
-    ok = frame["status"].eq(R.OK) & frame["time_ms"].notna()
+    frame["correct"] = frame["status"].map(lambda s: True if s == R.OK else (False if s in WRONG_KINDS else None))
+    good = fully_correct(frame)
+    ok = (
+        frame["status"].eq(R.OK)
+        & frame["time_ms"].notna()
+        & frame["student"].isin(good)
+        & ~frame["point"].astype(str).str.startswith(CASE_PREFIX)
+    )
     frame["rank"] = pd.array([pd.NA] * len(frame), dtype="Int64")
     if ok.any():
         frame.loc[ok, "rank"] = frame[ok].groupby(["chapter", "point"])["time_ms"].rank(method="min").astype("Int64")
@@ -414,6 +531,78 @@ def scoreboard(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return frame.sort_values(["chapter", "point", "rank", "student"], na_position="last", kind="stable").reset_index(
         drop=True
     )
+
+
+CASE_PREFIX = "case "  # a scoreboard row of an instructor's case: its point column reads "case NAME"
+WRONG_KINDS = (R.WRONG, R.RACE, R.ABOVE_CEILING)  # a result that is there and not right
+
+
+def fully_correct(frame: pd.DataFrame) -> set[str]:
+    """The students whose every row is ok (every point, every case, nothing refused or unmeasured)."""
+    if not len(frame):
+        return set()
+    return {s for s, rows in frame.groupby("student") if rows["status"].eq(R.OK).all()}
+
+
+# How a student's verdict is worded from their rows' statuses, the first that applies: a student is
+# "correct" only where every row is ok.
+_VERDICT_ORDER = (
+    R.REFUSED,
+    R.DOES_NOT_COMPILE,
+    R.MISFIT,
+    R.WRONG,
+    R.RACE,
+    R.ABOVE_CEILING,
+    R.CRASHED,
+    R.TIMED_OUT,
+    "failed",
+    R.NOT_RUN,
+    R.COMPILED_ONLY,
+)
+
+
+def verdicts_of(board: pd.DataFrame) -> pd.DataFrame:
+    """One row per student, the verdict first (``STUDENT_COLUMNS``): "correct" where every point and
+    case is ok, else the worst status with its first reason; the geometric mean of the speed
+    against the reference over the student's points, their best fraction of the ceiling, and the
+    rank by that mean among the correct students (1 = fastest). Sorted: ranked first, by rank."""
+    out = []
+    if not len(board):
+        return pd.DataFrame(columns=list(STUDENT_COLUMNS))
+    good = fully_correct(board)
+    for student, rows in board.groupby("student", sort=True):
+        points = rows[~rows["point"].astype(str).str.startswith(CASE_PREFIX) & rows["chapter"].ne("")]
+        speeds = pd.to_numeric(points["speed_vs_reference"], errors="coerce").dropna()
+        speeds = speeds[speeds > 0]
+        fractions = pd.to_numeric(points["fraction_of_ceiling"], errors="coerce").dropna()
+        if student in good:
+            verdict, reason = "correct", ""
+        else:
+            statuses = list(rows["status"].astype(str))
+            verdict = next((v for v in _VERDICT_ORDER if v in statuses), next(s for s in statuses if s != R.OK))
+            bad = rows[rows["status"].astype(str).eq(verdict)].iloc[0]
+            where = " ".join(str(x) for x in (bad["chapter"], bad["file"], bad["point"]) if x)
+            reason = f"{where}: {bad['reason']}" if bad["reason"] else where
+        out.append(
+            {
+                "student": student,
+                "verdict": verdict,
+                "points": int(len(points)),
+                "correct_points": int(points["status"].eq(R.OK).sum()),
+                "speed_vs_reference_geomean": float(math.exp(speeds.map(math.log).mean())) if len(speeds) else None,
+                "best_fraction_of_ceiling": float(fractions.max()) if len(fractions) else None,
+                "reason": R.scrubbed(reason),
+            }
+        )
+    frame = pd.DataFrame(out)
+    ranked = frame["verdict"].eq("correct") & frame["speed_vs_reference_geomean"].notna()
+    frame["rank"] = pd.array([pd.NA] * len(frame), dtype="Int64")
+    if ranked.any():
+        frame.loc[ranked, "rank"] = (
+            frame.loc[ranked, "speed_vs_reference_geomean"].rank(ascending=False, method="min").astype("Int64")
+        )
+    frame = frame[list(STUDENT_COLUMNS)]
+    return frame.sort_values(["rank", "student"], na_position="last", kind="stable").reset_index(drop=True)
 
 
 def arch_for(profile: str | None) -> str:

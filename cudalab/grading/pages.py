@@ -1,5 +1,6 @@
-"""What a grading run writes: ``scoreboard.csv`` (the tidy scoreboard), ``scoreboard.html`` (the
-same, readable: a table per chapter, failures in words) and one page per student
+"""What a grading run writes: ``students.csv`` (the verdict, one row per student), ``scoreboard.csv``
+(the tidy scoreboard, a row per student, file and point or case), ``scoreboard.html`` (both,
+readable: the verdicts first, then a table per chapter, failures in words) and one page per student
 (``students/<name>.html``: the files and their sha256, what was refused, their results beside the
 reference, and what the compiler made of their kernels beside the reference's).
 
@@ -73,6 +74,8 @@ _HEAD = {
     "speed_vs_reference": "speed vs reference (x)",
     "rate_per_s": "rate (/s)",
     "fraction_of_ceiling": "fraction of ceiling",
+    "speed_vs_reference_geomean": "speed vs reference (geomean, x)",
+    "best_fraction_of_ceiling": "best fraction of ceiling",
 }
 
 
@@ -82,7 +85,7 @@ def table_html(frame: pd.DataFrame, columns: list[str]) -> str:
     body = []
     for _, row in frame.iterrows():
         status = str(row.get("status", ""))
-        kind = "ok" if status == R.OK else ("other" if status in (R.COMPILED_ONLY, R.NOT_RUN) else "bad")
+        kind = "ok" if status in (R.OK, "correct") else ("other" if status in (R.COMPILED_ONLY, R.NOT_RUN) else "bad")
         cells = "".join(
             f'<td class="num">{_num(row[c])}</td>'
             if isinstance(row[c], (int, float)) and not isinstance(row[c], bool)
@@ -114,20 +117,46 @@ def _shown(frame: pd.DataFrame) -> list[str]:
     return [c for c in keep if c in frame and (c in ("student", "status", "reason") or frame[c].notna().any())]
 
 
+def _shown_verdicts(frame: pd.DataFrame) -> list[str]:
+    """The verdict table's columns with a value somewhere (its status column is the verdict)."""
+    keep = ["student", "status", "rank", "speed_vs_reference_geomean", "best_fraction_of_ceiling", "reason"]
+    return [c for c in keep if c in ("student", "status") or (c in frame and frame[c].notna().any())]
+
+
 def write(graded: Graded, out: Path, *, title: str, klass: str = "") -> dict[str, Path]:
     """Write the scoreboard (CSV and HTML) and each student's page into ``out``; return their paths.
     ``title`` heads the scoreboard; a student's page is headed by their name and ``klass``."""
     board = graded.scoreboard
     csv = out / "scoreboard.csv"
     atomic_write(csv, lambda tmp: board.to_csv(tmp, index=False))
+    verdicts = graded.students
+    atomic_write(out / "students.csv", lambda tmp: verdicts.to_csv(tmp, index=False))
     parts = [
         f"<h1>{html.escape(title)}</h1>",
         f"<p class='note'>Measured on: {html.escape(graded.measured_on)}. "
-        f"{len(graded.submissions)} student(s). Rank: 1 is the fastest correct result at the point; a wrong, "
-        "timed-out or crashed result is never ranked. Speed vs reference: the reference file's time at the same "
-        "point in this run over the student's (above 1: faster). Reason: why a result is not ok, or, beside an ok "
-        "answer to a hidden case, what its check noted (a k-means run's agreement with the sequential code).</p>",
+        f"{len(verdicts)} student(s). Inputs drawn with seed {graded.seed} (<code>--seed {graded.seed}</code> "
+        "replays them).</p>",
     ]
+    if graded.failures:
+        failed = "".join(f"<li>{html.escape(f)}</li>" for f in graded.failures)
+        parts.append(
+            "<h2>The grader failed</h2><p>The reference files were not right where the students were measured, "
+            f"so no speed beside them means anything:</p><ul>{failed}</ul>"
+        )
+    if len(verdicts):
+        parts.append(
+            "<h2>Verdicts</h2><p class='note'>A student is ranked only when every point and every case is correct "
+            "(checked on the timed inputs, on a fresh input and on the harsh inputs each chapter declares), by the "
+            "geometric mean of their speed against the reference over their points (above 1: faster). A rate past "
+            "the chapter's physical ceiling measured in this run is never a result.</p>"
+            + table_html(verdicts.rename(columns={"verdict": "status"}), _shown_verdicts(verdicts))
+        )
+    parts.append(
+        "<p class='note'>The details. Rank: 1 is the fastest at the point among the correct students. Speed vs "
+        "reference: the reference file's time at the same point in this run over the student's. Reason: why a "
+        "result is not ok, or, beside an ok answer to a hidden case, what its check noted (a k-means run's "
+        "agreement with the sequential code).</p>"
+    )
     for chapter, rows in board.groupby(board["chapter"].replace("", "Refused, or measured by no chapter"), sort=True):
         parts.append(f"<h2>{html.escape(chapter)}</h2>")
         ceiling = rows["ceiling_per_s"].dropna()
@@ -138,7 +167,7 @@ def write(graded: Graded, out: Path, *, title: str, klass: str = "") -> dict[str
             )
         parts.append(table_html(rows, _shown(rows)))
     atomic_write_text(out / "scoreboard.html", _page(title, "".join(parts)))
-    pages = {"scoreboard.csv": csv, "scoreboard.html": out / "scoreboard.html"}
+    pages = {"scoreboard.csv": csv, "scoreboard.html": out / "scoreboard.html", "students.csv": out / "students.csv"}
     (out / "students").mkdir(exist_ok=True)
     for name, sub in graded.submissions.items():
         mine = board[board["student"].eq(name)]
@@ -146,9 +175,16 @@ def write(graded: Graded, out: Path, *, title: str, klass: str = "") -> dict[str
             f"<tr><td><code>{html.escape(f)}</code></td><td><code>{h}</code></td></tr>" for f, h in sub.sha256.items()
         )
         heading = f"{name}, {klass}" if klass else name
+        verdict = verdicts[verdicts["student"].eq(name)] if len(verdicts) else verdicts
         body = [
             f"<h1>{html.escape(heading)}</h1>",
-            f"<p class='note'>Measured on: {html.escape(graded.measured_on)}.</p>",
+            f"<p class='note'>Measured on: {html.escape(graded.measured_on)}. Inputs drawn with seed {graded.seed}.</p>",
+        ]
+        if len(verdict):
+            body.append(
+                "<h2>Verdict</h2>" + table_html(verdict.rename(columns={"verdict": "status"}), _shown_verdicts(verdict))
+            )
+        body += [
             f"<h2>Files</h2><table><thead><tr><th>file</th><th>sha256</th></tr></thead><tbody>{files}</tbody></table>",
         ]
         if sub.refused:

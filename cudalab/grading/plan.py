@@ -46,10 +46,13 @@ class ChapterTask:
         *,
         ceiling: bool = False,
         cases: list[tuple[Path, Path]] = (),
+        seed: int = 0,
+        answers: Path | None = None,
     ) -> dict[str, Any]:
         """The worker's request (``_worker_target``) for this task: the staged submission ``folder``
         (None: the reference files), the chapter's ``params``, whether to measure its ceiling
-        first, and the ``cases`` to solve (case file, answer file)."""
+        first, the ``cases`` to solve (case file, answer file), the grading run's ``seed`` and the
+        folder the worker writes its points' ``answers`` to (``grading.trials``)."""
         return {
             "chapter": self.chapter,
             "group": self.group,
@@ -58,6 +61,8 @@ class ChapterTask:
             "params": params,
             "ceiling": self.yours.ceiling if ceiling else None,
             "cases": [[str(c), str(a)] for c, a in cases],
+            "seed": int(seed),
+            "answers": str(answers) if answers is not None else None,
         }
 
     def keeping(self, points: tuple[tuple[dict[str, Any], str], ...]) -> ChapterTask:

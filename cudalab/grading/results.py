@@ -16,6 +16,8 @@ OK, WRONG = "ok", "wrong"
 DOES_NOT_COMPILE, MISFIT = "does not compile", "does not fit the launch"
 CRASHED, TIMED_OUT, NOT_RUN, REFUSED = "crashed", "timed out", "not run", "refused"
 COMPILED_ONLY = "compiled only"
+RACE = "race"  # compute-sanitizer found a hazard in a kernel the point launches
+ABOVE_CEILING = "above the ceiling"  # a rate past the physical ceiling measured in the same run: not a result
 
 # A path of the machine inside a message: every folder part goes, the file's name stays.
 _PATH = re.compile(r"(?:[A-Za-z]:)?(?:[/\\][^\s/\\:;,'\"()<>]+)+[/\\](?P<name>[^\s/\\:;,'\"()<>]+)")
@@ -72,6 +74,22 @@ def rate_of(point: Mapping[str, Any], time_ms: float | None, expression: str | N
         return None
     frame = pd.DataFrame([{**point, "time_ms": time_ms}])
     return float(frame.eval(expression, engine="python").iloc[0])
+
+
+def spread(result: Mapping[str, Any]) -> float:
+    """A measurement's spread: its interquartile range over its median (0 where it has none)."""
+    mid, q1, q3 = (result.get(k) for k in ("time_ms", "time_ms_q1", "time_ms_q3"))
+    if mid is None or q1 is None or q3 is None or not mid > 0:
+        return 0.0
+    return max(0.0, float(q3) - float(q1)) / float(mid)
+
+
+def above_ceiling(rate: float | None, rate_spread: float, ceiling: float | None, ceiling_spread: float) -> bool:
+    """Whether ``rate`` is past ``ceiling`` by more than the two measurements' spreads together: a
+    rate no kernel can reach on this GPU, so a wrong result or a wrong timing, never a rank."""
+    if rate is None or not ceiling or not ceiling > 0:
+        return False
+    return rate / ceiling - 1.0 > rate_spread + ceiling_spread
 
 
 def shown_file(path: str | Path) -> str:

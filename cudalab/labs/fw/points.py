@@ -38,18 +38,26 @@ def fw_point(
 # ------------------------------------------------------------------------------ 01: block size
 
 
+def block_size_variant(point: dict[str, Any], kernel_file: str | Path | None = None) -> tuple[Any, list[Launch]]:
+    """Chapter 01's point as a sweep variant (the basic kernel on block_edge x block_edge threads)
+    and its launch: for the explorer's recipe and the grader's checks (``labs.fw.checks``)."""
+    from cudalab.labs.fw import harness as fw
+    from cudalab.labs.fw import per_k
+
+    b = point["block_edge"]
+    spec = per_k.launch("basic", b, file=kernel_file)
+    variant = fw.Variant(f"{b}x{b}", {"block_edge": b, "threads_per_block": b * b}, per_k.basic(b, file=kernel_file))
+    return variant, [spec]
+
+
 def _block_size_point(
     point: dict[str, Any], kernel_file: str | Path | None = None, params: dict[str, Any] | None = None
 ) -> pd.DataFrame:
     from cudalab.core.gpu import attributes
     from cudalab.core.kernels import kernel_resources
-    from cudalab.labs.fw import harness as fw
-    from cudalab.labs.fw import per_k
 
-    b, n = point["block_edge"], point["n"]
-    spec = per_k.launch("basic", b, file=kernel_file)
-    variant = fw.Variant(f"{b}x{b}", {"block_edge": b, "threads_per_block": b * b}, per_k.basic(b, file=kernel_file))
-    rows = fw_point(variant, n, [spec], kernel_file, "the basic kernel", params or {})
+    variant, (spec,) = block_size_variant(point, kernel_file)
+    rows = fw_point(variant, point["n"], [spec], kernel_file, "the basic kernel", params or {})
     return rows.assign(**kernel_resources(spec.compiled()), l2_cache_bytes=attributes()["L2CacheSize"])
 
 
@@ -68,13 +76,12 @@ BLOCK_SIZE = PointRecipe(
 # ------------------------------------------------------------------------------ 02: coalescing
 
 
-def _coalescing_point(
-    point: dict[str, Any], kernel_file: str | Path | None = None, params: dict[str, Any] | None = None
-) -> pd.DataFrame:
+def coalescing_variant(point: dict[str, Any], kernel_file: str | Path | None = None) -> tuple[Any, list[Launch]]:
+    """Chapter 02's row-order point as a sweep variant and its launch (see ``block_size_variant``)."""
     from cudalab.labs.fw import harness as fw
     from cudalab.labs.fw import per_k
 
-    n, t, s, kernel = point["n"], point["threads_per_block"], point["segment_size"], point["kernel"]
+    t, s, kernel = point["threads_per_block"], point["segment_size"], point["kernel"]
     if kernel == "coalesced":
         if s != 1:
             raise CudalabError(
@@ -88,7 +95,14 @@ def _coalescing_point(
         spec = per_k.launch("segment", s, t, file=kernel_file)
         fields = {"kernel": kernel, "threads_per_block": t, "segment_size": s}
         variant = fw.Variant(label, fields, per_k.segment(s, t, kernel_file))
-    return fw_point(variant, n, [spec], kernel_file, f"the {kernel} kernel", params or {})
+    return variant, [spec]
+
+
+def _coalescing_point(
+    point: dict[str, Any], kernel_file: str | Path | None = None, params: dict[str, Any] | None = None
+) -> pd.DataFrame:
+    variant, specs = coalescing_variant(point, kernel_file)
+    return fw_point(variant, point["n"], specs, kernel_file, f"the {point['kernel']} kernel", params or {})
 
 
 COALESCING = PointRecipe(
@@ -113,13 +127,12 @@ _SHARED_RECIPES = {  # chapter 03's kernel column: (per-k recipe, how its varian
 }
 
 
-def _shared_point(
-    point: dict[str, Any], kernel_file: str | Path | None = None, params: dict[str, Any] | None = None
-) -> pd.DataFrame:
+def shared_variant(point: dict[str, Any], kernel_file: str | Path | None = None) -> tuple[Any, list[Launch]]:
+    """Chapter 03's point as a sweep variant and its launch (see ``block_size_variant``)."""
     from cudalab.labs.fw import harness as fw
     from cudalab.labs.fw import per_k
 
-    n, b, kernel, published = point["n"], point["block"], point["kernel"], bool(point["published"])
+    b, kernel, published = point["block"], point["kernel"], bool(point["published"])
     recipe, label = _SHARED_RECIPES[kernel]
     version = "published" if published else "fixed"
     if recipe == "basic":
@@ -129,7 +142,14 @@ def _shared_point(
         spec = per_k.launch(recipe, b, published=published, file=kernel_file)
         plan = getattr(per_k, recipe)(b, published, kernel_file)
     variant = fw.Variant(label(b, version), {"kernel": kernel, "block": b, "published": published}, plan)
-    return fw_point(variant, n, [spec], kernel_file, f"the {kernel} kernel", params or {})
+    return variant, [spec]
+
+
+def _shared_point(
+    point: dict[str, Any], kernel_file: str | Path | None = None, params: dict[str, Any] | None = None
+) -> pd.DataFrame:
+    variant, specs = shared_variant(point, kernel_file)
+    return fw_point(variant, point["n"], specs, kernel_file, f"the {point['kernel']} kernel", params or {})
 
 
 SHARED_MEMORY = PointRecipe(

@@ -13,12 +13,14 @@ from cudalab.labs.fw.points import fw_point
 from cudalab.labs.points import PointRecipe
 
 
-def _blocked_point(
-    point: dict[str, Any], kernel_file: str | Path | None = None, params: dict[str, Any] | None = None
-) -> pd.DataFrame:
-    from cudalab.labs.fw.blocked import kernels, models, variants
+def blocked_variant(point: dict[str, Any], kernel_file: str | Path | None = None) -> tuple[Any, list]:
+    """The point's blocked kernel as a sweep variant, and its launches (phase 3 last, the launch that
+    does the work; none where the kernel does not build for the point's blocking factor): the one
+    place a chapter 04 point becomes a kernel, for the explorer's recipe and the grader's checks
+    (``labs.fw.checks``) alike."""
+    from cudalab.labs.fw.blocked import kernels, variants
 
-    n, bf, kernel = point["n"], point["block_factor"], point["kernel"]
+    bf, kernel = point["block_factor"], point["kernel"]
     if kernel == "shared":
         variant = variants.blocking_factor_variants([bf], file=kernel_file)[0]
         listed = lambda: kernels.phase_launches(kernels.SHARED_FILE, kernels.shared_options(bf), bf, kernel_file)
@@ -29,10 +31,19 @@ def _blocked_point(
         variant = variants.minplus_variants([bf], dpx=[True], file=kernel_file)[0]
         listed = lambda: kernels.minplus_phase_launches(bf, True, kernel_file)
     try:
-        launches = listed()  # phase 3 last: the launch that does the work
+        launches = listed()
     except LaunchRefused:  # a blocking factor the kernel does not build for: the sweep skips it, saying why
         launches = []
-    rows = fw_point(variant, n, launches, kernel_file, f"the {kernel} kernel", params or {})
+    return variant, launches
+
+
+def _blocked_point(
+    point: dict[str, Any], kernel_file: str | Path | None = None, params: dict[str, Any] | None = None
+) -> pd.DataFrame:
+    from cudalab.labs.fw.blocked import models
+
+    variant, launches = blocked_variant(point, kernel_file)
+    rows = fw_point(variant, point["n"], launches, kernel_file, f"the {point['kernel']} kernel", params or {})
     return models.with_rates(rows) if "time_ms" in rows else rows
 
 

@@ -1,0 +1,245 @@
+"""A graded point measured and checked so that the verdict survives the kernel (``labs.checks``):
+timed on fresh inputs in the submission's process, its answers judged in the grader's.
+
+In the submission's process (``_worker_target``), ``measure_point``:
+
+1. builds the point's ``Trial`` (its compile, its launches captured);
+2. draws ``POOL`` distinct inputs of the chapter's timed kind from the run's seed and times one call
+   per input (``core.timing.time_gpu``, the harness every chapter times with: CUDA events, a
+   warm-up, repeats, median and quartiles), each call's input copied in by the untimed setup, so no
+   call solves an input a call before it solved; the last timed call's answer is kept;
+3. solves, in the same process, a fresh input of the timed kind that no call was timed on, then each
+   check input the chapter declares (``yours.checks.inputs``), once each;
+4. writes each answer to the answers folder the grader gave (``answer_file``) and reports the time
+   and which pool input the last timed call solved. No answer is ever computed in this process.
+
+In the grader's process, ``judge`` draws the same inputs from the same seeds (``answers_expected``),
+computes what each answer must be (the family's ``expected``) and replaces the worker's
+"measured" with ok, or wrong and why ("on a sparse graph at n = 1013: ..."). The seeds are the
+grader's: the worker only says which of the pool's inputs came last.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cudalab.grading import results as R
+from cudalab.labs.checks import Checks, input_seed
+
+POOL = 8  # distinct timed inputs per point: a warm-up, a pace call and up to six timed calls
+MEASURED = "measured"  # a worker's status for a point timed and answered, before the grader judges it
+UNTIMED = "untimed"  # the fresh input of the timed kind that no timed call solved
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One answer a point owes the grader: the input's ``kind``, the ``n`` it is drawn at and its
+    ``seed``, and what it is (``about``: "the last timed call's input", "a check input")."""
+
+    kind: str
+    n: int
+    seed: int
+    about: str
+
+
+def kit_of(spec: str) -> Checks:
+    """The ``labs.checks.Checks`` that ``"module:NAME"`` names."""
+    from cudalab.grading.plan import named
+
+    return named(spec, Checks, "yours.checks.kit")
+
+
+def point_key(chapter: str, point: Mapping[str, Any]) -> str:
+    """What a point's seeds are derived from: its chapter and axes (every student's the same)."""
+    return f"{chapter}|" + ",".join(f"{k}={point[k]}" for k in sorted(point))
+
+
+def timed_seed(run_seed: int, key: str, kind: str, index: int) -> int:
+    """The seed of the pool's input ``index`` (0 .. POOL - 1) at a point."""
+    return input_seed(run_seed, key, kind, "timed", index)
+
+
+def answers_expected(
+    kit: Checks, run_seed: int, key: str, point: Mapping[str, Any], last_timed: int, inputs: Iterable[Any]
+) -> list[Answer]:
+    """The answers a point owes, in the order the worker writes them: the last timed call's, the
+    untimed fresh input's, then one per declared check input (``CheckInput``: kind and n)."""
+    n = int(point["n"])
+    out = [
+        Answer(kit.timed, n, timed_seed(run_seed, key, kit.timed, last_timed), "the last timed call's input"),
+        Answer(kit.timed, n, input_seed(run_seed, key, kit.timed, UNTIMED), "a fresh input no timed call solved"),
+    ]
+    for check in inputs:
+        size = int(check.n if check.n is not None else n)
+        out.append(Answer(check.input, size, input_seed(run_seed, key, check.input, size), "a check input"))
+    return out
+
+
+def answer_file(folder: Path, index: int, j: int) -> Path:
+    """Where point ``index``'s answer ``j`` is written (named by the grader's count, never the worker's)."""
+    return Path(folder) / f"point{index}-answer{j}.npz"
+
+
+# ------------------------------------------------------------------------------ in the submission's process
+
+
+def pool_size(input_bytes: int) -> int:
+    """How many distinct timed inputs fit: ``POOL``, fewer where the device's free memory (a quarter
+    of it for the pool) does not hold them; never fewer than 5 (three timed calls)."""
+    from cudalab.core.gpu import require_cupy
+
+    free, _ = require_cupy().cuda.runtime.memGetInfo()
+    return int(max(5, min(POOL, free // 4 // max(1, input_bytes))))
+
+
+def measure_point(
+    kit: Checks,
+    point: dict[str, Any],
+    kernel_file: str | None,
+    params: dict[str, Any],
+    run_seed: int,
+    key: str,
+    inputs: Iterable[Any],
+    folder: Path,
+    index: int,
+) -> dict[str, Any]:
+    """Time the point on fresh inputs and write every answer it owes (see the module docstring);
+    the result's status is ``MEASURED`` until the grader judges the answers."""
+    from cudalab.core.gpu import require_cupy
+    from cudalab.core.timing import summarize, time_gpu
+
+    cp = require_cupy()
+    cp.get_default_memory_pool().free_all_blocks()
+    trial = kit.trial(point, kernel_file, params)
+    first = kit.draw(kit.timed, point, timed_seed(run_seed, key, kit.timed, 0))
+    pool = pool_size(_nbytes(first))
+    staged = [trial.upload(first)] + [
+        trial.upload(kit.draw(kit.timed, point, timed_seed(run_seed, key, kit.timed, i))) for i in range(1, pool)
+    ]
+    used: list[int] = []
+
+    def setup() -> None:
+        i = len(used)
+        if i >= pool:  # never reached: time_gpu makes at most pool calls with these limits
+            raise RuntimeError("more timed calls than distinct inputs")
+        used.append(i)
+        trial.load(staged[i])
+
+    samples = time_gpu(
+        trial.run,
+        setup=setup,
+        warmup=1,
+        min_repeats=3,
+        max_repeats=pool - 2,
+        min_total_s=0.0,
+        stream=trial.stream,
+        time_limit_s=params.get("point_time_limit_s"),
+    )
+    trial.stream.synchronize()
+    last = used[-1]
+    owed = answers_expected(kit, run_seed, key, point, last, inputs)
+    _save(trial.output(), answer_file(folder, index, 0))
+    staged.clear()
+    cp.get_default_memory_pool().free_all_blocks()
+    for j, answer in enumerate(owed[1:], start=1):
+        at = {**point, "n": answer.n}
+        if answer.n != int(point["n"]):
+            trial = kit.trial(at, kernel_file, params)
+        trial.load(trial.upload(kit.draw(answer.kind, at, answer.seed)))
+        trial.run()
+        trial.stream.synchronize()
+        _save(trial.output(), answer_file(folder, index, j))
+    stats = summarize(samples)
+    return {
+        "status": MEASURED,
+        "reason": "",
+        "time_ms": stats["time_ms"],
+        "time_ms_q1": stats["time_ms_q1"],
+        "time_ms_q3": stats["time_ms_q3"],
+        "repeats": stats["repeats"],
+        "last_timed": last,
+    }
+
+
+def _nbytes(host_input: Any) -> int:
+    if isinstance(host_input, np.ndarray):
+        return host_input.nbytes
+    if isinstance(host_input, Mapping):
+        return sum(_nbytes(v) for v in host_input.values())
+    if isinstance(host_input, (tuple, list)):
+        return sum(_nbytes(v) for v in host_input)
+    return 0
+
+
+def _save(output: Mapping[str, Any], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(path, **{k: np.asarray(v) for k, v in output.items()})
+
+
+# ------------------------------------------------------------------------------ in the grader's process
+
+
+class Expected:
+    """The answers the grader computed, by input: every student's point is checked on the same
+    inputs, so each is computed once a run."""
+
+    def __init__(self) -> None:
+        self._found: dict[tuple, dict[str, Any]] = {}
+
+    def of(self, kit: Checks, point: Mapping[str, Any], answer: Answer) -> tuple[Any, dict[str, Any]]:
+        at = {**point, "n": answer.n}
+        host_input = kit.draw(answer.kind, at, answer.seed)
+        key = (id(kit), answer.kind, point_key("", at), answer.seed)
+        if key not in self._found:
+            self._found[key] = kit.expected(at, host_input)
+        return host_input, self._found[key]
+
+
+def _load(path: Path) -> dict[str, Any] | None:
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return {k: data[k] for k in data.files}
+    except (OSError, ValueError, EOFError):
+        return None
+
+
+def judge(
+    kit: Checks,
+    point: dict[str, Any],
+    got: dict[str, Any],
+    run_seed: int,
+    key: str,
+    inputs: Iterable[Any],
+    folder: Path,
+    index: int,
+    expected: Expected,
+) -> dict[str, Any]:
+    """The worker's result for a point with its answers judged: ok, or wrong with the first wrong
+    answer's input and why. Anything but ``MEASURED`` (crashed, timed out, ...) is returned as it is."""
+    if got.get("status") != MEASURED:
+        return got
+    last = got.get("last_timed")
+    if not isinstance(last, int) or not 0 <= last < POOL:
+        return {**got, "status": R.WRONG, "reason": "the worker did not say which input its last timed call solved"}
+    out = {k: v for k, v in got.items() if k != "last_timed"}
+    verdict = {"status": R.OK, "reason": ""}
+    for j, answer in enumerate(answers_expected(kit, run_seed, key, point, last, inputs)):
+        path = answer_file(folder, index, j)
+        answered = _load(path) if path.is_file() else None
+        path.unlink(missing_ok=True)  # judged (or unreadable): the folder keeps only what is still to judge
+        if verdict["status"] != R.OK:
+            continue
+        where = f"on {kit.kinds[answer.kind].about} at n = {answer.n:,} ({answer.about})"
+        if answered is None:
+            verdict = {"status": R.WRONG, "reason": f"no readable answer {where}"}
+            continue
+        host_input, want = expected.of(kit, point, answer)
+        why = kit.verdict({**point, "n": answer.n}, answered, want, host_input)
+        if why:
+            verdict = {"status": R.WRONG, "reason": R.scrubbed(f"wrong {where}: {why}")}
+    return {**out, **verdict}

@@ -1,0 +1,92 @@
+"""How a kernel family's graded point is checked, so that a grader's verdict survives a kernel that
+is wrong on inputs the timing never tries, keeps answers across calls, or reads an answer lying
+elsewhere in device memory.
+
+A chapter's sweep checks each timed configuration in its own process, against a reference it
+computes there; that is right for our own kernels, not for a student's. A student's kernel
+(``--kernels``, ``--grade``) runs in a process of its own (``grading._worker_target``) where no
+answer is ever computed. There it is handed:
+
+- **fresh timed inputs**: every timed call solves an input no call before it solved (a pool of
+  distinct inputs of the chapter's own kind, drawn from the run's seed), so a cache across calls
+  gains nothing, and the last timed call's answer is kept;
+- **check inputs**: the harsh kinds of input its chapter declares beside ``yours:`` (sparse graphs
+  with heavy weights, n not a multiple of any tile, n = 1, a cluster that empties, ...), each
+  solved once after the timing, in the same process, and a fresh input of the timed kind never
+  timed, solved last.
+
+Each answer goes back to the grader as a file; the grader draws the same input from the same seed
+in its own process, computes what it must be there (``expected``) and judges it (``verdict``). A
+family says how, in a ``Checks`` of its own module (``labs.fw.checks``, ``labs.vecmax_checks``,
+``labs.matmul_checks``, ``labs.kmeans.checks``), named by its chapter's ``yours.checks.kit``.
+
+This module is not imported by any chapter's measurement: it decides no recorded number.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+Point = dict[str, Any]
+
+
+class Trial(Protocol):
+    """One kernel configuration of a graded point, built once in the submission's process for one
+    shape of input: ``upload`` puts an input on the device as the kernel's plan takes it (untimed,
+    before any timing), ``load`` enqueues a copy of an uploaded input into the buffers the kernel
+    works on (each timed call's untimed setup), ``run`` enqueues the kernel's launches (what is
+    timed), and ``output`` returns the last run's answer on the host (arrays by name). All work is
+    on ``stream``."""
+
+    stream: Any
+
+    def upload(self, host_input: Any) -> Any: ...
+
+    def load(self, staged: Any) -> None: ...
+
+    def run(self) -> None: ...
+
+    def output(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class InputKind:
+    """A kind of input a point is checked on: what it catches (``about``, said in a verdict) and how
+    it is drawn: ``make(point, seed)`` returns the input on the host, the same in every process for
+    the same point and seed."""
+
+    about: str
+    make: Callable[[Point, int], Any]
+
+
+@dataclass(frozen=True)
+class Checks:
+    """A kernel family's checks of a graded point (see the module docstring).
+
+    ``timed``: the kind of input the chapter times (its own), ``kinds``: every kind by name (the
+    timed one included), ``trial(point, kernel_file, params)``: the point's ``Trial`` in the
+    submission's process, ``expected(point, host_input)``: the answer, computed in the grader's
+    process, ``verdict(point, answer, expected, host_input)``: why ``answer`` is wrong, "" where it
+    is right. ``small(point)``: the point at a size of two or three of its tiles, where
+    compute-sanitizer runs its kernels (slow: 10-100x)."""
+
+    timed: str
+    kinds: Mapping[str, InputKind]
+    trial: Callable[[Point, str | None, dict[str, Any]], Trial]
+    expected: Callable[[Point, Any], dict[str, Any]]
+    verdict: Callable[[Point, dict[str, Any], dict[str, Any], Any], str]
+    small: Callable[[Point], Point]
+
+    def draw(self, kind: str, point: Point, seed: int) -> Any:
+        """The input of ``kind`` at ``point`` for ``seed``, as both processes draw it."""
+        return self.kinds[kind].make(dict(point), int(seed))
+
+
+def input_seed(run_seed: int, *parts: Any) -> int:
+    """A seed for one input, derived from the grading run's seed and what the input is for (the
+    point, the kind, its number): the same in every process, different for every input."""
+    text = repr((int(run_seed), *parts)).encode()
+    return int.from_bytes(hashlib.sha256(text).digest()[:8], "little") >> 1
