@@ -315,24 +315,8 @@ def _graded(
 
 
 def _judge(task: plan.ChapterTask, result: dict[str, Any], who: str, options: GradeOptions, answers: Any) -> None:
-    """A worker's points judged in place, where the chapter declares its checks (``grading.trials``):
-    each answer against the one computed here, on the inputs drawn from the run's seed."""
-    if task.yours.checks is None:
-        return
-    kit = trials.kit_of(task.yours.checks.kit)
-    folder = _answers(options, who, task)
-    for index, (point, _) in enumerate(task.points):
-        result["points"][index] = trials.judge(
-            kit,
-            dict(point),
-            result["points"][index],
-            int(options.seed or 0),
-            trials.point_key(task.chapter, point),
-            task.yours.checks.inputs,
-            folder,
-            index,
-            answers,
-        )
+    """A worker's points judged in place (``trials.judge_task``), in this process."""
+    trials.judge_task(task, result, int(options.seed or 0), _answers(options, who, task), answers)
 
 
 def _reference_failures(task: plan.ChapterTask, ref: dict[str, Any], log: Log) -> list[str]:
@@ -603,6 +587,29 @@ def verdicts_of(board: pd.DataFrame) -> pd.DataFrame:
         )
     frame = frame[list(STUDENT_COLUMNS)]
     return frame.sort_values(["rank", "student"], na_position="last", kind="stable").reset_index(drop=True)
+
+
+def console_lines(graded: Graded) -> list[str]:
+    """What ``--grade`` prints when it is done: a line per student (the refused included) with the
+    verdict, and for a correct one its rank, speed and fraction of the ceiling; then the seed, and
+    the grader's own failures. Without a GPU it says that nothing was timed."""
+    lines = []
+    width = max((len(str(s)) for s in graded.students.get("student", [])), default=0)
+    for _, row in graded.students.iterrows():
+        said = str(row["verdict"])
+        if row["verdict"] == "correct" and pd.notna(row["speed_vs_reference_geomean"]):
+            said += f", rank {row['rank']}, {row['speed_vs_reference_geomean']:.2f}x the reference"
+            if pd.notna(row["best_fraction_of_ceiling"]):
+                said += f", {row['best_fraction_of_ceiling']:.1%} of the ceiling at best"
+        elif row["reason"]:
+            said += f": {row['reason']}"
+        lines.append(f"  {str(row['student']).ljust(width)}  {said}")
+    if graded.measured_on.startswith("no GPU"):
+        lines.append("no GPU: compiled only; nothing timed, no case solved")
+    else:
+        lines.append(f"inputs drawn with seed {graded.seed} (--seed {graded.seed} replays them)")
+    lines += [f"error: {f}" for f in graded.failures]
+    return lines
 
 
 def arch_for(profile: str | None) -> str:

@@ -243,3 +243,23 @@ def judge(
         if why:
             verdict = {"status": R.WRONG, "reason": R.scrubbed(f"wrong {where}: {why}")}
     return {**out, **verdict}
+
+
+def judge_task(task: Any, result: dict[str, Any], run_seed: int, folder: Path, expected: Expected) -> None:
+    """A worker's ``result`` for a ``plan.ChapterTask`` with each point judged in place, where its
+    chapter declares checks (a chapter without a kit keeps its recipe's own verdict)."""
+    if task.yours.checks is None:
+        return
+    kit = kit_of(task.yours.checks.kit)
+    for index, (point, _) in enumerate(task.points):
+        result["points"][index] = judge(
+            kit,
+            dict(point),
+            result["points"][index],
+            int(run_seed),
+            point_key(task.chapter, point),
+            task.yours.checks.inputs,
+            folder,
+            index,
+            expected,
+        )
