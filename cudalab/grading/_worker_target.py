@@ -108,7 +108,7 @@ def _checked_point(
     from cudalab.grading import trials
 
     kit = trials.kit_of(yours.checks.kit)
-    key = trials.point_key(request["chapter"], point)
+    key = trials.point_key(request["chapter"], point, kit)
     return trials.measure_point(
         kit, point, kernel_file, params, int(request["seed"]), key, yours.checks.inputs, Path(request["answers"]), index
     )

@@ -54,9 +54,12 @@ def kit_of(spec: str) -> Checks:
     return named(spec, Checks, "yours.checks.kit")
 
 
-def point_key(chapter: str, point: Mapping[str, Any]) -> str:
-    """What a point's seeds are derived from: its chapter and axes (every student's the same)."""
-    return f"{chapter}|" + ",".join(f"{k}={point[k]}" for k in sorted(point))
+def point_key(chapter: str, point: Mapping[str, Any], kit: Checks | None = None) -> str:
+    """What a point's seeds are derived from: its chapter and the axes that decide its inputs
+    (``kit.input_axes``; every axis where the kit names none), the same for every student, and for
+    every kernel of a chapter at the same sizes (their answers are computed once)."""
+    axes = sorted(point) if kit is None or not kit.input_axes else [a for a in kit.input_axes if a in point]
+    return f"{chapter}|" + ",".join(f"{k}={point[k]}" for k in axes)
 
 
 def timed_seed(run_seed: int, key: str, kind: str, index: int) -> int:
@@ -146,10 +149,12 @@ def measure_point(
     _save(trial.output(), answer_file(folder, index, 0))
     staged.clear()
     cp.get_default_memory_pool().free_all_blocks()
+    trials = {int(point["n"]): trial}  # one trial per size: a check input at another n builds its own, once
     for j, answer in enumerate(owed[1:], start=1):
         at = {**point, "n": answer.n}
-        if answer.n != int(point["n"]):
-            trial = kit.trial(at, kernel_file, params)
+        if answer.n not in trials:
+            trials[answer.n] = kit.trial(at, kernel_file, params)
+        trial = trials[answer.n]
         trial.load(trial.upload(kit.draw(answer.kind, at, answer.seed)))
         trial.run()
         trial.stream.synchronize()
@@ -257,7 +262,7 @@ def judge_task(task: Any, result: dict[str, Any], run_seed: int, folder: Path, e
             dict(point),
             result["points"][index],
             int(run_seed),
-            point_key(task.chapter, point),
+            point_key(task.chapter, point, kit),
             task.yours.checks.inputs,
             folder,
             index,

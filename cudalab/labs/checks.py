@@ -71,7 +71,12 @@ class Checks:
     submission's process, ``expected(point, host_input)``: the answer, computed in the grader's
     process, ``verdict(point, answer, expected, host_input)``: why ``answer`` is wrong, "" where it
     is right. ``small(point)``: the point at a size of two or three of its tiles, where
-    compute-sanitizer runs its kernels (slow: 10-100x)."""
+    compute-sanitizer runs its kernels (slow: 10-100x). ``input_axes``: the point's axes that decide
+    its inputs (empty: all of them), so that kernels measured at the same sizes share their inputs
+    and the grader computes each answer once.
+
+    ``Trial.run`` must only enqueue work, never wait for it: the timing may hold the stream behind a
+    spin so that the host's dispatch never lands inside a timed region."""
 
     timed: str
     kinds: Mapping[str, InputKind]
@@ -79,6 +84,7 @@ class Checks:
     expected: Callable[[Point, Any], dict[str, Any]]
     verdict: Callable[[Point, dict[str, Any], dict[str, Any], Any], str]
     small: Callable[[Point], Point]
+    input_axes: tuple[str, ...] = ()
 
     def draw(self, kind: str, point: Point, seed: int) -> Any:
         """The input of ``kind`` at ``point`` for ``seed``, as both processes draw it."""

@@ -68,7 +68,9 @@ def gen_chain(n: int, seed: int, max_weight: int = 1000) -> np.ndarray:
 
 
 KINDS = {
-    "lab GenMatrix": InputKind("the labs' GenMatrix graph (the chapter's timed input)", lambda p, s: gen_matrix(p["n"], s)),
+    "lab GenMatrix": InputKind(
+        "the labs' GenMatrix graph (the chapter's timed input)", lambda p, s: gen_matrix(p["n"], s)
+    ),
     "sparse": InputKind("a sparse graph with heavy weights", lambda p, s: gen_sparse(p["n"], s)),
     "unreachable": InputKind("a sparse DAG where most pairs are unreachable", lambda p, s: gen_unreachable(p["n"], s)),
     "chain": InputKind("a chain of n - 1 hops beside heavier shortcuts", lambda p, s: gen_chain(p["n"], s)),
@@ -171,6 +173,7 @@ def kit(variant_of: Callable[[Point, str | None], tuple[Any, list]]) -> Checks:
         expected=expected,
         verdict=verdict,
         small=lambda p: {**p, "n": 3 * tile(p)},
+        input_axes=("n",),
     )
 
 
