@@ -86,6 +86,7 @@ class GradeOptions:
     measure: bool | None = None  # None: where a GPU is present
     worker: tuple[str, ...] = isolate.WORKER  # what each submission's process runs (a test's stand-in)
     seed: int | None = None  # the inputs' seed (--seed): None draws a fresh one, printed
+    races: bool = True  # each graded point's kernels once under racecheck and synccheck, where the host has them
 
 
 @dataclass
@@ -292,7 +293,14 @@ def _graded(
     }
     for task, ref in zip(ref_tasks, references.values(), strict=True):
         graded.failures += _reference_failures(task, ref, log)
+    found = _races(ref_tasks, jobs, options, log)
+    for task in ref_tasks:
+        for file, verdict in found.get((REFERENCE_ANSWERS, task.key), {}).items():
+            if verdict["status"] == R.RACE:
+                graded.failures.append(f"the reference {file} ({task.folder_name}) races: {verdict['reason']}")
+                log(f"error: {graded.failures[-1]}")
     for (name, task, _), result in zip(jobs, results[len(ref_tasks) :], strict=True):
+        _charge_races(task, result, found.get((name, task.key), {}))
         ref = references[(task.chapter, task.group)]
         measured, solved = result["points"][: len(task.points)], result["points"][len(task.points) :]
         rows += _case_rows(name, task, solved, ref, options)
@@ -317,6 +325,42 @@ def _graded(
 def _judge(task: plan.ChapterTask, result: dict[str, Any], who: str, options: GradeOptions, answers: Any) -> None:
     """A worker's points judged in place (``trials.judge_task``), in this process."""
     trials.judge_task(task, result, int(options.seed or 0), _answers(options, who, task), answers)
+
+
+def _races(ref_tasks: list[plan.ChapterTask], jobs: list, options: GradeOptions, log: Log) -> dict:
+    """Each (who, task key) -> each kernel file's race verdict (``grading.races``), the references'
+    and every submission's, a few at a time (racecheck is slow: seconds a file); empty where the
+    run asks for none or the host cannot (said once)."""
+    from cudalab.grading import races
+
+    if not options.races:
+        return {}
+    why = races.unavailable()
+    if why:
+        log(f"races not checked: {why}")
+        return {}
+    work = [(REFERENCE_ANSWERS, t, None) for t in ref_tasks] + list(jobs)
+
+    def one(item: tuple) -> dict:
+        who, task, folder = item
+        params = chapter_params(task.chapter, options.point_time_limit_s)
+        return races.races(task, folder, params, seed=int(options.seed or 0), limit_s=options.limits.submission)
+
+    with ThreadPoolExecutor(max_workers=RACE_CHECKS_AT_ONCE) as threads:
+        verdicts = list(threads.map(one, work))
+    log(f"races checked: {len(work)} submission(s) and reference(s) under racecheck and synccheck")
+    return {(who, task.key): v for (who, task, _), v in zip(work, verdicts, strict=True)}
+
+
+RACE_CHECKS_AT_ONCE = 4  # compute-sanitizer processes at once on one GPU (each a small input)
+
+
+def _charge_races(task: plan.ChapterTask, result: dict[str, Any], verdicts: dict[str, dict[str, Any]]) -> None:
+    """A point whose kernel file races is ``race`` with the hazard's file:line, whatever its answers."""
+    for index, (_, file) in enumerate(task.points):
+        verdict = verdicts.get(file)
+        if verdict and verdict["status"] == R.RACE and result["points"][index].get("status") in (R.OK, R.WRONG):
+            result["points"][index] = {**result["points"][index], "status": R.RACE, "reason": verdict["reason"]}
 
 
 def _reference_failures(task: plan.ChapterTask, ref: dict[str, Any], log: Log) -> list[str]:
