@@ -80,9 +80,18 @@ def named(spec: str, kind: type, field: str) -> Any:
     which); a ``CudalabError`` saying why where it names none."""
     module, _, name = spec.partition(":")
     try:
-        found = getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError, ValueError):
-        raise CudalabError(f"{field} {spec!r} names nothing (module:NAME of a cudalab module)") from None
+        imported = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (module == exc.name or module.startswith(exc.name + ".")):
+            raise CudalabError(
+                f"{field} {spec!r} names nothing: no module {module} (module:NAME of a cudalab module)"
+            ) from None
+        raise CudalabError(f"{field} {spec!r}: its module {module} cannot be imported: {exc}") from None
+    except (ImportError, ValueError) as exc:
+        raise CudalabError(f"{field} {spec!r}: its module {module} cannot be imported: {exc}") from None
+    found = getattr(imported, name, None)
+    if found is None:
+        raise CudalabError(f"{field} {spec!r} names nothing: {module} has no {name!r} (module:NAME)")
     if not isinstance(found, kind):
         raise CudalabError(f"{field} {spec!r} is not a {kind.__module__}.{kind.__name__}")
     return found
