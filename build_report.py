@@ -2,13 +2,16 @@
 """Build the cudalab lab report; run with --help for the options.
 
 The face of ``cudalab.report.build.run``: it parses the command line, prints progress and
-messages on stderr, and owns the exit status (0 all chapters ran, 1 a chapter failed, 2 a
-request that could not start).
+messages on stderr, and owns the exit status (0 all chapters ran, 1 a chapter failed or, with
+``--kernels``, a student's file was not correct, 2 a request that could not start).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
+import os
 import shlex
 import sys
 from collections.abc import Callable
@@ -65,7 +68,10 @@ a student's kernels (--kernels DIR): DIR holds .cu files named as the kernel fil
   (kernels_cu/fw_blocked.cu -> DIR/fw_blocked.cu) and .cuh headers of their own; each chapter that
   measures such a file sets it beside the reference at its declared points, in a process of its own,
   checked as the reference is. Without a GPU it is compiled for the profile's GPU (registers, spills,
-  SASS) beside the reference. Files are read, never written; kernels_cu/ is never changed.
+  SASS) beside the reference. Files are read, never written; kernels_cu/ is never changed. The console
+  then says a verdict per file and chapter (correct and N.NNx the reference, wrong, race, does not
+  compile FILE:LINE, ..., or compiled only); exit status 0 only when every file compiled and was
+  correct (or was compiled only, without a GPU), else 1, with the report written.
 grading (--grade DIR): one folder per student; exit status 0 when every submission was graded, whatever
   their results; 2 bad arguments (one line, before any work); 1 the grader itself failed.
 exit status: 0 all chapters ran; 1 a chapter failed (the report is still written); 2 bad arguments, an
@@ -299,6 +305,7 @@ def options(args: argparse.Namespace) -> BuildOptions:
         workers=args.workers,
         scheduler=args.scheduler,
         kernels=args.kernels,
+        measuring=tuple(getattr(args, "measuring", ()) or ()),
         point_limit=args.point_limit,
         submission_limit=args.submission_limit,
     )
@@ -323,6 +330,22 @@ def _guarded(build: Callable[[], Any], args: argparse.Namespace, interrupted: st
         return None, 1
 
 
+PATH_OPTIONS = ("kernels", "grade", "cases", "out", "results")  # folders a child process may be handed
+
+
+def _absolute(args: argparse.Namespace) -> None:
+    """Every folder the command line names, made absolute once, before any work: a chapter's kernel
+    and a submission's worker run in folders of their own (the worker in a temporary home), where
+    ``../cases`` would name nothing. ``--grade``'s default ``--out`` (``build/grade-<folder>``, from
+    here) too."""
+    if args.grade is not None and args.out is None:
+        args.out = Path("build") / f"grade-{Path(os.path.abspath(args.grade)).name}"
+    for name in PATH_OPTIONS:
+        value = getattr(args, name)
+        if value is not None:
+            setattr(args, name, Path(os.path.abspath(value)))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     command = "python build_report.py " + shlex.join(argv if argv is not None else sys.argv[1:])
@@ -330,6 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     if clash:
         _log(f"error: {clash}")
         return 2
+    _absolute(args)
     if args.compare:
         return _compare(args, command)
     if args.grade is not None:
@@ -339,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
         if why:
             _log(f"error: {why}")
             return 2
-        args.only = chapters
+        args.measuring = chapters  # not --only: the report names why a chapter was kept by what was asked
     if "," in args.gpu:
         return _several(args, command)
     from cudalab.report.build import run  # after --help: papermill and nbconvert load slowly
@@ -355,11 +379,150 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     if summary.reused:
         _log(f"kept unchanged from the last build: {', '.join(summary.reused)} (--force runs them again)")
+    correct, status = (True, None) if args.kernels is None else _say_verdicts(Path(summary.out), args)
+    if status is not None:
+        return status
     if summary.failed:
         _log(f"FAILED chapters: {', '.join(summary.failed)} (shown in the report); exit status 1")
         return 1
+    if not correct:
+        said = f"the report says more: {summary.report_html}"
+        _log(f"your kernels: not every file compiled and was correct ({said}); exit status 1")
+        return 1
     _log(f"done in {summary.wall_s:.0f} s")
     return 0
+
+
+# ---- --kernels: the verdict on the console
+
+NO_GPU = "no GPU: compiled only; nothing timed, no case solved"
+REPLAYED = "--replay: compiled only; nothing timed, no case solved"
+SHOWN_SPEEDS = 4  # more points than this, and the line gives their geometric mean alone
+REASON_CHARS = 240
+
+
+def _say_verdicts(out: Path, args: argparse.Namespace) -> tuple[bool, int | None]:
+    """The verdict lines of a student's build printed (``_verdicts``); (every file correct, None),
+    or (False, the exit status) where reading them failed."""
+    said, status = _guarded(lambda: _verdicts(out, bool(args.only)), args, "interrupted")
+    if status is not None:
+        return False, status
+    lines, correct = said
+    for line in lines:
+        _log(line)
+    return correct, None
+
+
+def _verdicts(out: Path, only_given: bool) -> tuple[list[str], bool]:
+    """``--kernels``: one line per submitted file and chapter, read after the build from each
+    chapter's ``data/<chapter>/yours.csv`` in ``out``: correct and how fast beside the reference,
+    or what went wrong (wrong, race, above the ceiling, does not compile FILE:LINE, does not fit,
+    any other status as it is), or compiled only (no GPU); a line per refused file. Returns the
+    lines and whether every submitted file compiled and was correct (or was compiled only, without
+    a GPU). A file no chapter of the build measured counts against it unless ``--only`` left it
+    out (``only_given``)."""
+    from cudalab.core.gpu import gpu_available
+    from cudalab.core.submission import SUBMISSION_JSON
+    from cudalab.grading.plan import measured_files
+
+    built = json.loads((out / "build.json").read_text())
+    record = json.loads((out / SUBMISSION_JSON).read_text())
+    timed = built.get("mode") == "measure"
+    lines, correct = ([] if timed else [REPLAYED if gpu_available() else NO_GPU]), True
+    for refused in record.get("refused", []):
+        lines.append(f"your {refused['name']}: refused, never compiled: {refused['reason']}")
+        correct = False
+    measured, chapters = measured_files(), built.get("chapters") or {}
+    for file in record.get("kernels", []):
+        mine = [c for c in chapters if c in measured.get(file, [])]
+        if not mine:
+            why = (
+                "--only left out the chapters that measure it" if only_given else "no chapter of this build measured it"
+            )
+            lines.append(f"your {file}: not measured: {why}")
+            correct = correct and only_given
+        for chapter in mine:
+            said, good = _verdict(out, chapter, file, chapters[chapter], timed)
+            lines.append(f"your {file} in {chapter}: {said}")
+            correct = correct and good
+    return lines, correct
+
+
+def _verdict(out: Path, chapter: str, file: str, entry: dict[str, Any], timed: bool) -> tuple[str, bool]:
+    """One file's verdict in one chapter, from its rows (``source`` yours) of the chapter's
+    ``yours.csv``, and whether it is correct (or compiled only, untimed)."""
+    import pandas as pd
+
+    from cudalab.grading import results as R
+
+    if not entry.get("ok"):
+        return "not judged: the chapter failed (the report shows its error)", False
+    path = out / "data" / chapter / "yours.csv"
+    if not path.is_file():
+        return f"not judged: the chapter wrote no data/{chapter}/yours.csv", False
+    frame = pd.read_csv(path)
+    rows = frame[frame["source"].astype(str).eq(R.YOURS) & frame["file"].astype(str).eq(file)]
+    if not len(rows):
+        return f"not judged: data/{chapter}/yours.csv has no row of your {file}", False
+    untimed = not timed or "point" not in rows
+    fine = (R.OK, R.COMPILED_ONLY) if untimed else (R.OK,)
+    bad = rows[~rows["status"].astype(str).isin(fine)]
+    if len(bad):
+        return _what_went_wrong(bad), False
+    if untimed:
+        return R.COMPILED_ONLY, True
+    return _how_fast(rows), True
+
+
+def _text(value: Any) -> str:
+    """A cell of yours.csv as text ("" for a missing one), on one line and not too long."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    one = " ".join(str(value).split())
+    return one if len(one) <= REASON_CHARS else one[: REASON_CHARS - 1] + "…"
+
+
+def _what_went_wrong(bad: Any) -> str:
+    """The statuses of the rows that are not correct, each once: a file's own (does not compile,
+    does not fit) with its reason, a point's with where (wrong, race, above the ceiling, timed out
+    and any other, named as the row names it)."""
+    from cudalab.grading import results as R
+
+    said = []
+    for _, row in bad.iterrows():
+        status, reason = str(row["status"]), _text(row.get("reason"))
+        if status == R.DOES_NOT_COMPILE:  # the reason is the compiler's FILE:LINE: message
+            words = f"does not compile {reason}" if reason else status
+        elif status == R.MISFIT:
+            words = f"{status}: {reason}" if reason else status
+        else:
+            where = _text(row.get("point"))
+            words = status + (f" at {where}" if where else "") + (f": {reason}" if reason else "")
+        if words not in said:
+            said.append(words)
+    return "; ".join(said)
+
+
+def _how_fast(rows: Any) -> str:
+    """A correct file's speed beside the reference at its graded points: the one ratio, or their
+    geometric mean with each (at most ``SHOWN_SPEEDS``)."""
+    speeds = [
+        (float(x), _text(p))
+        for x, p in zip(rows["speed_vs_reference"], rows["point"], strict=True)
+        if _text(x) and float(x) > 0
+    ]
+    if not speeds:
+        return "correct (the reference has no time to set beside it)"
+    mean = math.exp(sum(math.log(x) for x, _ in speeds) / len(speeds))
+    if len(speeds) == 1 and len(rows) == 1:
+        return f"correct and {mean:.2f}x the reference"
+    each = ", ".join(f"{x:.2f}x at {p}" for x, p in speeds) if len(speeds) <= SHOWN_SPEEDS else ""
+    untimed = f"; {len(rows) - len(speeds)} without a reference time" if len(speeds) < len(rows) else ""
+    return (
+        f"correct and {mean:.2f}x the reference (geometric mean of {len(speeds)} points"
+        + (f": {each}" if each else "")
+        + f"{untimed})"
+    )
 
 
 def _several(args: argparse.Namespace, command: str) -> int:
@@ -376,8 +539,22 @@ def _several(args: argparse.Namespace, command: str) -> int:
         return status
     if summary.interrupted:
         return 130
+    correct = True
+    for profile in summary.profiles if args.kernels is not None else ():
+        folder = Path(summary.out) / profile.folder
+        if profile.error or not (folder / "build.json").is_file():
+            continue
+        said, status = _guarded(lambda f=folder: _verdicts(f, bool(args.only)), args, "interrupted")
+        if status is not None:
+            return status
+        for line in said[0]:
+            _log(f"{profile.profile}: {line}")
+        correct = correct and said[1]
     if summary.failed:
         _log(f"FAILED profiles: {', '.join(summary.failed)} (see the index); exit status 1")
+        return 1
+    if not correct:
+        _log("your kernels: not every file compiled and was correct in every profile (see its report); exit status 1")
         return 1
     _log("done")
     return 0
@@ -428,7 +605,7 @@ def _grade(args: argparse.Namespace) -> int:
 
             found = cases.check_folder(args.cases, plan.case_takers(args.only or ()))
             _log("hidden cases: " + ", ".join(f"{n} for {chapter}" for chapter, n in found.items() if n))
-        out = args.out or Path("build") / f"grade-{args.grade.resolve().name}"
+        out = args.out  # absolute (``_absolute``): the submissions' processes run in folders of their own
         options = grade.GradeOptions(
             submissions=args.grade,
             out=pages.prepare(out),

@@ -450,3 +450,101 @@ def test_an_option_that_does_not_exist_is_a_clear_error():
     assert BuildOptions().with_changes(only=["01"]).only == ("01",)
     with pytest.raises(CudalabError, match="no build option onyl; options: answers, cell_timeout"):
         BuildOptions().with_changes(onyl=["01"])
+
+
+# ---- relative paths (issue 65, item 7)
+
+
+def test_the_face_makes_every_folder_it_is_given_absolute_before_any_work(tmp_path, monkeypatch):
+    """The bug: ``--cases ../cases`` reached the submissions' processes as it was typed, and each of
+    them runs in a temporary home of its own (grading/isolate.py), where it named nothing. The
+    face makes each folder absolute once, against the folder it was started in."""
+    sys.path.insert(0, str(ROOT))
+    import build_report
+
+    here = tmp_path / "work" / "here"
+    here.mkdir(parents=True)
+    monkeypatch.chdir(here)
+    args = build_report.parse_args(
+        ["--grade", "../class", "--cases", "../cases", "--kernels", "mine", "--results", "../../rec"]
+    )
+    build_report._absolute(args)
+    assert args.grade == tmp_path / "work" / "class" and args.cases == tmp_path / "work" / "cases"
+    assert args.kernels == here / "mine" and args.results == tmp_path / "rec"
+    assert args.out == here / "build" / "grade-class", "--grade's default --out, from where it was started"
+    assert build_report.options(args).kernels == here / "mine"
+
+
+def test_a_class_graded_with_relative_paths_reaches_its_cases(tmp_path, monkeypatch):
+    """The bug: ``--grade class --cases ../cases --out out`` failed every case of every submission,
+    the reference's included (``FileNotFoundError: ... '..c01.in'``): the cases, the staged copies
+    and the answers' folder were handed to each submission's process as relative paths, and that
+    process runs in a folder of its own. Here a stand-in for that process (no GPU needed) reads
+    each case it is given and writes the right answer where it is told, from its own folder."""
+    from dataclasses import replace
+
+    from cudalab.chapter import declarations
+    from cudalab.grading import cases, grade
+    from cudalab.labs.fw import nthu
+
+    sys.path.insert(0, str(ROOT))
+    import build_report
+
+    work = tmp_path / "work"
+    (work / "class" / "a").mkdir(parents=True)
+    (work / "class" / "a" / "fw_blocked.cu").write_text((ROOT / "kernels_cu" / "fw_blocked.cu").read_text())
+    (work / "cases").mkdir()
+    (work / "expected").mkdir()
+    kind = cases.kind_of(declarations.of("04_blocking_factor").yours[0].cases.kind)
+    for name, v in (("c01.in", 12), ("c02.in", 20)):
+        nthu.write_case(work / "cases" / name, v, nthu.generate_case(v, 0.3, seed=v))
+        (work / "expected" / f"{name}.out").write_bytes(kind.expected(work / "cases" / name))
+    worker = tmp_path / "stand_in_worker.py"
+    worker.write_text(
+        "import json, os, shutil, sys\n"
+        "events = os.fdopen(int(os.environ['CUDALAB_EVENTS_FD']), 'w', buffering=1)\n"
+        "request = json.loads(sys.stdin.read())\n"
+        "def say(**event):\n"
+        "    print(json.dumps(event), file=events, flush=True)\n"
+        "if request.get('ceiling'):\n"
+        "    say(event='ceiling', name=request['ceiling'], value=4.0e12)\n"
+        "for i, _ in enumerate(request['points']):\n"
+        "    say(event='start', index=i)\n"
+        "    folder = request.get('folder')\n"
+        "    if folder and not os.path.isdir(folder):\n"
+        "        say(event='point', index=i, status='failed', reason=f'no staged folder {folder}')\n"
+        "    else:\n"
+        "        say(event='point', index=i, status='ok', time_ms=10.0)\n"
+        "for j, (case, answer) in enumerate(request.get('cases') or []):\n"
+        "    index = len(request['points']) + j\n"
+        "    say(event='start', index=index)\n"
+        "    try:\n"
+        "        open(case, 'rb').read()\n"
+        f"        shutil.copyfile(os.path.join({str(work / 'expected')!r}, os.path.basename(case) + '.out'), answer)\n"
+        "        say(event='point', index=index, status='solved', reason='', time_ms=1.0)\n"
+        "    except OSError as exc:\n"
+        "        say(event='point', index=index, status='failed', reason=f'{type(exc).__name__}: {exc}')\n"
+    )
+    seen = {}
+    real = grade.grade
+
+    def stand_in(options, log):
+        seen["options"] = options
+        graded = real(replace(options, measure=True, worker=(str(worker),)), log)
+        seen["board"] = graded.scoreboard
+        return graded
+
+    monkeypatch.setattr(grade, "grade", stand_in)
+    here = work / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    status = build_report.main(["--grade", "../class", "--cases", "../cases", "--only", "04", "--out", "out"])
+    assert status == 0
+    options = seen["options"]
+    assert options.submissions.is_absolute() and options.cases.is_absolute() and options.out.is_absolute()
+    board = seen["board"]
+    solved = board[board["point"].astype(str).str.contains("c0")]
+    assert len(solved) == 2, board[["student", "point", "status", "reason"]]
+    assert list(solved["status"]) == ["ok", "ok"], solved[["point", "status", "reason"]].to_string()
+    assert not board["reason"].astype(str).str.contains("FileNotFoundError|no staged folder").any()
+    assert (here / "out" / "scoreboard.csv").is_file()

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from conftest import at_a_terminal
@@ -329,3 +330,129 @@ def test_only_into_an_earlier_build_keeps_its_other_chapters_and_an_html_build_k
     other = build("--gpu", "h100", "--only", "01", "--out", str(out))
     assert other.returncode == 0, other.stderr[-2000:]
     assert set(json.loads((out / "build.json").read_text())["chapters"]) == {"01_block_size"}
+
+
+# ---- a student's build never mixes submissions (issue 65, item 9)
+
+
+class _Killed(BaseException):
+    """A build killed half-way (SIGKILL, a power cut): nothing of the build's own catches it."""
+
+
+def _stand_in_chapters(monkeypatch, stop_at: str = "", stop: type[BaseException] = KeyboardInterrupt):
+    """Chapters run by a stand-in for papermill that writes, in a second, what a chapter's section
+    shows: the sha256 of the student's files it was measured with (the build's submission.json),
+    or that there were none. ``stop_at``: the chapter whose run raises ``stop`` instead."""
+    import nbformat
+
+    from cudalab.core import gpu
+    from cudalab.report import build as report_build
+
+    monkeypatch.setattr(gpu, "gpu_available", lambda: False)
+
+    def run_chapter(chapter, notebook, params, cell_timeout, progress_bar):
+        data = Path(params["data_dir"])
+        if chapter.id == stop_at:
+            (data / chapter.id).mkdir(parents=True, exist_ok=True)
+            (data / chapter.id / "yours.csv").write_text("half")
+            raise stop
+        record = data.parent / "submission.json"
+        files = json.loads(record.read_text())["files"] if record.is_file() else {}
+        shown = "measured with " + (" ".join(sorted(files.values())) or "no student's files")
+        nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(shown)]), notebook)
+        (data / chapter.id).mkdir(parents=True, exist_ok=True)
+        (data / chapter.id / "provenance.json").write_text(json.dumps({"gpu_name": "NVIDIA H100 80GB HBM3"}))
+        (data / chapter.id / "yours.csv").write_text(shown)
+        return True, ""
+
+    monkeypatch.setattr(report_build, "_run_chapter", run_chapter)
+
+
+def _submission(folder, **files):
+    folder.mkdir(parents=True)
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    from cudalab.core.submission import check
+
+    return folder, sorted(check(folder).sha256.values())
+
+
+def _build(out, kernels=None, measuring=(), only=()):
+    from cudalab.report import build as report_build
+    from cudalab.report.options import BuildOptions
+
+    options = BuildOptions(kernels=kernels, measuring=measuring, only=only, pdf=False)
+    return report_build.run("h100", options, out=out)
+
+
+def _shown(out, chapter):
+    return (out / "notebooks" / f"{chapter}.ipynb").read_text()
+
+
+def test_a_students_build_keeps_no_chapter_measured_with_another_submissions_files(tmp_path, monkeypatch):
+    """The bug: a chapter an earlier build into the same folder had finished was kept beside the
+    next one if this build did not run it ("kept from the earlier build"), or reused "from cache"
+    by a build without --kernels, though it showed another submission's files: student c's
+    chapter 03 beside student a's chapter 04 and a's sha256 on page 1."""
+    _stand_in_chapters(monkeypatch)
+    c, c_sha = _submission(tmp_path / "c", **{"fw_blocked.cu": "// c\n", "fw_shared_tile.cu": "// c\n"})
+    a, a_sha = _submission(tmp_path / "a", **{"fw_blocked.cu": "// a\n"})
+    out = tmp_path / "out"
+    assert _build(out, c, measuring=("03", "04")).ok
+    assert c_sha[0] in _shown(out, "03_shared_memory") and c_sha[0] in _shown(out, "04_blocking_factor")
+    summary = _build(out, a, measuring=("04",))
+    assert set(summary.chapters) == {"04_blocking_factor"} and not summary.kept, summary.chapters
+    assert a_sha[0] in _shown(out, "04_blocking_factor")
+    report = (out / "report.html").read_text()
+    assert a_sha[0] in report and not any(sha in report for sha in c_sha)
+    assert not (out / "data" / "03_shared_memory").exists(), "c's chapter 03 went with c's build"
+    # a build without a student's files reuses none of a student's chapters
+    assert _build(out, a, measuring=("04",)).ok
+    plain = _build(out, only=("04",))
+    assert not plain.reused and "no student's files" in _shown(out, "04_blocking_factor")
+
+
+def test_a_killed_students_build_leaves_no_chapter_under_the_earlier_builds_name(tmp_path, monkeypatch):
+    """The bug: a build killed half-way (no Ctrl-C to catch) left the earlier build's build.json,
+    which still listed a chapter whose files the killed build had rewritten with its own student's
+    kernels; the next build of the earlier student kept it as that student's. A build claims in
+    build.json, from its start, only the chapters it keeps as they are."""
+    c, c_sha = _submission(tmp_path / "c", **{"fw_blocked.cu": "// c\n", "fw_shared_tile.cu": "// c\n"})
+    a, a_sha = _submission(tmp_path / "a", **{"fw_blocked.cu": "// a\n", "fw_shared_tile.cu": "// a\n"})
+    out = tmp_path / "out"
+    _stand_in_chapters(monkeypatch)
+    assert _build(out, c, measuring=("03", "04")).ok
+    _stand_in_chapters(monkeypatch, stop_at="04_blocking_factor", stop=_Killed)
+    with pytest.raises(_Killed):
+        _build(out, a, measuring=("03", "04"))
+    assert a_sha[0] in _shown(out, "03_shared_memory"), "the killed build had finished a's chapter 03"
+    assert not json.loads((out / "build.json").read_text())["chapters"], "nothing of c's is claimed any more"
+    _stand_in_chapters(monkeypatch)
+    summary = _build(out, c, only=("04",))
+    assert "03_shared_memory" not in summary.chapters, summary.chapters
+    assert not any(sha in (out / "report.html").read_text() for sha in a_sha)
+
+
+def test_an_interrupted_students_build_keeps_only_its_own_submissions_chapter_and_says_why(tmp_path, monkeypatch):
+    """The bug: Ctrl-C in a student's build put back the earlier build's chapter whatever files it
+    was measured with (student c's "does not fit the launch" under student a's name), and the
+    contents said it was kept for --only, which no one gave."""
+    c, c_sha = _submission(tmp_path / "c", **{"fw_blocked.cu": "// c\n"})
+    a, a_sha = _submission(tmp_path / "a", **{"fw_blocked.cu": "// a\n"})
+    out = tmp_path / "out"
+    _stand_in_chapters(monkeypatch)
+    assert _build(out, a, measuring=("04",)).ok
+    _stand_in_chapters(monkeypatch, stop_at="04_blocking_factor")
+    again = _build(out, a, measuring=("04",))  # the same files: a's own complete chapter comes back
+    assert again.interrupted and again.kept == ["04_blocking_factor"]
+    assert again.chapters["04_blocking_factor"]["kept_why"] == "interrupted"
+    report = (out / "report.html").read_text()
+    assert "not rebuilt: this build was interrupted" in report and "--only" not in report
+    _stand_in_chapters(monkeypatch)
+    assert _build(out, c, measuring=("04",)).ok
+    _stand_in_chapters(monkeypatch, stop_at="04_blocking_factor")
+    cut = _build(out, a, measuring=("04",))
+    assert cut.interrupted and not cut.chapters, cut.chapters
+    assert not (out / "data" / "04_blocking_factor").exists() and not (out / outdir.EARLIER).exists()
+    report = (out / "report.html").read_text()
+    assert a_sha[0] in report and c_sha[0] not in report

@@ -38,7 +38,15 @@ def test_a_students_kernels_are_named_compiled_beside_the_reference_and_a_broken
     before = {p.name: p.read_bytes() for p in KERNELS_DIR.iterdir()}
     out = tmp_path / "out"
     proc = _build("--kernels", str(mine), "--gpu", "h100", "--format", "html", "--out", str(out))
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    # issue 65, item 8: the console says each file's verdict, and a file that does not compile is exit status 1
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    said = proc.stderr.splitlines()
+    assert "no GPU: compiled only; nothing timed, no case solved" in said, proc.stderr[-3000:]
+    assert "your fw_blocked.cu in 04_blocking_factor: compiled only" in said
+    assert any(
+        line.startswith(f"your fw_shared_tile.cu in 03_shared_memory: does not compile fw_shared_tile.cu:{at + 1}:")
+        for line in said
+    ), proc.stderr[-3000:]
     html = (out / "report.html").read_text()
     for name in ("fw_blocked.cu", "fw_shared_tile.cu"):
         assert hashlib.sha256((mine / name).read_bytes()).hexdigest() in html
@@ -129,3 +137,56 @@ def test_the_sections_figure_puts_each_point_on_its_own_scale():
     assert [t.get_text() for t in large.get_yticklabels()] == ["reference", "yours (wrong)"]
     assert [t.get_text() for t in small.texts] == ["0.174 ms", "0.175 ms"]
     assert small.get_title(loc="left") == "n=67108864, kernel=vecmax00"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(cuda_tool("nvcc") is None, reason="nvcc is not installed here")
+def test_ctrl_c_never_leaves_one_students_chapter_in_anothers_report(tmp_path, monkeypatch, capsys):
+    """Issue 65, item 9: student a's sha256 on page 1 and student c's "does not fit the launch" in
+    chapter 04, after an interrupted build. The bug: an interrupted build put back the earlier
+    build's complete chapter whatever kernel files it had measured, and the contents called any
+    kept chapter "not rebuilt: --only". Without a GPU (replay, compiled only): a's build, a's again
+    cut by Ctrl-C in chapter 04 (a's own chapter 04 comes back, kept because the build was
+    interrupted), c's (does not fit: exit status 1), then a's cut again: c's chapter is not kept."""
+    import json
+
+    sys.path.insert(0, str(ROOT))
+    import build_report
+    from cudalab.core import gpu
+    from cudalab.report import build as report_build
+    from tests.grading_class import students
+
+    monkeypatch.setattr(gpu, "gpu_available", lambda: False)
+    shas = {}
+    for who, student in (("a", "a_correct"), ("c", "e_signature")):
+        (tmp_path / who).mkdir()
+        text = students()[student]["fw_blocked.cu"]
+        (tmp_path / who / "fw_blocked.cu").write_text(text)
+        shas[who] = hashlib.sha256(text.encode()).hexdigest()
+    out = tmp_path / "out"
+    real = report_build._run_chapter
+
+    def build(who: str, cut: bool = False) -> tuple[int, str, str]:
+        def ctrl_c(chapter, *args):
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(report_build, "_run_chapter", ctrl_c if cut else real)
+        status = build_report.main(
+            ["--kernels", str(tmp_path / who), "--gpu", "h100", "--format", "html", "--out", str(out)]
+        )
+        return status, capsys.readouterr().err, (out / "report.html").read_text()
+
+    status, said, _ = build("a")
+    assert status == 0 and "your fw_blocked.cu in 04_blocking_factor: compiled only" in said, said[-2000:]
+    assert build_report.NO_GPU in said
+    status, said, report = build("a", cut=True)
+    assert status == 130 and "the earlier build's complete chapter is kept" in said, said[-2000:]
+    assert shas["a"] in report and "not rebuilt: this build was interrupted" in report and "--only" not in report
+    status, said, report = build("c")
+    assert status == 1 and "your fw_blocked.cu in 04_blocking_factor: does not fit the launch" in said, said[-2000:]
+    assert "does not fit the launch" in report and shas["c"] in report
+    status, said, report = build("a", cut=True)
+    assert status == 130, said[-2000:]
+    assert shas["a"] in report and shas["c"] not in report and "does not fit the launch" not in report
+    assert not (out / "data" / "04_blocking_factor").exists()
+    assert not json.loads((out / "build.json").read_text())["chapters"]

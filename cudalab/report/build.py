@@ -15,6 +15,7 @@ chapters, render the report, write the handouts, summarise (``build.json``), rec
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import signal
 import time
@@ -78,11 +79,13 @@ class BuildSummary:
         return [cid for cid, c in self.chapters.items() if c.get("kept")]
 
 
-def _inputs(chapter: catalog.ChapterInfo, prof, mode: str, quick: bool, recording_dir: Path) -> str:
+def _inputs(
+    chapter: catalog.ChapterInfo, prof, mode: str, quick: bool, recording_dir: Path, submission: str | None = None
+) -> str:
     """A digest of everything a chapter's run depends on: mode, the GPU (measure) or the recording
-    (replay), its parameters, and the fingerprint of kernels, package, notebook and profile."""
-    import hashlib
-
+    (replay), its parameters, the fingerprint of kernels, package, notebook and profile, and a
+    student's kernels (``_submission_key``; None in a build without them): every chapter of a
+    student's build shows its section on the student's files, so none is ever another's."""
     from cudalab.core.provenance import source_fingerprint
 
     where = gpu.gpu_name() if mode == "measure" else str(recording_dir)
@@ -93,8 +96,31 @@ def _inputs(chapter: catalog.ChapterInfo, prof, mode: str, quick: bool, recordin
         "params": prof.chapter_params(chapter.id, quick),
         "source": source_fingerprint(chapter.path, prof.model_dump(mode="json"))["sha256"],
         "recording": recorded_here.read_text() if recorded_here and recorded_here.is_file() else "",
+        "submission": submission,
     }
     return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _submission_key(submission: Submission | None, limits: tuple[float, float]) -> str | None:
+    """What a chapter of a student's build was measured with, as one digest: every accepted file's
+    sha256 (its kernels and headers, as ``submission.json`` names them) and the limits its process
+    ran under; None for a build without a student's kernels."""
+    if submission is None:
+        return None
+    record = {"files": submission.sha256, "kernels": sorted(submission.kernels), "limits": list(limits)}
+    return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()
+
+
+UNKNOWN_SUBMISSION = "unknown: built before build.json named each chapter's submission"
+
+
+def _submission_of(previous: dict[str, Any], entry: dict[str, Any]) -> str | None:
+    """The submission an earlier build's chapter (its build.json ``entry``) was measured with:
+    its key, None for a build without a student's kernels, or ``UNKNOWN_SUBMISSION`` for a
+    student's build written before build.json named it (never the same as this build's)."""
+    if "submission" in entry:
+        return entry["submission"]
+    return UNKNOWN_SUBMISSION if SUBMISSION_JSON in previous.get("files", []) else None
 
 
 def _chapter_files(previous: dict[str, Any], chapter_id: str) -> list[str]:
@@ -180,6 +206,12 @@ class _Request:
     submission: Submission | None = None  # --kernels: a student's files, checked
     limits: tuple[float, float] = (30.0, 300.0)  # --kernels: seconds per point, per submission's chapter
     extra: list[str] = field(default_factory=list)  # --kernels: the staged copy and submission.json
+    only: bool = False  # --only was given: the chapters it leaves out are kept from an earlier build
+
+    @property
+    def submission_key(self) -> str | None:
+        """What this build's chapters are measured with (``_submission_key``), None without --kernels."""
+        return _submission_key(self.submission, self.limits)
 
 
 @dataclass
@@ -195,6 +227,7 @@ class _Plan:
     # chapters the previous build finished that this one runs again: set aside until they ran,
     # put back where an interrupt leaves none (cid -> its build.json entry)
     earlier: dict[str, dict[str, Any]] = field(default_factory=dict)
+    kept_why: dict[str, str] = field(default_factory=dict)  # each carried chapter: why it was kept
 
 
 @dataclass
@@ -236,7 +269,7 @@ def _resolve_request(profile: str, opts: BuildOptions, out: Path | None) -> _Req
     name_or_path = resolve_profile_name(profile)
     gpu_max_threads = gpu.attributes()["MaxThreadsPerBlock"] if has_gpu else None
     prof = load_profile(name_or_path, gpu_max_threads=gpu_max_threads)
-    chapters = catalog.select(list(opts.only) or _chapters_for(submission))
+    chapters = catalog.select(list(opts.only) or list(opts.measuring) or _chapters_for(submission))
     notes = []
     missing = [c for c in declarations.offering_ceilings() if c not in {ch.id for ch in chapters}]
     if submission is not None and mode == "measure" and missing:
@@ -257,6 +290,7 @@ def _resolve_request(profile: str, opts: BuildOptions, out: Path | None) -> _Req
     request = _Request(prof, source, gpu_max_threads, mode, quick, chapters, out, notes)
     request.submission = submission
     request.limits = (opts.point_limit, opts.submission_limit)
+    request.only = bool(opts.only)
     return request
 
 
@@ -305,7 +339,9 @@ def _pick_recording(request: _Request, opts: BuildOptions) -> None:
     request.recording_dir = rec.path.resolve()
     request.recording_name = f"{results.name}/{rec.gpu}/{rec.profile}/"
     held = [c for c in chapters if (request.recording_dir / c.id / PROVENANCE).is_file()]
-    if not opts.only and held and len(held) < len(chapters):  # a profile recorded for some chapters only
+    if (
+        not (opts.only or opts.measuring) and held and len(held) < len(chapters)
+    ):  # a profile recorded for some chapters only
         left_out = ", ".join(c.id for c in chapters if c not in held)
         request.notes.append(
             f"the recording of {prof.name} holds {len(held)} of {len(chapters)} chapters; "
@@ -322,8 +358,10 @@ def _plan_reuse(request: _Request, force: bool) -> _Plan:
     previous build there finished with the same inputs (kept unless ``force``), and those it
     finished that this build does not run (``_carried``)."""
     previous = outdir.check(request.out)
+    key = request.submission_key
     inputs = {
-        c.id: _inputs(c, request.prof, request.mode, request.quick, request.recording_dir) for c in request.chapters
+        c.id: _inputs(c, request.prof, request.mode, request.quick, request.recording_dir, key)
+        for c in request.chapters
     }
     reuse = {} if force else _reusable(request.out, previous, inputs)
     return _Plan(previous, inputs, reuse, _carried(request, previous))
@@ -331,8 +369,10 @@ def _plan_reuse(request: _Request, force: bool) -> _Plan:
 
 def _carried(request: _Request, previous: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The chapters an earlier build of the same kind in this folder finished (the same profile,
-    mode, grid and recording, or GPU) that this build was not asked for: a ``--only`` build
-    replaces its own chapters and leaves the others, whose files must all still be there."""
+    mode, grid and recording, or GPU, and the same student's files or none) that this build was
+    not asked for: a ``--only`` build replaces its own chapters and leaves the others, whose files
+    must all still be there. A chapter measured with another submission's files is never kept
+    beside this one's."""
     asked = {c.id for c in request.chapters}
     same = (
         previous.get("profile") == request.prof.name
@@ -343,30 +383,53 @@ def _carried(request: _Request, previous: dict[str, Any]) -> dict[str, dict[str,
     if not same:
         return {}
     here = gpu.gpu_name() if request.mode == "measure" else None
+    key = request.submission_key
     return {
         cid: c
         for cid, c in _finished(request.out, previous).items()
-        if cid not in asked and (here is None or (c.get("provenance") or {}).get("gpu_name") == here)
+        if cid not in asked
+        and (here is None or (c.get("provenance") or {}).get("gpu_name") == here)
+        and _submission_of(previous, c) == key
     }
 
 
 def _prepare_out(request: _Request, plan: _Plan, pdf: bool, log: Log) -> Path:
     """Step 4: the previous build's files that this build replaces removed (not the chapters it
-    keeps or carries, nor a PDF a build without one leaves), and the resolved profile written
-    for the notebooks. Returns the resolved profile's path."""
+    keeps or carries, nor a PDF a build without one leaves), the chapters it runs again set aside
+    where they were measured with the same files (an interrupt puts them back; another
+    submission's are removed), the folder's manifest rewritten to claim only what is kept until
+    this build writes its own (a build killed half-way leaves no chapter of its own files under
+    the earlier build's name), and the resolved profile written for the notebooks. Returns the
+    resolved profile's path."""
     outdir.put_back_all(request.out)
     asked = {c.id for c in request.chapters}
+    key = request.submission_key
     plan.earlier = {
         cid: c
         for cid, c in _finished(request.out, plan.previous).items()
-        if cid in asked and cid not in plan.reuse and cid not in plan.carried
+        if cid in asked
+        and cid not in plan.reuse
+        and cid not in plan.carried
+        and _submission_of(plan.previous, c) == key
     }
+    other = [
+        cid
+        for cid, c in _finished(request.out, plan.previous).items()
+        if cid in asked and cid not in plan.earlier and _submission_of(plan.previous, c) != key
+    ]
+    if other:
+        log(
+            f"note: the earlier build's {', '.join(other)} showed other kernel files than this build's: "
+            "replaced, never kept (not even if this build is interrupted)"
+        )
     outdir.set_aside(request.out, [f for cid in plan.earlier for f in _chapter_files(plan.previous, cid)])
     keep = {f for cid in [*plan.reuse, *plan.carried] for f in _chapter_files(plan.previous, cid)}
     if not pdf and "report.pdf" in plan.previous.get("files", []):
         keep.add("report.pdf")
         log("note: report.pdf is the earlier build's: this one writes no PDF (--format html)")
-    outdir.remove_previous(request.out, plan.previous, keep=keep)
+    removed = outdir.remove_previous(request.out, plan.previous, keep=keep)
+    claimed = {*plan.reuse, *plan.carried, *plan.earlier}
+    outdir.write_in_progress(request.out, plan.previous, claimed, removed)
     for sub in ("notebooks", "data"):
         (request.out / sub).mkdir(parents=True, exist_ok=True)
     if request.submission is not None:
@@ -445,7 +508,9 @@ def _run_chapters(
             log(f"note: {note}")
         if plan.carried:
             log(f"kept from the earlier build in {out} (not asked for): {', '.join(plan.carried)}")
-        ran.outcomes += [_kept(out, cid, old) for cid, old in plan.carried.items()]
+        why = KEPT_ONLY if request.only else KEPT_NOT_ASKED
+        plan.kept_why.update({cid: why for cid in plan.carried})
+        ran.outcomes += [_kept(out, cid, old, why) for cid, old in plan.carried.items()]
         for i, chapter in enumerate(chapters, 1):
             if chapter.id in plan.reuse:
                 old = plan.reuse[chapter.id]
@@ -496,16 +561,25 @@ def _run_chapters(
     return ran
 
 
-def _kept(out: Path, chapter_id: str, old: dict[str, Any]) -> ChapterOutcome:
-    """An earlier build's complete chapter left in ``out`` as it was (its build.json entry ``old``)."""
+KEPT_ONLY = "only"  # not asked for by this build's --only
+KEPT_NOT_ASKED = "not asked"  # not asked for by a build that named no --only (a student's runs its files' chapters)
+KEPT_INTERRUPTED = "interrupted"  # this build was interrupted before it ran the chapter again
+
+
+def _kept(out: Path, chapter_id: str, old: dict[str, Any], why: str) -> ChapterOutcome:
+    """An earlier build's complete chapter left in ``out`` as it was (its build.json entry ``old``),
+    and why (``KEPT_ONLY``, ``KEPT_NOT_ASKED``, ``KEPT_INTERRUPTED``)."""
     info = catalog.chapter(chapter_id)
     notebook = out / "notebooks" / info.path.name
-    return ChapterOutcome(chapter_id, info.title, notebook, True, "", old["seconds"], old["provenance"], True, True)
+    outcome = ChapterOutcome(chapter_id, info.title, notebook, True, "", old["seconds"], old["provenance"], True, True)
+    outcome.kept_why = why
+    return outcome
 
 
 def _put_back_earlier(request: _Request, plan: _Plan, ran: _Ran, log: Log) -> None:
     """After an interrupt: each chapter that did not finish this time and that the earlier build
-    had complete gets its earlier files back, kept as a ``--only`` build keeps the others."""
+    had complete, with the same student's files or none (``_prepare_out`` set only those aside),
+    gets its earlier files back, kept and marked interrupted."""
     done = set(ran.done)
     for cid, old in plan.earlier.items():
         if cid in done:
@@ -514,7 +588,8 @@ def _put_back_earlier(request: _Request, plan: _Plan, ran: _Ran, log: Log) -> No
         if sorted(outdir.put_back(request.out, files)) != sorted(files):
             continue
         plan.carried[cid] = old
-        ran.outcomes.append(_kept(request.out, cid, old))
+        plan.kept_why[cid] = KEPT_INTERRUPTED
+        ran.outcomes.append(_kept(request.out, cid, old, KEPT_INTERRUPTED))
         log(f"{cid}: not finished this time; the earlier build's complete chapter is kept")
 
 
@@ -677,9 +752,12 @@ def _summarise(
                 "error": o.error,
                 "seconds": round(o.seconds, 1),
                 "provenance": o.provenance,
-                "inputs": plan.inputs.get(o.id) or plan.carried.get(o.id, {}).get("inputs"),
+                # a chapter kept from the earlier build keeps the inputs it was built with (one put
+                # back after an interrupt was not rebuilt with this build's)
+                "inputs": plan.carried[o.id].get("inputs") if o.id in plan.carried else plan.inputs.get(o.id),
                 "reused": o.id in plan.reuse or o.id in plan.carried,
-                **({"kept": True} if o.id in plan.carried else {}),
+                "submission": request.submission_key,
+                **({"kept": True, "kept_why": plan.kept_why.get(o.id, "")} if o.id in plan.carried else {}),
                 **({"worker": o.worker} if o.worker else {}),
             }
             for o in ran.outcomes

@@ -38,7 +38,10 @@ class BuildOptions:
     ``workers`` (a local Dask cluster of that many) or ``scheduler`` (a running one's address).
     A student's kernels: ``kernels`` (a folder of files named as the ``kernels_cu`` files they
     replace, measured beside the reference in the chapters that ask for them; never recorded),
-    ``point_limit`` and ``submission_limit`` (seconds before their process is stopped)."""
+    ``measuring`` (the chapters whose declared points build from one of its files, as the face
+    reads them from the chapters' point recipes: run where ``only`` names none, so that ``only``
+    is always what the command line asked for), ``point_limit`` and ``submission_limit`` (seconds
+    before their process is stopped)."""
 
     only: tuple[str, ...] = ()
     quick: bool = False
@@ -57,11 +60,13 @@ class BuildOptions:
     workers: int | None = None
     scheduler: str | None = None
     kernels: Path | None = None
+    measuring: tuple[str, ...] = ()
     point_limit: float = 30.0
     submission_limit: float = 300.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "only", tuple(self.only or ()))
+        object.__setattr__(self, "measuring", tuple(self.measuring or ()))
         object.__setattr__(self, "results", Path(self.results))
 
     @property

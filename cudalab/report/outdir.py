@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 from cudalab.core.errors import UnsafeOutput
+from cudalab.core.files import atomic_write_text
 from cudalab.core.paths import ROOT
 
 BUILD_JSON = "build.json"
@@ -72,6 +73,25 @@ def remove_previous(out: Path, previous: dict, keep: set[str] = frozenset()) -> 
             folder.rmdir()
             folder = folder.parent
     return removed
+
+
+def write_in_progress(out: Path, previous: dict, claimed: set[str], removed: list[str]) -> None:
+    """The manifest of a build that has begun: the previous build's (``previous``), claiming only
+    the chapters this build keeps as they are or set aside (``claimed``) and the files still its
+    own (all but ``removed``), until the build writes its own at the end. A build killed half-way
+    (no Ctrl-C: SIGKILL, a power cut) thus leaves no chapter it was rewriting listed as the
+    earlier build's finished one, whatever of its own files it left; and the folder stays ours."""
+    chapters = {cid: c for cid, c in (previous.get("chapters") or {}).items() if cid in claimed}
+    gone = set(removed)
+    manifest = {
+        **previous,
+        "made_by": MARKER,
+        "ok": False,
+        "interrupted": True,  # until this build ends: one killed half-way was interrupted
+        "chapters": chapters,
+        "files": [f for f in previous.get("files", []) if f not in gone],
+    }
+    atomic_write_text(out / BUILD_JSON, json.dumps(manifest, indent=2, default=str))
 
 
 def set_aside(out: Path, files: list[str]) -> None:

@@ -34,8 +34,20 @@ class ChapterOutcome:
     seconds: float = 0.0
     provenance: dict[str, Any] = field(default_factory=dict)
     reused: bool = False  # kept from the last build into the same folder: same inputs, not run again
-    kept: bool = False  # not asked for (--only): the earlier build's chapter in this folder, left as it was
+    kept: bool = False  # the earlier build's chapter in this folder, left as it was (why: ``kept_why``)
     worker: str = ""  # on Dask: the worker that ran it (address, and a retry after a worker died)
+    # why a kept chapter was not run by this build: "only" (--only left it out), "interrupted"
+    # (the build stopped before it ran it again), anything else: this build was not asked for it
+    kept_why: str = ""
+
+
+def kept_status(why: str) -> str:
+    """A kept chapter's status in the contents, with the real reason it was not rebuilt."""
+    if why == "only":
+        return "ok, kept from the earlier build in this folder (not rebuilt: --only)"
+    if why == "interrupted":
+        return "ok, kept from the earlier build in this folder (not rebuilt: this build was interrupted)"
+    return "ok, kept from the earlier build of another run in this folder (this build was not asked for it)"
 
 
 def gpu_label(provenance: dict[str, Any]) -> str:
@@ -217,7 +229,7 @@ def cover_cell(
         gpu_cell = f"<td>{html.escape(model or '-')}</td>" if several else ""
         status = (
             (
-                "ok, kept from the earlier build in this folder (not rebuilt: --only)"
+                kept_status(o.kept_why)
                 if o.kept
                 else "ok, from cache (unchanged since the last build)"
                 if o.reused
