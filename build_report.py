@@ -250,6 +250,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "computed in the grader's own process",
     )
     yours.add_argument(
+        "--seed",
+        type=int,
+        metavar="N",
+        help="with --kernels/--grade: the seed every timed and check input is drawn from (default: a fresh one, "
+        "printed; give the printed one to replay a run on the same inputs)",
+    )
+    yours.add_argument(
         "--point-limit",
         type=_seconds,
         default=30.0,
@@ -614,17 +621,21 @@ def _grade(args: argparse.Namespace) -> int:
             limits=isolate.Limits(args.point_limit or 1e9, args.submission_limit or 1e9),
             workers=args.workers,
             cases=args.cases,
+            seed=args.seed,
         )
         _log(f"grading {len(students)} submission(s) from {args.grade} into {out}")
         graded = grade.grade(options, _log)
         klass = args.grade.resolve().name
-        return pages.write(graded, options.out, title=f"Scoreboard: {klass}", klass=klass)
+        return graded, pages.write(graded, options.out, title=f"Scoreboard: {klass}", klass=klass)
 
-    written, status = _guarded(run, args, "interrupted; the scoreboard was not written")
+    done, status = _guarded(run, args, "interrupted; the scoreboard was not written")
     if status is not None:
         return status
-    _log("wrote " + ", ".join(str(p) for p in list(written.values())[:2]) + f" and {len(written) - 2} student page(s)")
-    return 0
+    graded, written = done
+    for line in grade.console_lines(graded):
+        _log(line)
+    _log("wrote " + ", ".join(str(p) for p in list(written.values())[:2]) + f" and {len(written) - 3} student page(s)")
+    return 1 if graded.failures else 0
 
 
 def _compare(args: argparse.Namespace, command: str) -> int:
