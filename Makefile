@@ -23,6 +23,7 @@ help:
 	@echo "                that decide their data (exit 1 if any): run before committing such a change"
 	@echo "make benchmarks rewrite BENCHMARKS.md from the recorded summaries in results/"
 	@echo "make bench      time the cold, cached and replayed builds of PROFILE=h100 (BENCH_ARGS=--record keeps them)"
+	@echo "make mutants    mutation testing of the modules that decide a verdict (minutes; docs/mutation-testing.md)"
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -87,3 +88,26 @@ benchmarks: venv
 
 clean:
 	rm -rf build
+
+# Mutation testing of the modules that decide a verdict (outside CI and `make test`): mutmut mutates
+# them in a copy (mutants/, ignored by git) and runs, for each mutant, the fast CPU tests that reach
+# it (pyproject.toml's [tool.mutmut]); then one line per module: mutants killed (a timeout counts as
+# killed) of those run, and every survivor. Of grade.py, only the ranking. MUTANTS runs a part
+# (make mutants MUTANTS='cudalab.core.check.*'); mutmut keeps its results in mutants/ and runs again
+# only what changed (rm -rf mutants for a fresh run). docs/mutation-testing.md: scores and survivors.
+MUTANTS ?= cudalab.core.check.* cudalab.core.submission.* cudalab.core.directives.* cudalab.grading.results.* \
+	cudalab.grading.isolate.* cudalab.grading.grade.x_scoreboard__* cudalab.grading.grade.x_fully_correct__*
+MUTANT_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
+
+.PHONY: mutants
+
+$(VENV)/.mutants-installed: $(VENV)/.installed pyproject.toml
+	$(PY) -m pip install --quiet -e '.[$(EXTRAS),mutants]'
+	touch $@
+
+mutants: $(VENV)/.mutants-installed
+	$(VENV)/bin/mutmut run --max-children $(MUTANT_WORKERS) $(foreach m,$(MUTANTS),'$(m)')
+	@$(VENV)/bin/mutmut results --all true | awk -F': ' 'NF == 2 && $$2 != "not checked" { \
+		m = $$1; sub(/^ +/, "", m); sub(/\.x[^.]*$$/, "", m); n[m]++; if ($$2 == "killed" || $$2 == "timeout") k[m]++ } \
+		END { for (m in n) printf "%-28s %4d of %4d killed (%.1f%%)\n", m, k[m], n[m], 100 * k[m] / n[m] }' | sort
+	@$(VENV)/bin/mutmut results | grep -v -e ': not checked' -e ': timeout' || echo "no survivor"

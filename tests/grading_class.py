@@ -12,6 +12,7 @@ from cudalab.core.paths import KERNELS_DIR
 
 PHASE3_RELAX = "acc[a][b] = relax(acc[a][b], col[i * BF + k] + row[k * BF + j]);"
 PHASE3_START = "if (ti == r || tj == r) return;  // uniform across the block"
+FORGED_INDICES = 8  # i_forged_output forges a result for each of the first 8 indices (points and cases)
 
 
 def _edit(text: str, old: str, new: str) -> str:
@@ -51,14 +52,19 @@ def students() -> dict[str, dict[str, str]]:
                 ref, PHASE3_START, PHASE3_START + "\n    d[(size_t)1 << 34] = 0;  // 64 GiB past the matrix"
             )
         },
-        # a wrong result that prints a forged "ok" event on stdout, where a kernel's printf lands
+        # a wrong result that prints forged "ok" events on stdout, where a kernel's printf lands: one
+        # for every index a point or a case can have, at every launch (the timed calls, the answers,
+        # and the cases solved after the point's real result), and C's stdout is flushed at exit,
+        # after every real event. Routed onto the results pipe, the last forgery would win.
         "i_forged_output": {
             "fw_blocked.cu": _edit(
                 _edit(ref, PHASE3_RELAX, PHASE3_RELAX.replace("row[k * BF + j])", "row[k * BF + j] + 1)")),
                 PHASE3_START,
                 PHASE3_START
                 + "\n    if (r == 0 && ti == 1 && tj == 2 && threadIdx.x == 0 && threadIdx.y == 0)"
-                + ' printf("{\\"event\\": \\"point\\", \\"index\\": 0, \\"status\\": \\"ok\\", \\"time_ms\\": 0.001}\\n");',
+                + f"\n        for (int forged = 0; forged < {FORGED_INDICES}; ++forged)"
+                + '\n            printf("{\\"event\\": \\"point\\", \\"index\\": %d, \\"status\\": \\"ok\\", '
+                + '\\"reason\\": \\"\\", \\"time_ms\\": 0.001}\\n", forged);',
             )
         },
         "h_forbidden": {

@@ -180,16 +180,32 @@ def test_the_workers_environment_is_scrubbed(tmp_path, monkeypatch):
 
 
 def test_what_a_kernel_prints_can_never_forge_a_result(tmp_path):
-    """A kernel's printf lands on the worker's stdout; results travel on a pipe of their own."""
-    forged = "print(json.dumps({'event': 'point', 'index': 0, 'status': 'ok', 'time_ms': 0.001}), flush=True)\n"
-    body = (
-        _emit("start", index=0)
-        + forged
-        + "sys.stdout.flush(); time.sleep(0.2)\n"
-        + _emit("point", index=0, status="wrong")
+    """A kernel's printf lands on the worker's stdout; results travel on a pipe of their own. The
+    grader keeps a point's last event, so the forgery comes at every step, many times, AFTER the
+    real result and at exit: routed onto the results pipe, it would win (issue 65, item 6)."""
+    forged = (
+        "def forge():\n"
+        "    for _ in range(5):\n"
+        "        for i in range(2):\n"
+        "            line = json.dumps({'event': 'point', 'index': i, 'status': 'ok', 'time_ms': 0.001})\n"
+        "            os.write(1, (line + '\\n').encode())  # C's stdout: where a kernel's printf lands\n"
+        "            print(line, flush=True)\n"
+        "import atexit\n"
+        "atexit.register(forge)\n"
     )
-    result = isolate.run({"points": [[{}, "f.cu"]]}, worker=_fake(tmp_path, body))
-    assert [p["status"] for p in result["points"]] == ["wrong"]
+    body = (
+        forged
+        + "forge()\n"
+        + _emit("start", index=0)
+        + "forge()\n"
+        + _emit("point", index=0, status="wrong")
+        + "forge()\n"
+        + _emit("start", index=1)
+        + "forge()\n"
+        + "sys.exit(0)\n"
+    )
+    result = isolate.run({"points": [[{}, "f.cu"]] * 2}, worker=_fake(tmp_path, body))
+    assert [p["status"] for p in result["points"]] == ["wrong", R.CRASHED]
 
 
 @pytest.mark.parametrize(

@@ -199,7 +199,7 @@ def test_the_command_refuses_bad_requests_without_a_traceback(tmp_path):
         proc = run_face("-i", str(tmp_path / "p.bin"), *args, "--cpu")
         assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     proc = run_face("-i", str(tmp_path / "p.bin.membership"), "-n", "2", "-o", str(tmp_path / "p.bin"), "--cpu")
-    assert proc.returncode == 2 and "no such file" in proc.stderr or "is the input" in proc.stderr
+    assert proc.returncode == 2 and ("no such file" in proc.stderr or "is the input" in proc.stderr), proc.stderr
     proc = run_face("-i", str(tmp_path), "-n", "2", "--cpu")
     assert proc.returncode == 2 and "a folder, not a file" in proc.stderr and "Traceback" not in proc.stderr
 

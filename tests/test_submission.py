@@ -3,11 +3,17 @@ only plain .cu/.cuh names, kernel files that stand in for a project file, and in
 inside the submission and the project's headers (issue 43, item 4)."""
 
 import os
+import shutil
 
 import pytest
 
-from cudalab.core import submission
+from cudalab.core import directives, submission
+from cudalab.core.errors import CudalabError
 from cudalab.core.paths import KERNELS_DIR
+from cudalab.toolchain.nvcc import cuda_tool
+
+# the tests that compile (seconds each): `make mutants` leaves them out with -k "not skipif"
+needs_nvcc = pytest.mark.skipif(cuda_tool("nvcc") is None, reason="nvcc is not installed here")
 
 GOOD = '#include "add_min.cuh"\n#include <cuda_fp16.h>\n#include "mine.cuh"\nextern "C" __global__ void k() {}\n'
 
@@ -72,6 +78,58 @@ def test_an_include_that_reaches_outside_the_submission_is_refused_before_compil
     assert not sub.ok and "fw_blocked.cu" in _reasons(sub), sub
     assert says in _reasons(sub)["fw_blocked.cu"]
     assert "root:" not in _reasons(sub)["fw_blocked.cu"], "no file of the machine is ever printed"
+
+
+@pytest.mark.parametrize(
+    "include",
+    [
+        '#include "/etc/mine.cuh"',
+        '#include "../mine.cuh"',
+        '#include "../../student/mine.cuh"',
+        '#include "./mine.cuh"',
+        '#include "sub/mine.cuh"',
+        '#include "sub\\mine.cuh"',
+        '#include "C:\\mine.cuh"',
+        '#include "/usr/include/add_min.cuh"',
+        '#include "../add_min.cuh"',
+        '#include_next "/etc/mine.cuh"',
+        '#import "/etc/mine.cuh"',
+        '#embed "../mine.cuh"',
+        '#if __has_include("/etc/mine.cuh")\n#endif',
+        '#/**/include "/etc/mine.cuh"',
+    ],
+)
+def test_an_include_of_a_path_is_refused_even_where_its_base_name_is_the_students_own(tmp_path, include):
+    """Issue 65, item 6, bug 3: an include accepted by its base name (``#include "/etc/mine.cuh"``
+    passed the check because the folder holds mine.cuh, and the compiler would open /etc's). The
+    name is matched whole, as the compiler reads it; a path is refused, whatever its last part."""
+    folder = _folder(tmp_path, {"fw_blocked.cu": include + "\n" + GOOD, "mine.cuh": "#pragma once\n"})
+    sub = submission.check(folder)
+    assert not sub.ok and set(_reasons(sub)) == {"fw_blocked.cu"}, _reasons(sub)
+    assert "names a path" in _reasons(sub)["fw_blocked.cu"], _reasons(sub)
+    assert sub.headers == ["mine.cuh"], "the header itself is still accepted"
+
+
+@pytest.mark.parametrize(
+    "rest, own, project, refused",
+    [
+        ('"mine.cuh"', {"mine.cuh"}, set(), None),
+        ('"add_min.cuh"', set(), {"add_min.cuh"}, None),
+        ('"/etc/mine.cuh"', {"mine.cuh"}, set(), "names a path"),
+        ('"x/add_min.cuh"', set(), {"add_min.cuh"}, "names a path"),
+        ('"Mine.cuh"', {"mine.cuh"}, set(), "no such file"),
+        ('"mine.cuh "', {"mine.cuh"}, set(), "no such file"),
+        ('"mine"', {"mine.cuh"}, set(), "no such file"),
+    ],
+)
+def test_a_quoted_include_is_matched_by_its_whole_name(rest, own, project, refused):
+    """``include_problem`` on its own: a quoted name is one of the submission's own headers or the
+    project's, byte for byte, or it is refused."""
+    why = submission.include_problem(rest, own, project)
+    if refused is None:
+        assert why is None, why
+    else:
+        assert why is not None and refused in why, why
 
 
 @pytest.mark.parametrize(
@@ -141,6 +199,7 @@ def test_an_empty_or_missing_folder_says_so(tmp_path):
     assert "no .cu file" in submission.check(empty).refused[0].reason
 
 
+@needs_nvcc
 def test_without_a_gpu_a_submission_compiles_beside_its_reference_and_a_compile_error_names_its_line(tmp_path):
     """Issue 43, item 2: nvcc (no GPU) builds the student's file and the project's for the
     architecture; the same code uses the same registers; a broken file is one row with the
@@ -148,10 +207,7 @@ def test_without_a_gpu_a_submission_compiles_beside_its_reference_and_a_compile_
     import shutil
 
     from cudalab.toolchain import compile_only
-    from cudalab.toolchain.nvcc import cuda_tool
 
-    if cuda_tool("nvcc") is None:
-        pytest.skip("nvcc is not installed here")
     folder = _folder(tmp_path, {})
     shutil.copy(KERNELS_DIR / "fw_basic_2d.cu", folder)
     broken = (KERNELS_DIR / "fw_coalesced.cu").read_text().splitlines()
@@ -182,6 +238,7 @@ def test_each_students_kernel_file_belongs_to_the_chapters_that_ask_for_it():
             assert (KERNELS_DIR / kernel).is_file(), f"{chapter.id} asks for {kernel}, which is no kernel file"
 
 
+@needs_nvcc
 @pytest.mark.parametrize(
     "change, says",
     [
@@ -194,10 +251,7 @@ def test_a_kernel_that_does_not_fit_the_chapters_launch_gets_one_message_naming_
     launch bounds expanded), a kernel with other parameters or another name is refused in one
     message that names the expected signature, before it is ever timed."""
     from cudalab.toolchain import compile_only
-    from cudalab.toolchain.nvcc import cuda_tool
 
-    if cuda_tool("nvcc") is None:
-        pytest.skip("nvcc is not installed here")
     folder = _folder(tmp_path, {"fw_basic_2d.cu": (KERNELS_DIR / "fw_basic_2d.cu").read_text().replace(*change)})
     frame = compile_only.beside_reference(submission.check(folder), "sm_90")
     mine = frame[frame["source"].eq("yours")]
@@ -206,16 +260,280 @@ def test_a_kernel_that_does_not_fit_the_chapters_launch_gets_one_message_naming_
     assert says in reason and 'extern "C" __global__ void fw_basic_2d(int* mat, int k, int N)' in reason, reason
 
 
+@needs_nvcc
 def test_signatures_are_read_as_the_gpu_launches_them():
     """A parameter list built by a macro (vecMax's TRACE_PARAM) and nested launch bounds (the
     tensor k-means kernel) read as the compiler made them."""
     from cudalab.toolchain import compile_only
-    from cudalab.toolchain.nvcc import cuda_tool
 
-    if cuda_tool("nvcc") is None:
-        pytest.skip("nvcc is not installed here")
     vecmax = compile_only.entry_signatures(KERNELS_DIR / "vecmax_coalescing.cu", "sm_90")
     assert vecmax["vecmax00"] == ("u64", "u64", "u64", "u32")
     tensor = compile_only.entry_signatures(KERNELS_DIR / "km_07_tensor_scores.cu", "sm_90")
     assert list(tensor) == ["kmeans_tensor"] and len(tensor["kmeans_tensor"]) == 16
     assert tensor["kmeans_tensor"][-3:] == ("u64", "f32", "u32"), "the device loop's state, threshold and max_loop"
+
+
+# ------------------------------------------------------------------------------ each reading, on its own
+# file_references reads a source three ways and refuses what any reading finds, so a fault in one
+# reading hides behind the others in the tests above; these pin each reading by itself (issue 65,
+# item 6: the mutation tests' survivors, killed).
+
+
+@pytest.fixture(autouse=True)
+def _lexers_built_afresh(monkeypatch):
+    """The lexers are built at import; build them again in every test, so that a fault in
+    ``_tokens`` shows in these tests as it would in a fresh process."""
+    monkeypatch.setattr(directives, "_MODERN", directives._tokens(False))
+    monkeypatch.setattr(directives, "_OLD", directives._tokens(True))
+
+
+@pytest.mark.parametrize(
+    "text, modern, old",
+    [
+        ("a /* x */ b // y\nc", "a   b  \nc", "a   b  \nc"),
+        ("a/**/b/*\n*/c//\nd", "a b c \nd", "a b c \nd"),
+        ("a /* never closed\nb", "a  ", "a  "),
+        ("x = \"/* a string */\"; y = '/'; // c", "x = \"/* a string */\"; y = '/';  ", None),
+        ('s = "open /* \n/* c */ t', 's = "open /* \n  t', None),  # an unterminated quote ends at its line
+        # raw strings: a /* inside starts nothing; a comment after one is a comment
+        ('s = R"x( /* )" )x"; /* c */ t', 's = R"x( /* )" )x";   t', 's = R"x( /* )" )x"; /* c */ t'),
+        ('R"(a)" /* c */ R"(b)"', 'R"(a)"   R"(b)"', None),
+        ('s = "(a)"; r = R"(/*)"; /* c */ z', 's = "(a)"; r = R"(/*)";   z', None),
+        ('a u8R"ab(x)ab"b /**/ c', 'a u8R"ab(x)ab"b   c', None),
+        ('a LR"(x)"/**/b', 'a LR"(x)" b', None),
+        ('a R"x( /* b', 'a R"x( /* b', None),  # unterminated: to the end
+        ('fooR"(x)"/**/y', 'fooR"(x)" y', None),  # a name, then a raw string
+        ('a = fooR"( " /* )" y */ z', 'a = fooR"( "   z', None),  # a name ending in R, then a string
+        ('a = XR"( " /* )" y */ z', 'a = XR"( "   z', None),
+        ('R"0123456789abcdef(x)0123456789abcdef"/**/y', 'R"0123456789abcdef(x)0123456789abcdef" y', None),
+        # digit separators are C++14: the old rules read a character literal
+        ("a = 1'2; /* ' */ b", "a = 1'2;   b", "a = 1'2; /* ' */ b"),
+        ("a = 0x1'ffu; /* ' */ b", "a = 0x1'ffu;   b", "a = 0x1'ffu; /* ' */ b"),
+        ("a = 0x1'FF; /* ' */ b", "a = 0x1'FF;   b", "a = 0x1'FF; /* ' */ b"),
+        ("a = 1.5e+3f/**/b", "a = 1.5e+3f b", "a = 1.5e+3f b"),
+        (".5'1 /* ' */", ".5'1  ", ".5'1 /* ' */"),
+        # and know no raw strings: R"x(" is a name and a string
+        ('R"x( " /* )x" y', 'R"x( " /* )x" y', 'R"x( "  '),
+        # line ends of every kind, a byte-order mark, splices
+        ("\ufeffa\r\nb\rc\\\n d\\ \t\ne", "a\nb\nc de", "a\nb\nc de"),
+        ("#inc??/\nlude x", "#inc??/\nlude x", "#include x"),
+        ("a ??/  \nb", "a ??/  \nb", "a b"),
+    ],
+)
+def test_each_reading_makes_comments_spaces_as_its_compiler_reads_them(text, modern, old):
+    assert directives.logical_text(text) == modern
+    assert directives.logical_text(text, old_rules=True) == (modern if old is None else old)
+    assert directives.logical_text(text, comments=False) == directives._LINE_ENDS.sub(
+        "\n", text.removeprefix("\ufeff")
+    ).replace("\\\n", "").replace("\\ \t\n", "")
+
+
+def test_the_reading_that_keeps_comments_keeps_them():
+    assert directives.logical_text("a /* c */ b // d", comments=False) == "a /* c */ b // d"
+    assert directives.logical_text("a /* c */ b", old_rules=True, comments=False) == "a /* c */ b"
+    assert directives.logical_text("x ??/\ny", old_rules=True, comments=False) == "x y"
+
+
+@pytest.mark.parametrize(
+    "text, found",
+    [
+        # only the old reading (trigraphs, no digit separators) sees these
+        ('#inc??/\nlude "/etc/passwd"', [("include", '"/etc/passwd"')]),
+        ("int a = 1'2; /* '\n#/**/include \"/etc/passwd\"\n", [("include", '"/etc/passwd"')]),
+        # only the modern reading (raw strings, digit separators) sees these
+        ('auto s = R"x( " /* )x";\n#/**/include "/etc/passwd"\n', [("include", '"/etc/passwd"')]),
+        ('int a = 1\'2; const char* s = "\'/*";\n#/**/include "/etc/passwd"\n', [("include", '"/etc/passwd"')]),
+        # only the reading that keeps comments sees this
+        ('/*\n#include "/etc/passwd"\n*/', [("include", '"/etc/passwd"')]),
+        # what follows a name on its line, comments made spaces, stripped
+        ("#  include   /* c */ <cuda/std/cstdint>   // c", [("include", "<cuda/std/cstdint>")]),
+        ('#include_next "a.cuh"', [("include_next", '"a.cuh"')]),
+        ('%:import "a.cuh"\n??=embed <b>', [("import", '"a.cuh"'), ("embed", "<b>")]),
+        ('#if __has_include ( "a.cuh" )', [("__has_include", '"a.cuh" )')]),
+        ("#if __has_include_next(<a>) || __has_embed(<b>)", [("__has_include_next", "<a>) || __has_embed(<b>)")]),
+        ("#if defined __has_include && X", [("__has_include", "&& X")]),
+        ('#pragma GCC dependency "/etc/passwd"', [("pragma dependency", "")]),
+        ('_Pragma("GCC dependency \\"x\\"")', [("pragma dependency", "")]),
+        # a pragma whose dependency follows a raw string (the modern lexer reads the rest of its line)
+        ('#pragma foo R"x( " /* )x" GCC dependency "/etc/passwd" // */', [("pragma dependency", "")]),
+        ("#pragma unroll 4\n#pragma once", []),
+        ("#define include x\nint includes;", []),
+    ],
+)
+def test_every_place_that_names_a_file_is_found_with_what_follows_it(text, found):
+    refs = directives.file_references(text)
+    assert [(r.kind, r.rest) for r in refs] == found
+
+
+def test_a_place_found_by_several_readings_is_listed_once_in_order():
+    refs = directives.file_references('#include "b.cuh"\n#include "a.cuh"\n#include "b.cuh"\n')
+    assert refs == [directives.FileReference("include", '"b.cuh"'), directives.FileReference("include", '"a.cuh"')]
+
+
+# ------------------------------------------------------------------------------ submission: the words and edges
+
+
+@pytest.mark.parametrize(
+    "name, says",
+    [
+        ("", "an empty name"),
+        (".", "an empty name"),
+        ("..", "an empty name"),
+        ("../x.cu", "the name '../x.cu' has path parts: submit plain file names"),
+        ("sub\\x.cu", "the name 'sub\\\\x.cu' has path parts: submit plain file names"),
+        ("/abs", "the name '/abs' has path parts: submit plain file names"),
+        (".x.cu", "the name '.x.cu' is not a plain file name (letters, digits, '_', '-', '.')"),
+        ("a b.cu", "the name 'a b.cu' is not a plain file name (letters, digits, '_', '-', '.')"),
+        ("x.cpp", "x.cpp is not a .cu or .cuh file"),
+        ("x.cu.txt", "x.cu.txt is not a .cu or .cuh file"),
+    ],
+)
+def test_a_refused_name_says_why_in_its_own_words(name, says):
+    assert submission.plain_name(name) == says
+
+
+@pytest.mark.parametrize("name", ["fw_blocked.cu", "My_Header-2.cuh", "a+b.cuh", "X.CU.cu"])
+def test_a_plain_name_is_accepted(name):
+    assert submission.plain_name(name) is None
+
+
+@pytest.mark.parametrize(
+    "rest, kind, says",
+    [
+        ('"/etc/x"', "include", '#include "/etc/x" names a path: include only files'),
+        ('"a\\b.cuh"', "include", '#include "a\\b.cuh" names a path'),
+        ('".hidden.cuh"', "include", '#include ".hidden.cuh" names a path'),
+        ('"nowhere.cuh"', "import", '#import "nowhere.cuh": no such file in the submission nor among'),
+        ("</etc/x>", "embed", "#embed </etc/x> names a path outside the toolkit's headers"),
+        ("<../x>", "include_next", "#include_next <../x> names a path outside the toolkit's headers"),
+        ('"/etc/x")', "__has_include", '__has_include "/etc/x" names a path'),
+        ("MACRO", "__has_embed", "a computed __has_embed (a macro, not a quoted or angled name) is refused"),
+    ],
+)
+def test_a_refused_include_names_its_directive(rest, kind, says):
+    assert submission.include_problem(rest, set(), {"add_min.cuh"}, kind).startswith(says)
+
+
+def test_a_refused_include_says_include_by_default_and_its_directive_otherwise():
+    assert submission.include_problem('"/x/y"', set(), set()).startswith('#include "/x/y"')
+    ref = directives.FileReference("import", '"/x/y"')
+    assert submission.reference_problem(ref, set(), set()).startswith('#import "/x/y"')
+    dependency = directives.FileReference("pragma dependency", "")
+    assert submission.reference_problem(dependency, set(), set()) == (
+        "a GCC dependency pragma names a file of the machine: refused"
+    )
+    assert submission.include_problem("  <cuda/std/cstdint>  ", set(), set()) is None
+
+
+def test_a_folder_named_like_a_kernel_file_is_refused_as_no_file(tmp_path):
+    folder = _folder(tmp_path, {"mine.cuh": ""})
+    (folder / "fw_blocked.cu").mkdir()
+    assert _reasons(submission.check(folder)) == {"fw_blocked.cu": "fw_blocked.cu is not a file"}
+
+
+def test_a_file_over_one_mib_is_refused_and_one_of_exactly_one_mib_is_read(tmp_path):
+    folder = _folder(tmp_path, {})
+    line = b"// padding\n"
+    body = GOOD.replace('#include "mine.cuh"\n', "").encode()
+    (folder / "fw_blocked.cu").write_bytes(body + line * ((submission.MAX_FILE_BYTES - len(body)) // len(line)))
+    with (folder / "fw_blocked.cu").open("ab") as f:
+        f.write(b"\n" * (submission.MAX_FILE_BYTES - (folder / "fw_blocked.cu").stat().st_size))
+    assert (folder / "fw_blocked.cu").stat().st_size == submission.MAX_FILE_BYTES
+    assert submission.check(folder).ok
+    with (folder / "fw_blocked.cu").open("ab") as f:
+        f.write(b"\n")
+    assert _reasons(submission.check(folder)) == {"fw_blocked.cu": "fw_blocked.cu is over 1 MiB"}
+
+
+def test_a_file_that_is_not_utf8_is_still_read_for_its_includes(tmp_path):
+    """A comment in Latin-1 (or any bytes) never stops the check: the text is read with the bad
+    bytes replaced, and an include after them is still found."""
+    folder = tmp_path / "student"
+    folder.mkdir()
+    (folder / "fw_blocked.cu").write_bytes(
+        b"// caf\xe9 \xff\xfe\n" + GOOD.replace('#include "mine.cuh"\n', "").encode()
+    )
+    assert submission.check(folder).ok
+    (folder / "fw_blocked.cu").write_bytes(b'// caf\xe9\n#include "/etc/passwd"\n')
+    assert "names a path" in _reasons(submission.check(folder))["fw_blocked.cu"]
+
+
+def test_a_header_refused_through_a_chain_refuses_everything_that_includes_it(tmp_path):
+    """A refused header refuses what includes it, through any number of headers and whatever order
+    the files sort in (a_bad.cuh sorts before the files that reach it)."""
+    folder = _folder(
+        tmp_path,
+        {
+            "a_bad.cuh": '#include "/etc/passwd"\n',
+            "fw_blocked.cu": '#include "z_mid.cuh"\n',
+            "m_ok.cuh": "#pragma once\n",
+            "z_mid.cuh": '#include "a_bad.cuh"\n#include "m_ok.cuh"\n',
+        },
+    )
+    sub = submission.check(folder)
+    assert set(_reasons(sub)) == {"a_bad.cuh", "fw_blocked.cu", "z_mid.cuh"}
+    assert (
+        _reasons(sub)["z_mid.cuh"]
+        == '#include "a_bad.cuh": no such file in the submission nor among the project\'s kernel headers'
+    )
+    assert sub.headers == ["m_ok.cuh"] and not sub.kernels and not sub.ok
+
+
+def test_what_check_returns_names_its_folder_and_each_refusal_whole(tmp_path):
+    missing = tmp_path / "none"
+    assert submission.check(missing).refused == [submission.Refusal(str(missing), "not a folder")]
+    assert submission.check(missing).folder == missing
+    empty = _folder(tmp_path, {"mine.cuh": ""})
+    sub = submission.check(empty)
+    assert sub.folder == empty and sub.headers == ["mine.cuh"] and not sub.ok
+    assert sub.refused == [submission.Refusal(str(empty), "no .cu file named like one of the project's kernel files")]
+
+
+# ------------------------------------------------------------------------------ stage
+
+
+def test_stage_copies_what_was_accepted_and_the_project_headers_it_did_not_bring(tmp_path):
+    folder = _folder(
+        tmp_path,
+        {"fw_blocked.cu": GOOD, "mine.cuh": "// mine\n", "add_min.cuh": "// the student's own\n", "notes.txt": "x"},
+    )
+    sub = submission.check(folder)
+    dest = submission.stage(sub, tmp_path / "out" / "staged")
+    assert dest == tmp_path / "out" / "staged"
+    project = {p.name for p in KERNELS_DIR.glob("*.cuh")}
+    assert {p.name for p in dest.iterdir()} == {"fw_blocked.cu", "mine.cuh", submission.STAGED_MARK} | project
+    assert (dest / "add_min.cuh").read_text() == "// the student's own\n", "a student's header is never replaced"
+    assert (dest / "fw_blocked.cu").read_text() == GOOD and (dest / "mine.cuh").read_text() == "// mine\n"
+    others = project - {"add_min.cuh"}
+    assert all((dest / h).read_bytes() == (KERNELS_DIR / h).read_bytes() for h in others)
+    assert (dest / submission.STAGED_MARK).read_text().startswith("a copy of a submission, made by cudalab")
+    assert sorted(p.name for p in folder.iterdir()) == ["add_min.cuh", "fw_blocked.cu", "mine.cuh", "notes.txt"]
+
+
+def test_stage_again_replaces_its_own_copy_and_nothing_else(tmp_path):
+    folder = _folder(tmp_path, {"fw_blocked.cu": GOOD, "mine.cuh": ""})
+    dest = submission.stage(submission.check(folder), tmp_path / "staged")
+    (dest / "left_over.cu").write_text("from an earlier run")
+    submission.stage(submission.check(folder), dest)
+    assert not (dest / "left_over.cu").exists() and (dest / "fw_blocked.cu").is_file()
+    foreign = tmp_path / "someone_elses"
+    foreign.mkdir()
+    (foreign / "keep.txt").write_text("theirs")
+    with pytest.raises(CudalabError, match="exists and was not staged by cudalab: choose another output folder"):
+        submission.stage(submission.check(folder), foreign)
+    assert (foreign / "keep.txt").read_text() == "theirs"
+
+
+@pytest.mark.parametrize("where", [".", "staged_here_never", "deeper/still"])
+def test_stage_never_writes_into_the_kernels_folder(tmp_path, where):
+    folder = _folder(tmp_path, {"fw_blocked.cu": GOOD, "mine.cuh": ""})
+    dest = KERNELS_DIR / where
+    before = sorted(p.name for p in KERNELS_DIR.iterdir())
+    try:
+        with pytest.raises(CudalabError) as refused:
+            submission.stage(submission.check(folder), dest)
+    finally:
+        if where != "." and (KERNELS_DIR / where.split("/")[0]).exists():  # only a broken stage made it
+            shutil.rmtree(KERNELS_DIR / where.split("/")[0])
+    assert sorted(p.name for p in KERNELS_DIR.iterdir()) == before
+    assert str(refused.value) == ("a submission is staged outside kernels_cu/ (the reference files are never replaced)")

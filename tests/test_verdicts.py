@@ -116,10 +116,13 @@ def test_a_worker_that_lies_about_its_last_input_or_writes_nothing_is_wrong(tmp_
     assert _judge(tmp_path, 7, dict(MEASURED))["status"] == R.WRONG
 
 
-def test_a_point_that_did_not_measure_keeps_its_own_status(tmp_path):
-    """A crashed or timed-out point is not turned into ok or wrong by the judge."""
+def test_a_point_that_did_not_measure_keeps_its_own_status_and_a_workers_ok_is_never_taken(tmp_path):
+    """A crashed or timed-out point is not turned into ok or wrong by the judge. Bug caught: a worker's
+    own "ok" (a forged or a confused one) passing through as the verdict, skipping the grader's check."""
     crashed = {"status": R.CRASHED, "reason": "the kernel faulted"}
     assert _judge(tmp_path, 7, dict(crashed)) == crashed
+    _write_answers(tmp_path, 7, 3, solve=lambda x: x)  # wrong answers, which an "ok" would hide
+    assert _judge(tmp_path, 7, {"status": R.OK, "reason": "", "time_ms": 1.0})["status"] == "failed"
 
 
 # ------------------------------------------------------------------------------ one verdict per student
@@ -190,9 +193,7 @@ def test_a_rate_past_the_ceiling_beyond_both_spreads_is_above_the_ceiling_and_no
     from cudalab.chapter.declarations import Yours
     from cudalab.grading.plan import ChapterTask
 
-    yours = Yours(
-        recipe="x:Y", points=({"n": 1000},), rate="n ** 3 / (time_ms * 1e-3)", rate_unit="/s", ceiling="c"
-    )
+    yours = Yours(recipe="x:Y", points=({"n": 1000},), rate="n ** 3 / (time_ms * 1e-3)", rate_unit="/s", ceiling="c")
     task = ChapterTask("04_blocking_factor", yours, (({"n": 1000}, "fw_blocked.cu"),))
     ceiling = 1e12  # 1000^3 relaxations in 1 ms
     fast = {"status": R.OK, "time_ms": 0.5, "time_ms_q1": 0.49, "time_ms_q3": 0.51}

@@ -33,7 +33,16 @@ from cudalab.labs.checks import Checks, input_seed
 
 POOL = 8  # distinct timed inputs per point: a warm-up, a pace call and up to six timed calls
 MEASURED = "measured"  # a worker's status for a point timed and answered, before the grader judges it
-UNTIMED = "untimed"  # the fresh input of the timed kind that no timed call solved
+UNTIMED = "untimed"
+# What a worker may report for a point besides MEASURED: it did not get as far as answering.
+WORKER_FAILURES = (
+    R.CRASHED,
+    R.TIMED_OUT,
+    R.NOT_RUN,
+    R.DOES_NOT_COMPILE,
+    R.MISFIT,
+    "failed",
+)  # the fresh input of the timed kind that no timed call solved
 
 
 @dataclass(frozen=True)
@@ -226,8 +235,14 @@ def judge(
 ) -> dict[str, Any]:
     """The worker's result for a point with its answers judged: ok, or wrong with the first wrong
     answer's input and why. Anything but ``MEASURED`` (crashed, timed out, ...) is returned as it is."""
-    if got.get("status") != MEASURED:
+    if got.get("status") in WORKER_FAILURES:
         return got
+    if got.get("status") != MEASURED:  # an "ok" from the worker's side is never a verdict: only the grader's is
+        return {
+            **got,
+            "status": "failed",
+            "reason": f"the worker reported {got.get('status')!r}, a status it never gives",
+        }
     last = got.get("last_timed")
     if not isinstance(last, int) or not 0 <= last < POOL:
         return {**got, "status": R.WRONG, "reason": "the worker did not say which input its last timed call solved"}
