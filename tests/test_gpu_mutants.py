@@ -33,7 +33,11 @@ def graded(tmp_path_factory):
 def test_every_mutant_is_caught_and_every_unchanged_copy_is_ranked(graded):
     verdicts = graded.students.set_index("student")
     with pd.option_context("display.width", 250, "display.max_colwidth", 120):
-        print(verdicts[["verdict", "rank", "speed_vs_reference_geomean", "best_fraction_of_ceiling", "reason"]].to_string())
+        print(
+            verdicts[
+                ["verdict", "rank", "speed_vs_reference_geomean", "best_fraction_of_ceiling", "reason"]
+            ].to_string()
+        )
     mutants = M.load()
     caught = [m.name for m in mutants if verdicts.loc[m.name, "verdict"] != "correct"]
     assert all(pd.isna(verdicts.loc[m.name, "rank"]) for m in mutants), "a mutant holds a rank"
