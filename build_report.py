@@ -315,6 +315,7 @@ def options(args: argparse.Namespace) -> BuildOptions:
         measuring=tuple(getattr(args, "measuring", ()) or ()),
         point_limit=args.point_limit,
         submission_limit=args.submission_limit,
+        seed=args.seed,
     )
 
 

@@ -520,13 +520,23 @@ def test_submissions_as_dask_tasks_come_back_in_order_and_one_that_dies_costs_on
 
 @needs_nvcc
 @pytest.mark.parametrize("workers", [None, 2])
-def test_a_measured_class_is_scored_beside_its_reference_serially_and_on_a_pool(tmp_path, workers):
+def test_a_measured_class_is_scored_beside_its_reference_serially_and_on_a_pool(tmp_path, workers, monkeypatch):
     """``--grade`` measuring (a stand-in for each submission's process, no GPU here): the reference
     and the ceiling are measured in the same run, serially or as tasks on the pool beside the
     students (the pool opens while the compiler checks them); each correct student is scored
-    against them and ranked."""
+    against them and ranked. The stand-in reports its points measured, as the real worker does;
+    the judging of their answers (tests/test_verdicts.py) is stood in for by one that finds every
+    measured point right."""
     if workers:
         pytest.importorskip("distributed")
+
+    def every_measured_point_right(task, result, run_seed, folder, expected):
+        for p in result["points"]:
+            if p.get("status") == "measured":
+                p.update(status=R.OK, reason="")
+                p.pop("last_timed", None)
+
+    monkeypatch.setattr(grade.trials, "judge_task", every_measured_point_right)
     klass = tmp_path / "class"
     ref = (KERNELS_DIR / "fw_blocked.cu").read_text()
     for name in ("a", "b"):
@@ -538,7 +548,8 @@ def test_a_measured_class_is_scored_beside_its_reference_serially_and_on_a_pool(
         + "ms = 10.0 if not request.get('folder') else (8.0 if request['folder'].endswith('a') else 12.0)\n"
         + "for i, _ in enumerate(request['points']):\n"
         + "    print(json.dumps({'event': 'start', 'index': i}), file=events, flush=True)\n"
-        + "    print(json.dumps({'event': 'point', 'index': i, 'status': 'ok', 'time_ms': ms}), file=events, flush=True)\n"
+        + "    print(json.dumps({'event': 'point', 'index': i, 'status': 'measured', 'time_ms': ms, 'last_timed': 0}), "
+        "file=events, flush=True)\n"
     )
     out = pages.prepare(tmp_path / "out")
     said: list[str] = []

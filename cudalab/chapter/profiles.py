@@ -18,7 +18,7 @@ from types import UnionType
 from typing import Annotated, Any, Union, get_args, get_origin
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
 from cudalab.chapter import catalog, parameters
 from cudalab.chapter.parameters import Declared
@@ -89,6 +89,25 @@ class DeviceSpec(_Strict):
         if self.multiprocessors and self.cuda_cores_per_multiprocessor and self.gpu_clock_MHz:
             return 2 * self.multiprocessors * self.cuda_cores_per_multiprocessor * self.gpu_clock_MHz / 1e3
         return None
+
+
+class SizedFor(_Strict):
+    """The GPU a profile's grid is sized for (``gpu:``), which may be another than the lab GPU it
+    cites (``device``): h100 compares with the lab's GTX 680 and is sized for an H100. Without a
+    GPU, a student's kernel is compiled for its architecture (``--gpu h100`` builds for sm_90)."""
+
+    name: str
+    compute_capability: str = Field(description='major.minor, as the occupancy rules know it (e.g. "9.0")')
+
+    @field_validator("compute_capability")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        from cudalab.core.occupancy import cc_key
+
+        try:
+            return cc_key(value)
+        except ProfileError as exc:
+            raise ValueError(str(exc)) from None
 
 
 RESERVED = ("cite", "inferred")
@@ -240,11 +259,25 @@ class Profile(_Strict):
     match: list[str] = Field(default_factory=list, description="substrings of a GPU name that pick this profile")
     extends: str | None = None
     device: DeviceSpec | None = None
+    gpu: SizedFor | None = Field(default=None, description="the GPU this profile's grid is sized for")
     references: dict[str, LabReference] = Field(default_factory=dict, description="lab number -> the lab report")
     chapters: dict[str, ChapterConfig] = Field(default_factory=dict)
 
     def chapter(self, chapter_id: str) -> ChapterConfig:
         return self.chapters.get(chapter_id, ChapterConfig())
+
+    def sized_for(self) -> SizedFor | None:
+        """The GPU a kernel is compiled for where none is present: the one the profile is sized for
+        (``gpu``), else, for a profile that names none (one of a user's own), its lab GPU where its
+        compute capability is a major.minor the occupancy rules know; None where neither."""
+        if self.gpu is not None:
+            return self.gpu
+        if self.device is not None and self.device.compute_capability:
+            try:
+                return SizedFor(name=self.device.name, compute_capability=self.device.compute_capability)
+            except ValidationError:
+                return None
+        return None
 
     def chapter_params(self, chapter_id: str, quick: bool = False) -> dict[str, Any]:
         cfg = self.chapter(chapter_id)

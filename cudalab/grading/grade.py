@@ -149,14 +149,19 @@ def chapter_params(chapter: str, point_time_limit_s: float | None) -> dict[str, 
     return values
 
 
-def _compile_checked(sub: Submission, folder: Path, arch: str) -> tuple[dict[str, dict[str, str]], pd.DataFrame]:
+def _compile_checked(
+    sub: Submission, folder: Path, arch: str, only: tuple[str, ...] = ()
+) -> tuple[dict[str, dict[str, str]], pd.DataFrame]:
     """Each kernel file that cannot be measured (does not compile, does not fit) -> its status and
-    reason, and the compiled resources beside the reference's (empty where nvcc is missing)."""
+    reason, and the compiled resources beside the reference's (empty where nvcc is missing), each
+    file built at every point a chapter grades it at, with that point's own options."""
+    from cudalab.grading.section import point_builds
     from cudalab.toolchain import compile_only
 
     staged = Submission(folder, dict(sub.kernels), list(sub.headers), dict(sub.sha256), [])
     try:
-        frame = compile_only.beside_reference(staged, arch)
+        points = point_builds(plan.tasks_for(sub.kernels, only), arch)
+        frame = compile_only.beside_reference(staged, arch, points)
     except ToolUnavailable:
         return {}, pd.DataFrame()
     bad = {}
@@ -185,7 +190,9 @@ def grade(options: GradeOptions, log: Log = print) -> Graded:
     pool = None
     try:
         with ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 2) // 2)) as threads:
-            pending = {n: threads.submit(_compile_checked, checked[n], staged[n], options.arch) for n in staged}
+            pending = {
+                n: threads.submit(_compile_checked, checked[n], staged[n], options.arch, options.only) for n in staged
+            }
             if measure and (options.workers or 0) > 1 and staged:
                 from cudalab.grading import spread
 
@@ -657,15 +664,15 @@ def console_lines(graded: Graded) -> list[str]:
 
 
 def arch_for(profile: str | None) -> str:
-    """The architecture a submission compiles for: the present GPU's, else the profile's GPU's
-    (``--gpu``; without one, sm_90), as nvcc can build it (``toolchain.nvcc.compile_arch``)."""
+    """The architecture a submission compiles for: the present GPU's, else that of the GPU the
+    profile is sized for (``--gpu``: its ``gpu``; without one, sm_90), as nvcc can build it (``toolchain.nvcc.compile_arch``)."""
     from cudalab.chapter.profiles import load_profile
     from cudalab.toolchain.nvcc import compile_arch
 
     cc = gpu.compute_capability()
     if cc is None and profile:
-        device = load_profile(profile).device
-        cc = device.compute_capability if device is not None else None
+        target = load_profile(profile).sized_for()  # the GPU the profile is sized for, not the lab's it extends
+        cc = target.compute_capability if target is not None else None
     try:
         return compile_arch(cc or "9.0")[0]
     except (ToolUnavailable, CudalabError):

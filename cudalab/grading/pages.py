@@ -203,6 +203,8 @@ def write(graded: Graded, out: Path, *, title: str, klass: str = "") -> dict[str
                 c
                 for c in (
                     "file",
+                    "point",
+                    "options",
                     "source",
                     "kernel",
                     "registers_per_thread",

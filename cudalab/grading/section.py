@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ import pandas as pd
 from cudalab.chapter.catalog import BATCH_ENV
 from cudalab.core.paths import KERNELS_DIR
 from cudalab.core.submission import SUBMISSION_JSON, Submission
-from cudalab.grading import isolate, plan
+from cudalab.grading import isolate, plan, trials
 from cudalab.grading import results as R
 
 TABLE = "yours"  # <chapter data>/yours.csv
@@ -41,35 +42,62 @@ def submission_of(lab: Any) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def _request(lab: Any, task: plan.ChapterTask, folder: Path | None) -> dict[str, Any]:
-    return task.request(folder, {**lab.params, "point_time_limit_s": lab.point_time_limit_s})
+def _request(lab: Any, task: plan.ChapterTask, folder: Path | None, seed: int, answers: Path) -> dict[str, Any]:
+    params = {**lab.params, "point_time_limit_s": lab.point_time_limit_s}
+    return task.request(folder, params, seed=seed, answers=answers)
 
 
-def measured(lab: Any, task: plan.ChapterTask, staged: Path, limits: isolate.Limits) -> pd.DataFrame:
+def _judged(
+    lab: Any, task: plan.ChapterTask, folder: Path | None, limits: isolate.Limits, seed: int, expected: Any
+) -> dict[str, Any]:
+    """One source's points run in a process of its own, their answers judged here, in this process
+    (``grading.trials``: on fresh timed inputs, a fresh untimed one and the chapter's check inputs)."""
+    with tempfile.TemporaryDirectory(prefix="cudalab-answers-") as answers:
+        result = isolate.run(_request(lab, task, folder, seed, Path(answers)), limits)
+        trials.judge_task(task, result, seed, Path(answers), expected)
+    return result
+
+
+def measured(lab: Any, task: plan.ChapterTask, staged: Path, limits: isolate.Limits, seed: int = 0) -> pd.DataFrame:
     """The task's points with the reference files and with the student's, each source in a process
-    of its own: a row per point and source (``source``: reference, yours)."""
+    of its own and its answers judged in this one: a row per point and source (``source``:
+    reference, yours). A result past the chapter's ceiling beyond its spread is "above the
+    ceiling"; a kernel file that races (``grading.races``, where the host has compute-sanitizer)
+    is "race" with its file:line."""
     ceiling = lab.ceilings().get(task.yours.ceiling) if task.yours.ceiling else None
     rows = []
     misfits = _misfits(task, staged)
     fitting = task.keeping(tuple(p for p in task.points if p[1] not in misfits))
-    mine = isolate.run(_request(lab, fitting, staged), limits) if fitting.points else {"points": []}
+    expected = trials.Expected()
+    mine = _judged(lab, fitting, staged, limits, seed, expected) if fitting.points else {"points": []}
     remaining = iter(mine["points"])
     results = {
-        R.REFERENCE: isolate.run(_request(lab, task, None), limits),
+        R.REFERENCE: _judged(lab, task, None, limits, seed, expected),
         R.YOURS: {"points": [misfits[f] if f in misfits else next(remaining) for _, f in task.points]},
     }
+    raced = _races(lab, fitting, staged, seed) if fitting.points else {}
     for i, (point, file) in enumerate(task.points):
         ref = results[R.REFERENCE]["points"][i]
         for source, result in results.items():
             got = result["points"][i]
+            if source == R.YOURS and raced.get(file, {}).get("status") == R.RACE and got["status"] in (R.OK, R.WRONG):
+                got = {**got, "status": R.RACE, "reason": raced[file]["reason"]}
             time_ms = got.get("time_ms") if got["status"] == R.OK else None
             ref_ms = ref.get("time_ms") if ref["status"] == R.OK else None
             rate = R.rate_of(point, time_ms, task.yours.rate)
+            if got["status"] == R.OK and R.above_ceiling(rate, R.spread(got), ceiling, 0.0):
+                got = {
+                    **got,
+                    "status": R.ABOVE_CEILING,
+                    "reason": f"{rate:.4g} {task.yours.rate_unit} is {rate / ceiling:.0%} of the {task.yours.ceiling} "
+                    f"ceiling this build measured ({ceiling:.4g}): past it, so the timing or the answer is not real",
+                }
             rows.append(
                 {
                     "point": plan.point_label(point),
                     "file": file,
                     "source": source,
+                    "seed": seed,
                     "status": got["status"],
                     "time_ms": got.get("time_ms"),
                     "time_ms_q1": got.get("time_ms_q1"),
@@ -83,37 +111,201 @@ def measured(lab: Any, task: plan.ChapterTask, staged: Path, limits: isolate.Lim
     return pd.DataFrame(rows)
 
 
+def _races(lab: Any, task: plan.ChapterTask, staged: Path, seed: int) -> dict[str, dict[str, Any]]:
+    """Each of the task's files -> its race verdict (``grading.races``); empty where the host has no
+    compute-sanitizer (the section then says nothing of races)."""
+    from cudalab.grading import races
+
+    if races.unavailable():
+        return {}
+    params = {**lab.params, "point_time_limit_s": lab.point_time_limit_s}
+    return races.races(task, staged, params, seed=seed)
+
+
 def _misfits(task: plan.ChapterTask, staged: Path) -> dict[str, dict[str, str]]:
     """Each of the task's files whose kernels do not fit the chapter's launch (or do not compile), by
-    nvcc before anything runs: the result its points get. Empty where nvcc is not installed (then
-    NVRTC's own error says it at the first launch)."""
+    nvcc before anything runs, at each point's own build options: the result its points get. Empty
+    where nvcc is not installed (then NVRTC's own error says it at the first launch)."""
     from cudalab.core.errors import KernelCompileError, ToolUnavailable
     from cudalab.core.gpu import compute_capability
     from cudalab.toolchain import compile_only
     from cudalab.toolchain.nvcc import compile_arch
 
-    found = {}
+    cc = compute_capability() or "9.0"
+    builds = point_builds([task], cc)
+    found: dict[str, dict[str, str]] = {}
     for file in task.files:
+        problems: list[str] = []
         try:
-            arch = compile_arch(compute_capability() or "9.0")[0]
-            problems = compile_only.signature_problems(KERNELS_DIR / file, staged / file, arch, (f"-I{staged}",))
+            arch = compile_arch(cc)[0]
+            for options, kernels in dict.fromkeys(
+                (o, tuple(k) if k else None) for at in builds.get(file, []) for o, k in at.builds(file)
+            ) or [((), None)]:
+                problems += compile_only.signature_problems(
+                    KERNELS_DIR / file, staged / file, arch, (f"-I{staged}",), options, kernels
+                )
         except ToolUnavailable:
             return {}
         except KernelCompileError as exc:
             found[file] = {"status": R.DOES_NOT_COMPILE, "reason": R.compile_failure(exc)}
             continue
         if problems:
-            found[file] = {"status": R.MISFIT, "reason": R.scrubbed("; ".join(problems))}
+            found[file] = {"status": R.MISFIT, "reason": R.scrubbed("; ".join(dict.fromkeys(problems)))}
     return found
 
 
-def compiled(files: list[str], staged: Path, arch: str) -> pd.DataFrame:
-    """The student's ``files`` beside the reference's, compiled for ``arch`` without a GPU."""
+# ---- each graded point's launches, known without a GPU
+
+
+def _fw_block_size(point: dict[str, Any], cc: str) -> list:
+    from cudalab.labs.fw import per_k
+
+    return [per_k.launch("basic", int(point["block_edge"]))]
+
+
+def _fw_coalescing(point: dict[str, Any], cc: str) -> list:
+    from cudalab.labs.fw import per_k
+
+    t, s = int(point["threads_per_block"]), int(point["segment_size"])
+    return [per_k.launch("coalesced", t)] if point["kernel"] == "coalesced" else [per_k.launch("segment", s, t)]
+
+
+def _fw_shared(point: dict[str, Any], cc: str) -> list:
+    from cudalab.labs.fw import per_k
+    from cudalab.labs.fw.points import _SHARED_RECIPES
+
+    recipe, b = _SHARED_RECIPES[point["kernel"]][0], int(point["block"])
+    return (
+        [per_k.launch("basic", b)]
+        if recipe == "basic"
+        else [per_k.launch(recipe, b, published=bool(point["published"]))]
+    )
+
+
+def _fw_blocked(point: dict[str, Any], cc: str) -> list:
+    from cudalab.labs.fw.blocked.point import blocked_variant
+
+    return list(blocked_variant(point)[1])
+
+
+def _vecmax(point: dict[str, Any], cc: str) -> list:
+    from cudalab.labs import vecmax
+
+    return [vecmax.launch(str(point["kernel"]), int(point["threads_per_block"]), int(point["blocks"]))]
+
+
+def _footprint(point: dict[str, Any], cc: str) -> list:
+    from cudalab.labs import matmul
+
+    return [matmul.footprint(int(point["block_x"]), int(point["footprint"])).launch(int(point["n"]))]
+
+
+def _kmeans(point: dict[str, Any], cc: str) -> list:
+    from cudalab.core.occupancy import sm_limits
+    from cudalab.labs.kmeans import gpu
+
+    optin = sm_limits(cc).max_shared_per_block  # the shared memory a block may opt in to on the GPU of cc
+    n, d, k = int(point["n"]), int(point["d"]), int(point["k"])
+    return list(gpu.stage_launches(str(point["variant"]), n, d, k, optin=optin).values())
+
+
+# Each point recipe (as a chapter's ``yours.recipe`` names it) -> the launches of one of its points on
+# the GPU of a compute capability, built by the family's own launch recipes without compiling: what
+# the point's measurement launches, each with its build options (-DBF=32), block and dynamic shared
+# memory. A recipe with a ``launches(point)`` of its own is asked first; one in neither is compiled
+# with the file's defaults.
+POINT_LAUNCHES = {
+    "cudalab.labs.fw.points:BLOCK_SIZE": _fw_block_size,
+    "cudalab.labs.fw.points:COALESCING": _fw_coalescing,
+    "cudalab.labs.fw.points:SHARED_MEMORY": _fw_shared,
+    "cudalab.labs.fw.blocked.point:POINT": _fw_blocked,
+    "cudalab.labs.vecmax_point:VECMAX_POINT": _vecmax,
+    "cudalab.labs.matmul:FOOTPRINT_POINT": _footprint,
+    "cudalab.labs.kmeans.point:POINT": _kmeans,
+}
+
+
+def point_launches(recipe: str, point: dict[str, Any], cc: str) -> list:
+    """The ``core.launch.Launch``es one point of ``recipe`` makes on the GPU of compute capability
+    ``cc``; empty where they cannot be known (then the file builds with its defaults)."""
+    from cudalab.core.errors import CudalabError
+
+    own = getattr(plan.recipe_of(recipe), "launches", None)
+    make = (lambda p, _cc: own(p)) if callable(own) else POINT_LAUNCHES.get(recipe)
+    if make is None:
+        return []
+    try:
+        return list(make(dict(point), cc))
+    except (CudalabError, KeyError, ValueError, TypeError):
+        return []  # a point its family cannot build: the sweep would skip it, saying why
+
+
+def point_builds(tasks: list[plan.ChapterTask], cc: str) -> dict[str, list]:
+    """Per kernel file, the points ``tasks`` grade it at, each as ``compile_only.PointBuild`` (its
+    label and the launches it makes of that file) on the GPU of ``cc`` (``"9.0"`` or ``"sm_90"``)."""
+    from cudalab.core.occupancy import cc_key
+    from cudalab.toolchain.compile_only import PointBuild
+
+    key = cc_key(cc)
+    found: dict[str, list] = {}
+    for task in tasks:
+        for point, file in task.points:
+            launches = tuple(x for x in point_launches(task.yours.recipe, point, key) if Path(x.file).name == file)
+            found.setdefault(file, []).append(PointBuild(plan.point_label(point), launches))
+    return found
+
+
+def compiled(files: list[str], staged: Path, arch: str, points: dict[str, list] | None = None) -> pd.DataFrame:
+    """The student's ``files`` beside the reference's, compiled for ``arch`` without a GPU, at the
+    ``points`` each is graded at (``point_builds``; none: each file with its own defaults)."""
     from cudalab.toolchain import compile_only
 
     kernels = {f: KERNELS_DIR / f for f in dict.fromkeys(files)}
     sub = Submission(staged, kernels, [], {}, [])
-    return compile_only.beside_reference(sub, arch)
+    return compile_only.beside_reference(sub, arch, points)
+
+
+def occupancy_at_points(compiled_rows: pd.DataFrame, points: dict[str, list], cc: str) -> pd.DataFrame:
+    """Theoretical occupancy on the GPU of compute capability ``cc`` of each launch a graded point
+    makes (``point_builds``), the student's beside the reference's: the registers and static shared
+    memory of that point's own build, the launch's threads and dynamic shared memory. Registers past
+    what ``cc`` allows per thread (a build for a newer architecture) are capped at it, as its
+    compiler would cap them and spill. Empty where no point lists a launch."""
+    from cudalab.core.occupancy import occupancy, sm_limits
+
+    ok = compiled_rows[compiled_rows["status"].eq("ok")] if len(compiled_rows) else compiled_rows
+    cap = sm_limits(cc).max_registers_per_thread
+    rows = []
+    for file, builds in points.items():
+        for at in builds:
+            for launch in at.launches:
+                for source in (R.REFERENCE, R.YOURS):
+                    mine = ok[
+                        ok["file"].eq(file)
+                        & ok["point"].eq(at.point)
+                        & ok["source"].eq(source)
+                        & ok["options"].eq(" ".join(launch.options))
+                        & ok["kernel"].eq(launch.kernel)
+                    ]
+                    if not len(mine):
+                        continue
+                    r = mine.iloc[0]
+                    registers = min(int(r["registers_per_thread"]), cap)
+                    shared, dynamic = int(r["shared_bytes"]), int(launch.dynamic_shared_bytes)
+                    occ = occupancy(cc, launch.threads, registers, shared, dynamic)
+                    rows.append(
+                        {
+                            "point": at.point,
+                            "kernel": launch.kernel,
+                            "threads_per_block": launch.threads,
+                            "dynamic_shared_bytes": dynamic,
+                            "source": source,
+                            "registers_per_thread": registers,
+                            "occupancy_fraction": occ["occupancy"],
+                            "limited_by": occ["limited_by"] or occ["reason"],
+                        }
+                    )
+    return pd.DataFrame(rows).drop_duplicates() if rows else pd.DataFrame()
 
 
 def occupancy_beside(compiled_rows: pd.DataFrame, launches: pd.DataFrame, cc: str) -> pd.DataFrame:
@@ -160,9 +352,10 @@ def occupancy_beside(compiled_rows: pd.DataFrame, launches: pd.DataFrame, cc: st
 
 
 def _occupancy_wide(long: pd.DataFrame) -> pd.DataFrame:
-    """``occupancy_beside``'s rows as the report prints them: one row per launch, the reference's
-    and the student's registers and occupancy side by side, and what limits the student's."""
-    keys = ["kernel", "threads_per_block", "dynamic_shared_bytes"]
+    """``occupancy_at_points``'s (or ``occupancy_beside``'s) rows as the report prints them: one row
+    per point and launch, the reference's and the student's registers and occupancy side by side,
+    and what limits the student's."""
+    keys = [k for k in ("point", "kernel", "threads_per_block", "dynamic_shared_bytes") if k in long]
     out = long[long["source"].eq(R.REFERENCE)][keys].drop_duplicates().reset_index(drop=True)
     for source in (R.REFERENCE, R.YOURS):
         part = long[long["source"].eq(source)].set_index(keys)
@@ -182,9 +375,18 @@ def _recorded_launches(lab: Any) -> pd.DataFrame:
     return pd.DataFrame()
 
 
+def _sized_for(lab: Any) -> Any:
+    """The GPU the build's profile is sized for (``Profile.sized_for``: ``gpu:``, else its lab GPU),
+    or None."""
+    profile = getattr(lab, "profile", None)
+    return profile.sized_for() if profile is not None and hasattr(profile, "sized_for") else None
+
+
 def _cc(lab: Any) -> str:
-    device = getattr(lab.profile, "device", None)
-    return str(getattr(device, "compute_capability", None) or "9.0")
+    """The compute capability a student's kernel compiles for without a GPU: that of the GPU the
+    profile is sized for (``--gpu h100``: the H100's 9.0, not the lab's GTX 680), else 9.0."""
+    target = _sized_for(lab)
+    return str(target.compute_capability) if target is not None else "9.0"
 
 
 def _arch(lab: Any) -> str:
@@ -231,15 +433,21 @@ def yours(lab: Any) -> None:
     occupancy = None
     if lab.mode == "measure":
         limits = isolate.Limits(record["limits"]["point_s"] or 1e9, record["limits"]["submission_s"] or 1e9)
-        frame = pd.concat([measured(lab, t, staged, limits) for t in tasks], ignore_index=True)
+        frame = pd.concat(
+            [measured(lab, t, staged, limits, int(record.get("seed") or 0)) for t in tasks], ignore_index=True
+        )
     else:
-        frame = compiled([f for t in tasks for f in t.files], staged, _arch(lab))
-        occupancy = occupancy_beside(frame, _recorded_launches(lab), _cc(lab))
+        points = point_builds(tasks, _cc(lab))
+        frame = compiled([f for t in tasks for f in t.files], staged, _arch(lab), points)
+        occupancy = occupancy_at_points(frame, points, _cc(lab))
+        if not len(occupancy):  # no point lists its launches: the launches the chapter recorded
+            occupancy = occupancy_beside(frame, _recorded_launches(lab), _cc(lab))
         if len(occupancy):
             occupancy.to_csv(Path(lab.out_dir) / f"{TABLE}_occupancy.csv", index=False)
     frame.to_csv(Path(lab.out_dir) / f"{TABLE}.csv", index=False)
     files = list(dict.fromkeys(f for t in tasks for f in t.files))
-    show(frame, files, lab.mode == "measure", occupancy, getattr(lab.profile.device, "name", ""))
+    target = _sized_for(lab)
+    show(frame, files, lab.mode == "measure", occupancy, target.name if target is not None else "")
 
 
 SAME_WITHIN = 0.02  # a ratio closer to 1 than this is "as fast as", whatever the spreads say
@@ -311,22 +519,34 @@ def show(
 
     files = ", ".join(f"`{f}`" for f in kernel_files)
     if not timed:
+        from cudalab.toolchain.compile_only import sass_unavailable
+
+        per_point = "point" in frame and _has_values(frame["point"])
+        how = (
+            "at each point the chapter grades, built with that point's own options"
+            if per_point
+            else "each as the file builds without options (its own defaults)"
+        )
+        built = "status" in frame and frame["status"].eq("ok").any()
+        absent = built and ("sass_instructions" not in frame or not frame["sass_instructions"].notna().any())
+        why = sass_unavailable() or "SASS instruction counts are left out: cuobjdump could not read the compiled code"
+        sass = f" {why}." if absent else ""
         display(
             Markdown(
                 f"### Your kernels beside the reference\n\nYour {files}, compiled for this profile's GPU "
-                "beside the reference, each as the file builds without options (its own defaults): "
-                f"{R.COMPILED_ONLY}; **its timings need a GPU** (run the same command on a GPU host)."
+                f"({gpu or 'compute capability 9.0'}) beside the reference, {how}: "
+                f"{R.COMPILED_ONLY}; **its timings need a GPU** (run the same command on a GPU host).{sass}"
             )
         )
         shown = [c for c in frame.columns if _has_values(frame[c]) or c in ("file", "source", "status")]
         display(plots.styled(frame[shown], {"registers_per_thread": "{:.0f}"}, small_print=True))
         if occupancy is not None and len(occupancy):
-            display(
-                Markdown(
-                    f"Theoretical occupancy on the profile's GPU ({gpu}), at the launches the chapter "
-                    "recorded for these kernels:"
-                )
+            where = (
+                "at each launch of the points the chapter grades"
+                if "point" in occupancy
+                else "at the launches the chapter recorded for these kernels"
             )
+            display(Markdown(f"Theoretical occupancy on the profile's GPU ({gpu}), {where}:"))
             display(
                 plots.styled(
                     _occupancy_wide(occupancy), {"occupancy (reference)": "{:.0%}", "occupancy (yours)": "{:.0%}"}
@@ -336,7 +556,11 @@ def show(
     display(
         Markdown(
             "### Your kernels beside the reference\n\nYour " + files + ", each point measured with the "
-            "reference file and with yours, in processes of their own, and checked as the chapter checks it:\n\n"
+            "reference file and with yours, in processes of their own, each timed call on an input of its own; "
+            "the answers are judged outside the process your kernel ran in, on the last timed input, a fresh "
+            "one and the harsh inputs the chapter declares"
+            + (f" (drawn with seed {int(frame['seed'].iloc[0])}: `--seed` replays them)" if "seed" in frame else "")
+            + ":\n\n"
             + "\n".join(_verdict(frame))
         )
     )

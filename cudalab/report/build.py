@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import secrets
 import signal
 import time
 from collections.abc import Callable
@@ -205,6 +206,7 @@ class _Request:
     recording_name: str = ""  # replay: the recording's folder as the cover page names it
     submission: Submission | None = None  # --kernels: a student's files, checked
     limits: tuple[float, float] = (30.0, 300.0)  # --kernels: seconds per point, per submission's chapter
+    seed: int | None = None  # --kernels: the check inputs' seed (None: a fresh one)
     extra: list[str] = field(default_factory=list)  # --kernels: the staged copy and submission.json
     only: bool = False  # --only was given: the chapters it leaves out are kept from an earlier build
 
@@ -290,6 +292,7 @@ def _resolve_request(profile: str, opts: BuildOptions, out: Path | None) -> _Req
     request = _Request(prof, source, gpu_max_threads, mode, quick, chapters, out, notes)
     request.submission = submission
     request.limits = (opts.point_limit, opts.submission_limit)
+    request.seed = opts.seed
     request.only = bool(opts.only)
     return request
 
@@ -452,10 +455,13 @@ def _write_submission(request: _Request, log: Log) -> None:
         "refused": [{"name": r.name, "reason": r.reason} for r in sub.refused],
         "staged": SUBMISSION_DIR,
         "limits": {"point_s": request.limits[0], "submission_s": request.limits[1]},
+        # every timed and check input of the student's points is drawn from it (grading.trials)
+        "seed": request.seed if request.seed is not None else secrets.randbits(63),
     }
     atomic_write_text(request.out / SUBMISSION_JSON, json.dumps(record, indent=2))
     request.extra = [SUBMISSION_JSON, *(f"{SUBMISSION_DIR}/{p.name}" for p in staged.iterdir())]
     log(f"your kernels: {', '.join(sorted(sub.kernels))} from {sub.folder} (staged in {staged})")
+    log(f"check inputs drawn with seed {record['seed']} (--seed {record['seed']} replays them)")
 
 
 @dataclass

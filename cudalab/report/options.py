@@ -63,6 +63,7 @@ class BuildOptions:
     measuring: tuple[str, ...] = ()
     point_limit: float = 30.0
     submission_limit: float = 300.0
+    seed: int | None = None  # --kernels: the check inputs' seed (None: a fresh one, recorded)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "only", tuple(self.only or ()))
