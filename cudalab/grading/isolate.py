@@ -235,7 +235,8 @@ def run(
     worker: tuple[str, ...] = WORKER,
 ) -> dict[str, Any]:
     """Run one worker request (``grading._worker_target``) in its own process group and return
-    ``{"ceiling": value or None, "points": [result per point, in order], "wall_s": seconds}``.
+    ``{"ceiling": value or None, "ceiling_spread": its spread, "points": [result per point, in
+    order], "wall_s": seconds}``.
 
     Each point must finish within ``limits.point`` of its start and all within
     ``limits.submission``; past either, the process group is killed and the point is ``timed
@@ -320,4 +321,9 @@ def run(
             first_missing = False
         else:
             points.append({"status": R.NOT_RUN, "reason": "an earlier point of this submission stopped its process"})
-    return {"ceiling": ceiling.get("value"), "points": points, "wall_s": time.monotonic() - started}
+    return {
+        "ceiling": ceiling.get("value"),
+        "ceiling_spread": float(ceiling.get("spread") or 0.0),  # its interquartile range over median
+        "points": points,
+        "wall_s": time.monotonic() - started,
+    }
