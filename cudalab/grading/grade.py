@@ -217,7 +217,7 @@ def _graded(
     points measured beside the reference (on ``pool`` where there is one), or compiled only."""
     graded = Graded(pd.DataFrame(), seed=int(options.seed or 0))
     rows: list[dict[str, Any]] = [
-        _row(name, "", name, "", compiled=False, status=R.REFUSED, reason=why)
+        _row(name, "", "", "", compiled=False, status=R.REFUSED, reason=why)
         for name, why in refused_folders(options.submissions)
     ]
     jobs: list[tuple[str, plan.ChapterTask, Path]] = []
@@ -617,7 +617,10 @@ def verdicts_of(board: pd.DataFrame) -> pd.DataFrame:
             verdict = next((v for v in _VERDICT_ORDER if v in statuses), next(s for s in statuses if s != R.OK))
             bad = rows[rows["status"].astype(str).eq(verdict)].iloc[0]
             where = " ".join(str(x) for x in (bad["chapter"], bad["file"], bad["point"]) if x)
-            reason = f"{where}: {bad['reason']}" if bad["reason"] else where
+            if verdict == R.COMPILED_ONLY or not where:  # the same for every point, or a whole folder refused
+                reason = str(bad["reason"] or "")
+            else:
+                reason = f"{where}: {bad['reason']}" if bad["reason"] else where
         out.append(
             {
                 "student": student,
@@ -652,7 +655,7 @@ def console_lines(graded: Graded) -> list[str]:
             said += f", rank {row['rank']}, {row['speed_vs_reference_geomean']:.2f}x the reference"
             if pd.notna(row["best_fraction_of_ceiling"]):
                 said += f", {row['best_fraction_of_ceiling']:.1%} of the ceiling at best"
-        elif row["reason"]:
+        elif row["reason"] and row["verdict"] != R.COMPILED_ONLY:  # the last line says why nothing was timed
             said += f": {row['reason']}"
         lines.append(f"  {str(row['student']).ljust(width)}  {said}")
     if graded.measured_on.startswith("no GPU"):

@@ -134,8 +134,13 @@ def write(graded: Graded, out: Path, *, title: str, klass: str = "") -> dict[str
     parts = [
         f"<h1>{html.escape(title)}</h1>",
         f"<p class='note'>Measured on: {html.escape(graded.measured_on)}. "
-        f"{len(verdicts)} student(s). Inputs drawn with seed {graded.seed} (<code>--seed {graded.seed}</code> "
-        "replays them).</p>",
+        f"{len(verdicts)} student(s)."
+        + (
+            ""
+            if graded.measured_on.startswith("no GPU")
+            else f" Inputs drawn with seed {graded.seed} (<code>--seed {graded.seed}</code> replays them)."
+        )
+        + "</p>",
     ]
     if graded.failures:
         failed = "".join(f"<li>{html.escape(f)}</li>" for f in graded.failures)
@@ -178,7 +183,9 @@ def write(graded: Graded, out: Path, *, title: str, klass: str = "") -> dict[str
         verdict = verdicts[verdicts["student"].eq(name)] if len(verdicts) else verdicts
         body = [
             f"<h1>{html.escape(heading)}</h1>",
-            f"<p class='note'>Measured on: {html.escape(graded.measured_on)}. Inputs drawn with seed {graded.seed}.</p>",
+            f"<p class='note'>Measured on: {html.escape(graded.measured_on)}."
+            + ("" if graded.measured_on.startswith("no GPU") else f" Inputs drawn with seed {graded.seed}.")
+            + "</p>",
         ]
         if len(verdict):
             body.append(

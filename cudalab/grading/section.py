@@ -491,6 +491,32 @@ def _verdict(frame: pd.DataFrame) -> list[str]:
     return out
 
 
+CONSTANT_SAID = ("file", "point", "options", "shared_bytes", "spill_bytes", "stack_bytes")  # said once where the same
+
+
+def _same_everywhere(frame: pd.DataFrame) -> dict[str, str]:
+    """The columns of ``CONSTANT_SAID`` that hold one value in every row (said once under the table,
+    so that a printed page holds it whole)."""
+    return {
+        c: str(frame[c].iloc[0])
+        for c in CONSTANT_SAID
+        if c in frame and len(frame) > 1 and frame[c].astype(str).nunique() == 1 and _has_values(frame[c])
+    }
+
+
+def _narrow(frame: pd.DataFrame) -> list[str]:
+    """The compiled table's columns worth a column: those with a value somewhere, less those the
+    same in every row (``_same_everywhere``)."""
+    same = _same_everywhere(frame)
+    return [
+        c
+        for c in frame.columns
+        if c not in same
+        and (_has_values(frame[c]) or c in ("file", "source", "status"))
+        and not (c == "reason" and not _has_values(frame[c]))
+    ]
+
+
 def _has_values(column: pd.Series) -> bool:
     """A column with a value somewhere (not all missing, not all empty text)."""
     return bool(column.notna().any() and column.dropna().astype(str).str.strip().ne("").any())
@@ -538,8 +564,10 @@ def show(
                 f"{R.COMPILED_ONLY}; **its timings need a GPU** (run the same command on a GPU host).{sass}"
             )
         )
-        shown = [c for c in frame.columns if _has_values(frame[c]) or c in ("file", "source", "status")]
-        display(plots.styled(frame[shown], {"registers_per_thread": "{:.0f}"}, small_print=True))
+        display(plots.styled(frame[_narrow(frame)], {"registers_per_thread": "{:.0f}"}, small_print=True))
+        same = _same_everywhere(frame)
+        if same:
+            display(Markdown("Every row: " + "; ".join(f"{k.replace('_', ' ')} {v}" for k, v in same.items()) + "."))
         if occupancy is not None and len(occupancy):
             where = (
                 "at each launch of the points the chapter grades"
