@@ -413,3 +413,15 @@ def fails_as(cmd: Sequence[str], account: Account, env: dict[str, str], timeout_
         return ""
     last = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
     return f"{Path(cmd[0]).name} fails as {account.name}: {last}"
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """End ``proc`` and every process it started (its process group: it must have been started in a
+    session of its own), then reap it; a group already gone, or not ours to signal, is left."""
+    import signal
+
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()

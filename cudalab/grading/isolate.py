@@ -202,14 +202,6 @@ def _reader(stream, lines: queue.Queue) -> None:
     lines.put(None)
 
 
-def _kill(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    proc.wait()
-
-
 def _ended(code: int | None, limits: L.ProcessLimits | None = None) -> str:
     """Why a worker ended, in words: the limit it ran past (CPU time, file size) or its signal."""
     if code is not None and code < 0:
@@ -285,7 +277,7 @@ def run(
                 which = "point" if point_start + limits.point <= started + limits.submission else "submission"
                 limit = limits.point if which == "point" else limits.submission
                 stop = {"status": R.TIMED_OUT, "reason": f"stopped after {limit:g} s, the limit per {which}"}
-                _kill(proc)
+                L.kill_group(proc)
                 break
             if line is None:
                 proc.wait()

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
@@ -29,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cudalab.core.limits import kill_group
 from cudalab.core.paths import ROOT
 from cudalab.toolchain.nvcc import cuda_tool
 
@@ -266,14 +266,6 @@ def summary_count(log: str, tool: str) -> int | None:
 # ------------------------------------------------------------------------------ running
 
 
-def _kill(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    proc.wait()
-
-
 def run_tool(
     tool: str,
     target: Sequence[str],
@@ -313,7 +305,7 @@ def run_tool(
         try:
             _, err = proc.communicate(stdin, timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            _kill(proc)
+            kill_group(proc)
             log = log_path.read_text(errors="replace") if log_path.is_file() else ""
             return ToolRun(
                 tool,
