@@ -14,6 +14,7 @@ import pytest
 from cudalab.core.paths import KERNELS_DIR
 from cudalab.grading import grade, isolate, pages, plan
 from cudalab.grading import results as R
+from cudalab.labs import checks
 from cudalab.toolchain.nvcc import cuda_tool
 from tests.grading_class import make_class
 
@@ -321,12 +322,12 @@ def test_an_nthu_case_is_answered_byte_for_byte_and_a_wrong_answer_says_how_many
     assert expected == np.ascontiguousarray(nthu.solve_numpy(v2, edges), dtype="<i4").tobytes()
     answer = tmp_path / "answer.out"
     answer.write_bytes(expected)
-    assert cases.differs(answer, expected) == ""
+    assert checks.differs(answer, expected) == ""
     wrong = bytearray(expected)
     wrong[4:8] = (12345).to_bytes(4, "little")
     answer.write_bytes(bytes(wrong))
-    assert cases.differs(answer, expected).startswith(f"1 of {v * v:,} int32 entries differ")
-    assert "bytes" in cases.differs(answer.with_name("short.out"), expected) or "no output" in cases.differs(
+    assert checks.differs(answer, expected).startswith(f"1 of {v * v:,} int32 entries differ")
+    assert "bytes" in checks.differs(answer.with_name("short.out"), expected) or "no output" in checks.differs(
         answer.with_name("short.out"), expected
     )
 

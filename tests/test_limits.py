@@ -33,7 +33,12 @@ PY = sys.executable
 def _child(code: str, limits: L.ProcessLimits, account: L.Account | None = None, python: str = PY, timeout=60):
     """Run ``python -c code`` under ``limits``: (exit status, stdout, stderr)."""
     proc = L.popen([python, "-c", code], limits, account, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    out, err = proc.communicate(timeout=timeout)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:  # a limit that did not hold: the test fails, the child never outlives it
+        proc.kill()
+        proc.communicate()
+        raise
     return proc.returncode, out, err
 
 

@@ -24,8 +24,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cudalab.grading import cases, grade, isolate
+from cudalab.grading import grade, isolate
 from cudalab.grading import results as R
+from cudalab.labs import checks
+from cudalab.labs.fw import cases as fw_cases
+from cudalab.labs.kmeans import cases as km_cases
 
 # ------------------------------------------------------------------------------ 1. one wrong entry
 
@@ -36,15 +39,15 @@ def test_one_wrong_entry_of_an_nthu_answer_is_wrong(tmp_path):
     expected = np.arange(500 * 500, dtype="<i4").tobytes()
     answer = tmp_path / "answer.out"
     answer.write_bytes(expected)
-    assert cases.differs(answer, expected) == ""
+    assert checks.differs(answer, expected) == ""
     wrong = bytearray(expected)
     wrong[-4:] = (7).to_bytes(4, "little")
     answer.write_bytes(bytes(wrong))
-    assert cases.differs(answer, expected) == "1 of 250,000 int32 entries differ from the reference solver's answer"
+    assert checks.differs(answer, expected) == "1 of 250,000 int32 entries differ from the reference solver's answer"
     answer.write_bytes(expected[:-4])
-    assert cases.differs(answer, expected) == "the output has 999,996 bytes, the expected 1,000,000"
-    assert cases.differs(tmp_path / "none.out", expected) == "wrote no output"
-    assert cases.NTHU.verdict(answer, expected) == ("the output has 999,996 bytes, the expected 1,000,000", "")
+    assert checks.differs(answer, expected) == "the output has 999,996 bytes, the expected 1,000,000"
+    assert checks.differs(tmp_path / "none.out", expected) == "wrote no output"
+    assert fw_cases.NTHU.verdict(answer, expected) == ("the output has 999,996 bytes, the expected 1,000,000", "")
 
 
 def _kmeans_expected(early, tie, final, iterations) -> bytes:
@@ -59,7 +62,7 @@ def _kmeans_expected(early, tie, final, iterations) -> bytes:
 
 
 def test_one_object_in_the_wrong_cluster_of_a_kmeans_case_is_wrong(tmp_path):
-    """Bug 1 (``cases.KMEANS``): one object of 100,000 outside the sequential code's cluster, and
+    """Bug 1 (``labs.kmeans.cases.KMEANS``): one object of 100,000 outside the sequential code's cluster, and
     not near a tie, is wrong, named; the same move at a near tie is right."""
     n = 100_000
     early = np.arange(n, dtype=np.int32) % 16
@@ -68,7 +71,7 @@ def test_one_object_in_the_wrong_cluster_of_a_kmeans_case_is_wrong(tmp_path):
     moved[n - 1] = (moved[n - 1] + 1) % 16
     answer = tmp_path / "answer.out"
     answer.write_bytes(b"".join(np.asarray(a, "<i4").tobytes() for a in (moved, early, [5])))
-    why, note = cases.KMEANS.verdict(answer, expected)
+    why, note = km_cases.KMEANS.verdict(answer, expected)
     assert why == (
         f"after iteration 2, 1 of {n:,} objects are outside the sequential code's cluster and not near a tie "
         f"(object {n - 1}: cluster {moved[n - 1]}, expected {early[n - 1]})"
@@ -76,7 +79,7 @@ def test_one_object_in_the_wrong_cluster_of_a_kmeans_case_is_wrong(tmp_path):
     assert note == ""
     tie = np.zeros(n)
     tie[n - 1] = 1
-    why, note = cases.KMEANS.verdict(answer, _kmeans_expected(early, tie, early, 5))
+    why, note = km_cases.KMEANS.verdict(answer, _kmeans_expected(early, tie, early, 5))
     assert why == "" and note == "whole run: 100.00% of objects in the sequential code's cluster, 5 iterations (its 5)"
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 Point = dict[str, Any]
@@ -96,3 +97,43 @@ def input_seed(run_seed: int, *parts: Any) -> int:
     point, the kind, its number): the same in every process, different for every input."""
     text = repr((int(run_seed), *parts)).encode()
     return int.from_bytes(hashlib.sha256(text).digest()[:8], "little") >> 1
+
+
+# ------------------------------------------------------------------------------ an instructor's cases
+
+Verdict = tuple[str, str]  # (why the answer is wrong, "" where it is right; a note for the scoreboard)
+
+
+@dataclass(frozen=True)
+class CaseKind:
+    """How one kind of case file is solved by a submission, what it must answer and how the answer
+    is checked (byte for byte unless the kind says otherwise)."""
+
+    about: str
+    solve: Callable[..., float]
+    expected: Callable[[Path], bytes]
+    check: Callable[[Path, bytes], Verdict] | None = None
+    read: Callable[[Path], object] | None = None  # reads a case as ``solve`` will: a bad file raises, before any work
+
+    def verdict(self, answer: Path, expected: bytes) -> Verdict:
+        """Why ``answer`` is wrong ("" where it is right) and a note, by this kind's check."""
+        return self.check(answer, expected) if self.check else (differs(answer, expected), "")
+
+
+def differs(answer: Path, expected: bytes) -> str:
+    """Why an answer file is not the expected bytes ("" where it is), in words a student can act on."""
+    if not answer.is_file():
+        return "wrote no output"
+    got = answer.read_bytes()
+    if got == expected:
+        return ""
+    if len(got) != len(expected):
+        return f"the output has {len(got):,} bytes, the expected {len(expected):,}"
+    import numpy as np
+
+    a, b = (
+        np.frombuffer(got, dtype="<i4", count=len(got) // 4),
+        np.frombuffer(expected, dtype="<i4", count=len(got) // 4),
+    )
+    wrong = int((a != b).sum())
+    return f"{wrong:,} of {a.size:,} int32 entries differ from the reference solver's answer"
