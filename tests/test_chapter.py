@@ -309,18 +309,26 @@ def catalog_path(chapter_id: str):
     return catalog.chapter(chapter_id).path
 
 
-def test_no_chapter_is_named_in_the_report_the_explorer_or_the_point_machinery():
-    """Adding a chapter is adding files: the report, --compare, the explorer and labs/points.py
-    find what a chapter declares; none of them names a chapter."""
+def test_no_chapter_is_named_in_the_report_the_explorer_the_grader_or_the_point_machinery():
+    """Adding a chapter is adding files: the report, --compare, the explorer, the grader and
+    labs/points.py find what a chapter declares; none of them names a chapter, nor a column only a
+    chapter declares (its published best: --compare's ``speedup_over_vecmax00`` was one)."""
+    import collections
     import re
 
+    from cudalab.chapter import catalog, declarations
     from cudalab.core.paths import PACKAGE_DIR
 
     named = re.compile(r"""["'](0\d(?:_[a-z0-9_]+)?)["']""")
-    places = [*(PACKAGE_DIR / "report").rglob("*.py"), *(PACKAGE_DIR / "explore").rglob("*.py")]
+    places = [f for p in ("report", "explore", "grading") for f in (PACKAGE_DIR / p).rglob("*.py")]
     places.append(PACKAGE_DIR / "labs" / "points.py")
     found = [f"{p.relative_to(PACKAGE_DIR)}: {m}" for p in places for m in named.findall(p.read_text())]
     assert not found, found
+    declaring = collections.Counter(c for info in catalog.discover() for c in declarations.of(info.id).published_best)
+    columns = {c for c, chapters in declaring.items() if chapters == 1}  # one chapter's own column
+    assert "speedup_over_vecmax00" in columns, "chapter 02 declares its published best"
+    said = [f"{p.relative_to(PACKAGE_DIR)}: {c}" for p in places for c in columns if f'"{c}"' in p.read_text()]
+    assert not said, said
 
 
 def test_only_what_someone_set_is_a_request():

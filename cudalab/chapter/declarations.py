@@ -198,6 +198,9 @@ class Declarations(_Strict):
     explore: View | None = None
     handout: Handout = Handout()
     yours: tuple[Yours, ...] = ()  # one group per point recipe; a single mapping is one group
+    # the columns of the lab's published tables that say which row is its best, each with the way
+    # that is best ("max": a speedup; "min": a time), tried in order after time_ms (--compare)
+    published_best: dict[str, Literal["min", "max"]] = {}
 
     @field_validator("yours", mode="before")
     @classmethod
