@@ -52,16 +52,9 @@ def unavailable() -> str:
 
 
 def request(task: ChapterTask, folder: Path | None, params: dict[str, Any], seed: int, results: Path) -> dict[str, Any]:
-    """The target's request (``_sanitize_target``)."""
-    return {
-        "chapter": task.chapter,
-        "group": task.group,
-        "folder": str(folder) if folder is not None else None,
-        "points": [[p, f] for p, f in task.points],
-        "params": params,
-        "seed": int(seed),
-        "results": str(results),
-    }
+    """The target's request (``_sanitize_target``): the worker's (``ChapterTask.request``) and the
+    file it writes a line per point to."""
+    return {**task.request(folder, params, seed=seed), "results": str(results)}
 
 
 def races(
