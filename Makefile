@@ -111,3 +111,4 @@ mutants: $(VENV)/.mutants-installed
 		m = $$1; sub(/^ +/, "", m); sub(/\.x[^.]*$$/, "", m); n[m]++; if ($$2 == "killed" || $$2 == "timeout") k[m]++ } \
 		END { for (m in n) printf "%-28s %4d of %4d killed (%.1f%%)\n", m, k[m], n[m], 100 * k[m] / n[m] }' | sort
 	@$(VENV)/bin/mutmut results | grep -v -e ': not checked' -e ': timeout' || echo "no survivor"
+	$(PY) tools/mutation_scores.py --record

@@ -133,6 +133,7 @@ def render(results: Path = RESULTS_DIR) -> str:
             out.append("")
     out += build_times(results)
     out += grading_times(results)
+    out += mutation_scores(results)
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -376,3 +377,65 @@ def grading_times(results: Path = RESULTS_DIR) -> list[str]:
             f"{'yes' if r['meets_goal'] else 'no'} | {statuses} |"
         )
     return out + [""]
+
+
+def _module_label(module: str, functions: list[str] | None) -> str:
+    """``cudalab.grading.grade`` and its mutated functions as the table names them:
+    ``grading/grade.py`` (``scoreboard``, ``fully_correct``)."""
+    path = "/".join(module.split(".")[1:]) + ".py"
+    return f"`{path}`" + (f" ({', '.join(f'`{f}`' for f in functions)})" if functions else "")
+
+
+def _score(killed: int, total: int) -> str:
+    return f"{100 * killed / total:.1f}%" if total else "-"
+
+
+def mutation_scores(results: Path = RESULTS_DIR) -> list[str]:
+    """The section of the grader's mutation scores that ``tools/mutation_scores.py --record``
+    (run by ``make mutants``) kept from mutmut's results: per module, the mutants killed of those
+    run; the newest record only, none where there is none."""
+    files = _records(results, "mutation")
+    if not files:
+        return []
+    r = max((json.loads(p.read_text()) for p in files), key=lambda rec: rec.get("date_utc", ""))
+    out = [
+        "## Mutation testing of the grader",
+        "",
+        f"Measured by `make mutants` (mutmut {r['mutmut']}, on {r['cpu_count']} CPU cores; kept by "
+        "`tools/mutation_scores.py --record`): each mutant is one small edit of a module that decides a verdict, "
+        "run against the fast CPU tests that reach it; a mutant is killed where a test fails (or runs past "
+        "mutmut's time limit). Mutants not run are not counted.",
+        "",
+        "| module | killed | of | score |",
+        "|---|---:|---:|---:|",
+    ]
+    survivors, others = 0, []
+    for module, m in r["modules"].items():
+        if not m["total"]:
+            continue
+        survivors += m["survived"]
+        out.append(
+            f"| {_module_label(module, m.get('functions'))} | {m['killed']} | {m['total']} | "
+            f"{_score(m['killed'], m['total'])} |"
+        )
+        counts: dict[str, int] = {}
+        for status in (m.get("other") or {}).values():
+            counts[status] = counts.get(status, 0) + 1
+        others += [f"{_module_label(module, None)}: {n} {status}" for status, n in sorted(counts.items())]
+    out += [f"| all | {r['killed']} | {r['total']} | {_score(r['killed'], r['total'])} |", ""]
+    if others:
+        untested = any("no tests" in (m.get("other") or {}).values() for m in r["modules"].values())
+        why = " (*no tests*: no selected test reaches the mutated function)" if untested else ""
+        out += [f"Neither killed nor survived, counted in *of* as not killed: {'; '.join(others)}{why}.", ""]
+    out += [
+        f"Recorded {r['date_utc']} (UTC) at commit {_commit(r)}. "
+        + (
+            f"{survivors} mutant{'s' if survivors != 1 else ''} survived, each named in `results/mutation/scores.json`; "
+            "`docs/mutation-testing.md` reads the survivors and says, for each it has read, why its edit changes "
+            "nothing (an equivalent mutant)."
+            if survivors
+            else "No mutant survived."
+        ),
+        "",
+    ]
+    return out
