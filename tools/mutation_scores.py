@@ -125,8 +125,9 @@ def _mutmut() -> list[str]:
     return [str(beside)] if beside.is_file() else [shutil.which("mutmut") or "mutmut"]
 
 
-def record(statuses: dict[str, str]) -> dict:
-    """The record ``--record`` keeps: the scores, overall and per module, with their provenance."""
+def record(statuses: dict[str, str], mutmut_version: str) -> dict:
+    """The record ``--record`` keeps: the scores, overall and per module, with their provenance
+    (the mutmut that produced them is passed in: it is installed only where mutants are made)."""
     modules = scores(statuses)
     killed = sum(e["killed"] for e in modules.values())
     total = sum(e["total"] for e in modules.values())
@@ -136,7 +137,7 @@ def record(statuses: dict[str, str]) -> dict:
         "git_commit": state.get("git_commit", ""),
         "git_dirty": state.get("git_dirty"),
         "commit_from": state.get("commit_from"),
-        "mutmut": importlib.metadata.version("mutmut"),
+        "mutmut": mutmut_version,
         "cpu_count": os.cpu_count(),
         "selection": list(MUTANTS),
         "counted": "mutants of the selection that ran: killed (a timeout counts as killed) of all that ran; "
@@ -160,7 +161,7 @@ def main() -> int:
         print(proc.stderr[-3000:], file=sys.stderr)
         return proc.returncode
     statuses = parse(proc.stdout)
-    rec = record(statuses)
+    rec = record(statuses, importlib.metadata.version("mutmut"))
     if not rec["total"]:
         print("mutmut has no checked mutant of the selection: run `make mutants`", file=sys.stderr)
         return 2
