@@ -5,11 +5,15 @@ Layers, each a subpackage (ARCHITECTURE.md draws them):
 - ``core``: chapter-agnostic machinery (GPU, kernels, launches, timing, sweeps, checks, plots);
 - ``toolchain``: the CUDA tools as child processes (nvcc, cuobjdump, ncu, compute-sanitizer);
 - ``chapter``: a chapter's life (profile, measure or replay, tables, headline summary);
-- ``labs``: one module per kernel family, with its launch recipes and references;
-- ``report``: build, stitch, recordings, BENCHMARKS.md, comparisons (no CuPy, no lab code).
+- ``labs``: one module per kernel family, with its launch recipes, references and checks;
+- ``report``: build, stitch, recordings, BENCHMARKS.md, comparisons (no CuPy, no lab code);
+- ``explore``: JupyterLab's explorer of a chapter's data (never in a batch build);
+- ``grading``: a student's kernels beside the reference, and a class graded (``--kernels``,
+  ``--grade``), each kernel run in a child process of its own.
 
-Faces (command lines) sit outside them: ``build_report.py``, ``python -m cudalab.apsp`` and
-``tools/``. Nothing here imports CuPy at import time, so replay works without a GPU.
+Faces (command lines) sit outside them: ``build_report.py``, ``python -m cudalab.apsp``,
+``python -m cudalab.kmeans`` and ``tools/``. Nothing here imports CuPy at import time, so replay
+works without a GPU.
 """
 
 from typing import Any

@@ -29,7 +29,8 @@ import numpy as np
 
 from cudalab.chapter import recorded
 from cudalab.chapter.profiles import profile_for_gpu
-from cudalab.core.errors import CaseFormatError, CudalabError, NoRecordedResults
+from cudalab.core.errors import CaseFormatError, NoRecordedResults
+from cudalab.core.face import exit_status
 from cudalab.core.gpu import gpu_available, gpu_name
 from cudalab.labs.fw import nthu
 
@@ -150,34 +151,31 @@ def _check_output_path(input_path: str, output_path: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    try:
-        if args.command == "generate":
-            edges = nthu.generate_case(args.v, args.density, args.seed, args.max_weight)
-            nthu.write_case(args.out, args.v, edges)
-            print(f"{args.out}: V = {args.v}, E = {len(edges)}")
-            return 0
-        v, edges = nthu.read_case(args.input)
-        if args.command == "solve":
-            _check_output_path(args.input, args.output)
-            if args.cpu or not gpu_available():
-                t0 = time.perf_counter()
-                dist = nthu.solve_cpu(v, edges)
-                nthu.write_output(args.output, dist)
-                print(
-                    f"{args.output}: V = {v}, E = {len(edges)}, solved on the CPU in {time.perf_counter() - t0:.3f} s"
-                    + ("" if args.cpu else " (no CUDA device here)")
-                )
-                # the answer came from the C code: check it with an implementation that shares none of it
-                return _compare(dist, nthu.solve_numpy(v, edges), "a NumPy Floyd-Warshall") if args.check else 0
-            dist = _solve_gpu(args, v, edges)
-            return _compare(dist, nthu.solve_cpu(v, edges), "the sequential C reference") if args.check else 0
-        return _compare(nthu.read_output(args.output, v), nthu.solve_cpu(v, edges), "the sequential C reference")
-    except CudalabError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:  # a missing file, a folder, no permission: the path and the reason, no traceback
-        print(f"error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+    return exit_status(lambda: _run(args))
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.command == "generate":
+        edges = nthu.generate_case(args.v, args.density, args.seed, args.max_weight)
+        nthu.write_case(args.out, args.v, edges)
+        print(f"{args.out}: V = {args.v}, E = {len(edges)}")
+        return 0
+    v, edges = nthu.read_case(args.input)
+    if args.command == "solve":
+        _check_output_path(args.input, args.output)
+        if args.cpu or not gpu_available():
+            t0 = time.perf_counter()
+            dist = nthu.solve_cpu(v, edges)
+            nthu.write_output(args.output, dist)
+            print(
+                f"{args.output}: V = {v}, E = {len(edges)}, solved on the CPU in {time.perf_counter() - t0:.3f} s"
+                + ("" if args.cpu else " (no CUDA device here)")
+            )
+            # the answer came from the C code: check it with an implementation that shares none of it
+            return _compare(dist, nthu.solve_numpy(v, edges), "a NumPy Floyd-Warshall") if args.check else 0
+        dist = _solve_gpu(args, v, edges)
+        return _compare(dist, nthu.solve_cpu(v, edges), "the sequential C reference") if args.check else 0
+    return _compare(nthu.read_output(args.output, v), nthu.solve_cpu(v, edges), "the sequential C reference")
 
 
 if __name__ == "__main__":

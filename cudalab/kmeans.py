@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from cudalab.core.errors import CudalabError
+from cudalab.core.face import exit_status
 from cudalab.core.gpu import gpu_available, gpu_name
 from cudalab.labs.kmeans import files, reference
 
@@ -61,14 +62,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    try:
-        return _run(args)
-    except CudalabError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:  # no permission, a disk full: the path and the reason, no traceback
-        print(f"error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+    return exit_status(lambda: _run(args))
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -1,11 +1,13 @@
 """The architecture, enforced: which layer may import which, no cycles, faces outside the machinery.
 
-    core        <- chapter, toolchain, labs, report    (the bottom: imports only itself)
-    toolchain   <- labs, chapter                       (imports core; computes, never shows)
-    chapter     <- report, faces                       (imports core, toolchain)
-    labs        <- notebooks, faces                    (imports core, toolchain)
-    report      <- faces                               (imports core, chapter; never CuPy or labs)
+    core        <- every layer                         (the bottom: imports only itself)
+    toolchain   <- chapter, labs, grading              (imports core; computes, never shows)
+    chapter     <- report, explore, grading, faces     (imports core, toolchain)
+    labs        <- grading, notebooks, faces           (imports core, toolchain)
+    report      <- grading, faces                      (imports core, chapter; never CuPy or labs)
     explore     <- notebooks                           (imports core, chapter; a chapter passes its labs recipe in)
+    grading     <- notebooks, faces                    (imports every layer but explore: a student's kernel runs
+                                                        only in its child process)
 
 Read from the source with ``ast`` (imports inside functions count too), so a lazy import cannot
 hide a crossed layer. ARCHITECTURE.md explains the rules.

@@ -40,8 +40,11 @@ def test_deciding_files_follow_imports_and_kernels_but_not_the_explorer(tmp_path
     assert nb.resolve().as_posix() in files
     assert {"cudalab/labs/vecmax.py", "cudalab/labs/__init__.py", "cudalab/__init__.py"} <= files
     assert "cudalab/labs/bandwidth.py" in files, "vecmax imports it: imports are followed transitively"
-    assert "cudalab/labs/matmul.py" in files, "an import inside a function counts"
-    assert {"kernels_cu/vecmax_coalescing.cu", "kernels_cu/mm_00_naive.cu"} <= files, "kernels modules name"
+    assert "cudalab/labs/matmul.py" in files, "an import inside a function a cell defines counts"
+    assert "kernels_cu/vecmax_coalescing.cu" in files, "a kernel that reached code names"
+    # the cell imports matmul but calls nothing of it: its kernels, named inside its functions, are
+    # not reached (a cell's `matmul.build_naive()` would reach them)
+    assert "kernels_cu/mm_00_naive.cu" not in files
     assert {"kernels_cu/fw_blocked_minplus.cu", "kernels_cu/add_min.cuh"} <= files, "a kernel and its header"
     assert "cudalab/explore/widgets.py" not in files, "an explore cell decides nothing"
 
@@ -147,3 +150,100 @@ def test_a_recording_made_with_other_parameters_than_its_profile_now_gives_is_st
 def test_check_recordings_help():
     done = subprocess.run([sys.executable, str(CHECK), "--help"], capture_output=True, text=True)
     assert done.returncode == 0 and "before committing" in done.stdout
+
+
+# ---- staleness by what can change a number (a scratch checkout: edits here touch no other test)
+
+
+def _scratch_checkout(tmp_path: Path) -> Path:
+    """A committed copy of the package, the kernels and the notebooks: a checkout to edit."""
+    import shutil
+
+    repo = tmp_path / "repo"
+    for top in ("cudalab", "kernels_cu", "notebooks"):
+        shutil.copytree(ROOT / top, repo / top, ignore=shutil.ignore_patterns("__pycache__", "scratch", "*.pyc"))
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "recorded here")
+    return repo
+
+
+def _stale_chapters(repo: Path, recordings: dict[str, dict], reached: dict) -> dict[str, tuple[str, ...]]:
+    found = {}
+    for chapter, recorded in recordings.items():
+        state = staleness.staleness(recorded, repo / "notebooks" / f"{chapter}.ipynb", root=repo, reached=reached)
+        if state.stale:
+            found[chapter] = state.changed
+    return found
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert text.count(old) == 1, f"{old!r} is not once in {path}: the test's edit no longer applies"
+    path.write_text(text.replace(old, new))
+
+
+def test_only_an_edit_that_can_change_a_number_stales_a_recording(tmp_path):
+    repo = _scratch_checkout(tmp_path)
+    chapters = sorted(p.stem for p in (repo / "notebooks").glob("*.ipynb"))
+    commit = _git(repo, "rev-parse", "HEAD").strip()
+    # today's recordings keep code digests; older ones kept only each file's bytes and their commit
+    new = {c: staleness.fingerprints(repo / "notebooks" / f"{c}.ipynb", root=repo) for c in chapters}
+    old = {c: {"source_files": new[c]["source_files"], "git_commit": commit, "git_dirty": False} for c in chapters}
+    reached: dict = {}  # each notebook's reach, found once per state of the checkout
+    assert not _stale_chapters(repo, new, reached) and not _stale_chapters(repo, old, reached)
+
+    timing, harness = repo / "cudalab/core/timing.py", repo / "cudalab/labs/fw/harness.py"
+    # a docstring (the module's and a function's), a comment, the layout, a function nothing calls
+    _edit(timing, '"""Timing like a benchmark harness', '"""Edited. Timing like a benchmark harness')
+    _edit(
+        timing,
+        "measured with CUDA events: one event pair per",
+        "measured (edited) with CUDA events: one event pair per",
+    )
+    _edit(harness, "\ndef measure_variant(", "\n# a comment a maintainer added\ndef measure_variant(")
+    _edit(
+        repo / "cudalab/core/paths.py", "def require_checkout() -> None:", "def require_checkout() -> None:\n    x = 1"
+    )
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ruff",
+            "format",
+            "--line-length",
+            "70",
+            "--quiet",
+            str(repo / "cudalab/core/launch.py"),
+        ],
+        check=True,
+    )
+    assert (repo / "cudalab/core/launch.py").read_text() != (ROOT / "cudalab/core/launch.py").read_text()
+    assert staleness.deciding_files(repo / "notebooks/01_block_size.ipynb", root=repo)
+    reached = {}
+    assert not _stale_chapters(repo, new, reached), "no edit above can change a number"
+    assert not _stale_chapters(repo, old, reached), "an old recording is judged by the same rule (its commit's code)"
+
+    # one line of a kernel only chapter 06 compiles, one line of the harness that times Floyd-Warshall
+    kernel = repo / "kernels_cu/km_00_assign.cu"
+    kernel.write_text(kernel.read_text() + "\n__device__ int edited_line;\n")
+    _edit(harness, '"launches": len(solver.launches),', '"launches": len(solver.launches) + 0,')
+    reached = {}
+    for recordings in (new, old):
+        stale = _stale_chapters(repo, recordings, reached)
+        assert sorted(stale) == [*chapters[1:5], "06_kmeans_device_update"], "exactly the chapters that use them"
+        assert stale["06_kmeans_device_update"] == ("kernels_cu/km_00_assign.cu",)
+        assert all(stale[c] == ("cudalab/labs/fw/harness.py",) for c in chapters[1:5]), stale
+
+
+def test_a_recording_whose_commit_is_not_its_source_is_judged_by_its_bytes(tmp_path):
+    repo = _scratch_checkout(tmp_path)
+    commit = _git(repo, "rev-parse", "HEAD").strip()
+    nb = repo / "notebooks" / "02_coalescing.ipynb"
+    digests = staleness.source_files(nb, root=repo)
+    _edit(repo / "cudalab/core/timing.py", '"""Timing like', '"""Edited. Timing like')
+    dirty = {"source_files": digests, "git_commit": commit, "git_dirty": True}
+    assert staleness.staleness(dirty, nb, root=repo).changed == ("cudalab/core/timing.py",), "no commit to read"
+    forged = dict(digests, **{"cudalab/labs/bandwidth.py": "0" * 64})
+    state = staleness.staleness({"source_files": forged, "git_commit": commit}, nb, root=repo)
+    assert "cudalab/labs/bandwidth.py" in state.changed, "the commit's file is not the one the recording names"

@@ -91,8 +91,9 @@ class Chapter:
                 "source_fingerprint": provenance.source_fingerprint(
                     self.notebook, self.profile.model_dump(mode="json")
                 ),
-                # each deciding file's sha256: a later replay names those that changed since
-                "source_files": staleness.source_files(self.notebook) if self.notebook else {},
+                # each deciding file's sha256 and code digest: a later replay names those whose code
+                # changed since (chapter.staleness)
+                **(staleness.fingerprints(self.notebook) if self.notebook else {"source_files": {}}),
                 "tables": [],
                 "axes": {},
             }

@@ -1,15 +1,23 @@
 """Is a recording still what today's sources would measure? Staleness, never silent.
 
-A chapter's data is decided by a few files: its notebook (the code cells, not the explorer, the
-questions or the answers), the ``cudalab`` modules those cells import (transitively), the kernel
-files and C references those modules or cells name, and the headers the kernels include. When
-measuring, each such file's sha256 is recorded in the chapter's ``provenance.json``
-(``source_files``). A replay compares them with today's files and names those that changed.
+A recording is stale when, and only when, something that can change its numbers has changed since
+(its profile's parameters are compared apart, ``parameters_changed``):
 
-Recordings made before per-file digests were kept name the commit that made them: where git and
-that commit are at hand, the files changed since are ``git diff --name-only <commit>`` of today's
-tree (uncommitted changes included), restricted to today's deciding files. Where neither is
-available the replay says it cannot tell: never silent, never wrong.
+- a kernel or header it compiled (its bytes);
+- the code of a definition its measurement reaches, compared without docstrings, comments and
+  layout (``chapter.reach``: definitions reached by name from the notebook's deciding cells);
+- its notebook's deciding cells (not the explorer, the questions or the answers).
+
+When measuring, each deciding file's sha256 (``source_files``) and code digest (``code_digests``)
+are recorded in the chapter's ``provenance.json``. A replay judges each of today's deciding files:
+unchanged where its bytes match, or its code digest does; for a recording older than code digests,
+where the file at the recording's commit (the one whose bytes the recording names) has today's
+code digest. A docstring fixed after a recording therefore stales nothing, old recordings included.
+
+Recordings made before per-file digests were kept name only their commit: where git and that
+commit are at hand, the files changed since are ``git diff --name-only <commit>`` of today's tree
+(uncommitted changes included), restricted to today's deciding files. Where neither is available
+the replay says it cannot tell: never silent, never wrong.
 
 The analysis is static (``ast``) and over-approximates: a digest may cover more than a run reads,
 never less.
@@ -17,7 +25,7 @@ never less.
 
 from __future__ import annotations
 
-import ast
+import functools
 import hashlib
 import json
 import re
@@ -27,17 +35,14 @@ from pathlib import Path
 from typing import Any
 
 from cudalab.chapter.catalog import EXPLORE_TAG
+from cudalab.chapter.reach import cells_digest, code_digest, reach
 from cudalab.core.errors import CudalabError
-from cudalab.core.kernels import included_headers
 from cudalab.core.paths import KERNELS_DIR, PACKAGE_DIR, ROOT
 
 # Notebook cells that do not decide the data: the explorer (JupyterLab only), the discussion, and a
 # student's kernels beside the reference (a build with --kernels, never recorded).
 NOT_DECIDING_TAGS = frozenset({EXPLORE_TAG, "questions", "answers", "yours"})
 PACKAGE = PACKAGE_DIR.name  # "cudalab"
-# Files a module may name by a string literal beside it (C references) or in kernels_cu/.
-_NAMED_SUFFIXES = (".cu", ".cuh", ".c", ".h")
-_IMPORT_FALLBACK = re.compile(rf"^\s*(?:from|import)\s+({PACKAGE}(?:\.\w+)*)", re.MULTILINE)
 SHOWN = 6  # changed files a sentence names; the rest are counted
 # Modules that present, record or explore the data but do not decide a number in it: their imports
 # are still followed (the chapter handle reaches the timing code), they themselves never stale a
@@ -49,9 +54,9 @@ PRESENTING = ("chapter/", "report/", "explore/", "core/plots.py", "core/provenan
 NO_FINGERPRINTS = "recorded before source fingerprints were kept; cannot tell what changed"
 
 
-def _rel(path: Path) -> str:
+def _rel(path: Path, root: Path = ROOT) -> str:
     """A path as recordings name it: relative to the checkout (absolute outside it, as in tests)."""
-    path, root = path.resolve(), ROOT.resolve()
+    path, root = path.resolve(), root.resolve()
     return path.relative_to(root).as_posix() if path.is_relative_to(root) else path.as_posix()
 
 
@@ -77,127 +82,62 @@ def notebook_digest(text: str) -> str:
     return _sha256("\n\0".join(deciding_cells(json.loads(text))).encode())
 
 
-def _parse(source: str) -> ast.Module | None:
-    """Python source, with IPython's magics (``%``, ``!``) blanked; None where it still fails."""
-    lines = ["" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()]
-    try:
-        return ast.parse("\n".join(lines))
-    except SyntaxError:
-        return None
+def _deciding(notebook: Path, root: Path = ROOT) -> tuple[list[Path], frozenset[str]]:
+    """The deciding files of a notebook and every name its reached code mentions, in the checkout at
+    ``root`` (its package and kernels_cu/)."""
+    package_dir, kernels_dir = root / PACKAGE, root / KERNELS_DIR.relative_to(ROOT)
+    found = reach(deciding_cells(json.loads(notebook.read_text())), package_dir, kernels_dir)
+    modules = {path for path in found.modules.values() if not _presenting(path, package_dir)}
+    files = {notebook.resolve(), *(p.resolve() for p in modules | found.files)}
+    return sorted(files, key=lambda p: _rel(p, root)), found.names
 
 
-def _module_file(name: str) -> Path | None:
-    """The file of module ``cudalab.x.y`` (its ``.py`` or its package's ``__init__.py``)."""
-    parts = name.split(".")
-    if parts[0] != PACKAGE:
-        return None
-    base = PACKAGE_DIR.joinpath(*parts[1:])
-    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-def _with_parents(name: str) -> list[str]:
-    """``a.b.c`` -> ``a``, ``a.b``, ``a.b.c``: importing a module runs its packages' ``__init__``."""
-    parts = name.split(".")
-    return [".".join(parts[: i + 1]) for i in range(len(parts))]
-
-
-def _imported(tree: ast.Module, current: str = "", is_package: bool = False) -> set[str]:
-    """The ``cudalab`` modules that ``import``/``from`` statements anywhere in ``tree`` (functions
-    included) may load; ``current`` resolves relative imports."""
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = current.split(".")
-                anchor = anchor if is_package else anchor[:-1]
-                anchor = anchor[: len(anchor) - (node.level - 1)]
-                base = ".".join([*anchor, base] if base else anchor)
-            found.add(base)
-            found.update(f"{base}.{a.name}" for a in node.names)  # a submodule, where it is one
-    return {m for name in found if name.split(".")[0] == PACKAGE for m in _with_parents(name) if _module_file(m)}
-
-
-def _named_files(tree: ast.Module, folder: Path | None) -> set[Path]:
-    """Kernel files (and, beside a module, C references) that string literals in ``tree`` name."""
-    names = {
-        Path(n.value).name
-        for n in ast.walk(tree)
-        if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.endswith(_NAMED_SUFFIXES)
-    }
-    found = {KERNELS_DIR / n for n in names if (KERNELS_DIR / n).is_file()}
-    if folder is not None:
-        found |= {p for p in _files_beside(folder) if p.name in names}
-    return found
-
-
-def _files_beside(folder: Path) -> tuple[Path, ...]:
-    return tuple(p for p in folder.rglob("*") if p.suffix in _NAMED_SUFFIXES and p.is_file())
-
-
-def _module_facts(path: Path, name: str) -> tuple[frozenset[str], frozenset[Path]]:
-    tree = _parse(path.read_text())
-    if tree is None:
-        return frozenset(), frozenset()
-    return frozenset(_imported(tree, name, path.name == "__init__.py")), frozenset(_named_files(tree, path.parent))
-
-
-def deciding_files(notebook: Path) -> list[Path]:
+def deciding_files(notebook: Path, root: Path = ROOT) -> list[Path]:
     """The files that decide a chapter's data: its notebook, the ``cudalab`` modules its deciding
-    cells import (transitively), the kernel files and C references named as string literals in
-    those cells and modules, and the headers those kernels include. Sorted by path."""
-    cells = deciding_cells(json.loads(notebook.read_text()))
-    todo: set[str] = set()
-    named: set[Path] = set()
-    for source in cells:
-        tree = _parse(source)
-        if tree is None:  # a cell ast cannot read: its imports by pattern
-            todo |= {m for n in _IMPORT_FALLBACK.findall(source) for m in _with_parents(n) if _module_file(m)}
-            continue
-        todo |= _imported(tree)
-        named |= _named_files(tree, None)
-    seen: set[str] = set()
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        imports, files = _module_facts(_module_file(name), name)
-        todo |= imports - seen
-        named |= files
-    modules = {path for m in seen if not _presenting(path := _module_file(m))}
-    headers = {h for k in named if k.suffix == ".cu" and k.is_relative_to(KERNELS_DIR) for h in included_headers(k)}
-    return sorted({notebook.resolve(), *(p.resolve() for p in modules | named | headers)}, key=_rel)
+    cells reach (``chapter.reach``), and the kernel files, C references and headers that reached code
+    names, less the modules that only present data (``PRESENTING``). Sorted by path."""
+    return _deciding(notebook, root)[0]
 
 
-def _presenting(path: Path) -> bool:
+def _presenting(path: Path, package_dir: Path = PACKAGE_DIR) -> bool:
     """A module of ``PRESENTING``: it shows or records data, it does not decide it."""
-    inside = path.resolve().relative_to(PACKAGE_DIR.resolve()).as_posix()
+    inside = path.resolve().relative_to(package_dir.resolve()).as_posix()
     return any(inside == p or inside.startswith(p) for p in PRESENTING)
-
-
-def _presenting_rel(rel: str) -> bool:
-    """``_presenting`` for a path as recordings name it (relative to the checkout)."""
-    package = f"{PACKAGE}/"
-    return rel.startswith(package) and any(
-        rel[len(package) :] == p or rel[len(package) :].startswith(p) for p in PRESENTING
-    )
 
 
 def file_digest(path: Path) -> str:
     """A deciding file's sha256: a notebook's deciding cells, any other file's bytes."""
-    return notebook_digest(path.read_text()) if path.suffix == ".ipynb" else _sha256(path.read_bytes())
+    return _digest_of(path.read_bytes(), path.suffix)
 
 
-def source_files(notebook: Path) -> dict[str, str]:
-    """``{path relative to the checkout: sha256}`` of every deciding file: what a recording keeps
-    (``provenance.json``'s ``source_files``)."""
-    return {_rel(p): file_digest(p) for p in deciding_files(notebook)}
+def _digest_of(data: bytes, suffix: str) -> str:
+    return notebook_digest(data.decode()) if suffix == ".ipynb" else _sha256(data)
+
+
+def _code_of(data: bytes, suffix: str, names: frozenset[str]) -> str:
+    """What can change a number in a deciding file (``chapter.reach``): a module's reached code, a
+    notebook's deciding cells, without docstrings, comments or layout; any other file's bytes."""
+    if suffix == ".py":
+        return code_digest(data.decode(errors="replace"), names)
+    if suffix == ".ipynb":
+        return cells_digest(deciding_cells(json.loads(data)))
+    return _sha256(data)
+
+
+def source_files(notebook: Path, root: Path = ROOT) -> dict[str, str]:
+    """``{path relative to the checkout: sha256}`` of every deciding file's bytes (a notebook's
+    deciding cells): what a recording keeps (``provenance.json``'s ``source_files``)."""
+    return {_rel(p, root): file_digest(p) for p in deciding_files(notebook, root)}
+
+
+def fingerprints(notebook: Path, root: Path = ROOT) -> dict[str, dict[str, str]]:
+    """What a recording keeps of its sources: each deciding file's ``source_files`` digest and its
+    ``code_digests`` (the code that can change a number, ``chapter.reach``), by path."""
+    files, names = _deciding(notebook, root)
+    return {
+        "source_files": {_rel(p, root): file_digest(p) for p in files},
+        "code_digests": {_rel(p, root): _code_of(p.read_bytes(), p.suffix, names) for p in files},
+    }
 
 
 # ---- comparing a recording with today's sources
@@ -261,32 +201,70 @@ def _notebook_changed(commit: str, rel: str, root: Path) -> bool:
     return notebook_digest(then) != notebook_digest((root / rel).read_text())
 
 
+@functools.lru_cache(maxsize=4096)
+def _at_commit(root: Path, commit: str, rel: str) -> bytes | None:
+    """A file's bytes at ``commit`` (git is asked once per file and commit), or None."""
+    if not (root / ".git").exists() or not re.fullmatch(r"[0-9a-fA-F]{7,40}", commit or ""):
+        return None
+    try:
+        done = subprocess.run(["git", "show", f"{commit}:{rel}"], cwd=root, capture_output=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def _unchanged(path: Path, recorded: dict[str, Any], names: frozenset[str], root: Path) -> bool:
+    """Whether a deciding file's code is what the recording measured: its bytes match the recorded
+    digest, or its code digest does (``code_digests``), or the file at the recording's commit, the
+    one whose digest the recording names, has the same code digest as today's."""
+    rel = _rel(path, root)
+    then_bytes = recorded["source_files"].get(rel)
+    data = path.read_bytes()
+    if then_bytes is not None and _digest_of(data, path.suffix) == then_bytes:
+        return True
+    now = _code_of(data, path.suffix, names)
+    if (recorded.get("code_digests") or {}).get(rel) == now:
+        return True
+    if recorded.get("git_dirty") or not path.is_relative_to(root):
+        return False  # a dirty recording's commit is not its source
+    then = _at_commit(root, str(recorded.get("git_commit") or ""), path.relative_to(root).as_posix())
+    if then is None or (then_bytes is not None and _digest_of(then, path.suffix) != then_bytes):
+        return False
+    return _code_of(then, path.suffix, names) == now
+
+
 def staleness(
-    recorded: dict[str, Any], notebook: Path, root: Path = ROOT, diffs: dict[str, frozenset[str] | None] | None = None
+    recorded: dict[str, Any],
+    notebook: Path,
+    root: Path = ROOT,
+    diffs: dict[str, frozenset[str] | None] | None = None,
+    reached: dict[Path, tuple[list[Path], frozenset[str]]] | None = None,
 ) -> Staleness:
-    """How a recorded chapter (its ``provenance.json``) stands against today's sources. ``diffs``
-    keeps git's answer per commit across the calls of one check (one git call per commit)."""
+    """How a recorded chapter (its ``provenance.json``) stands against today's sources: the deciding
+    files whose code can change a number and differs from what was measured (``_unchanged``).
+    ``diffs`` keeps git's answer per commit across the calls of one check (one git call per commit),
+    for recordings older than per-file digests; ``reached`` keeps each notebook's reach."""
     if not notebook.is_file():
         return Staleness((_rel(notebook),), how="notebook gone")
-    now = deciding_files(notebook)
+    reached = {} if reached is None else reached
+    if notebook not in reached:
+        reached[notebook] = _deciding(notebook, root)
+    now, names = reached[notebook]
+    root = root.resolve()
     if recorded.get("source_files"):
-        # a module that today's rules call presenting (PRESENTING) stales no recording that listed it
-        then: dict[str, str] = {k: v for k, v in recorded["source_files"].items() if not _presenting_rel(k)}
-        current = {_rel(p): file_digest(p) for p in now}
-        changed = sorted(k for k in current.keys() | then.keys() if current.get(k) != then.get(k))
+        changed = sorted(_rel(p, root) for p in now if not _unchanged(p, recorded, names, root))
         return Staleness(tuple(changed), how="source fingerprints")
     commit = str(recorded.get("git_commit") or "")
     diffs = {} if diffs is None else diffs
     if commit not in diffs:
-        diffs[commit] = _changed_since(commit, root.resolve())
+        diffs[commit] = _changed_since(commit, root)
     diff = diffs[commit]
     if diff is None or recorded.get("git_dirty"):  # a dirty recording's commit is not its source
         return Staleness(known=False)
-    here = root.resolve()
     changed = [
         rel
-        for rel in (p.relative_to(here).as_posix() for p in now if p.is_relative_to(here))
-        if rel in diff and (not rel.endswith(".ipynb") or _notebook_changed(commit, rel, root.resolve()))
+        for rel in (p.relative_to(root).as_posix() for p in now if p.is_relative_to(root))
+        if rel in diff and (not rel.endswith(".ipynb") or _notebook_changed(commit, rel, root))
     ]
     return Staleness(tuple(changed), how=f"git diff against {commit[:10]}")
 
@@ -330,12 +308,12 @@ def stale_recordings(results: Path | None = None, notebooks: Path | None = None)
     from cudalab.chapter.recorded import PROVENANCE, all_recordings
     from cudalab.core.paths import NOTEBOOKS_DIR, RESULTS_DIR
 
-    found, diffs = [], {}
+    found, diffs, reached = [], {}, {}
     for rec in all_recordings(results or RESULTS_DIR):
         for prov in sorted(rec.path.glob(f"*/{PROVENANCE}")):
             chapter = prov.parent.name
             recorded = json.loads(prov.read_text())
-            state = staleness(recorded, (notebooks or NOTEBOOKS_DIR) / f"{chapter}.ipynb", diffs=diffs)
+            state = staleness(recorded, (notebooks or NOTEBOOKS_DIR) / f"{chapter}.ipynb", diffs=diffs, reached=reached)
             state = replace(state, parameters=parameters_changed(recorded, rec.profile, chapter))
             if state.stale:
                 found.append(StaleChapter(f"{rec.gpu}/{rec.profile}/{chapter}", state))

@@ -107,7 +107,7 @@ def record_tables(
         "chapter": chapter_id,
         "parameters": prof.chapter_params(chapter_id),
         "source_fingerprint": provenance.source_fingerprint(chapter.path, prof.model_dump(mode="json")),
-        "source_files": staleness.source_files(chapter.path),
+        **staleness.fingerprints(chapter.path),
         "tables": sorted(tables),
         "axes": {name: list(axes) for name, (_, axes) in tables.items()},
     }
