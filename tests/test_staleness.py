@@ -247,3 +247,36 @@ def test_a_recording_whose_commit_is_not_its_source_is_judged_by_its_bytes(tmp_p
     forged = dict(digests, **{"cudalab/labs/bandwidth.py": "0" * 64})
     state = staleness.staleness({"source_files": forged, "git_commit": commit}, nb, root=repo)
     assert "cudalab/labs/bandwidth.py" in state.changed, "the commit's file is not the one the recording names"
+
+
+def test_reach_follows_names_strings_and_module_names_in_strings(tmp_path):
+    from cudalab.chapter.reach import code_digest, reach
+
+    pkg, kernels = tmp_path / "cudalab", tmp_path / "kernels_cu"
+    pkg.mkdir()
+    kernels.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (kernels / "k_used.cu").write_text('#include "h.cuh"\n')
+    (kernels / "h.cuh").write_text("")
+    (kernels / "k_unused.cu").write_text("")
+    (pkg / "a.py").write_text(
+        "def used():\n    return helper()\n\n"
+        "def helper():\n    return 'k_used.cu'\n\n"
+        "def by_string():\n    return 2\n\n"
+        "def unused():\n    return 'k_unused.cu'\n\n"
+        "class Plan:\n    def __init__(self):\n        self.x = 1\n\n    def step(self):\n        return 3\n\n"
+        "    def never(self):\n        return 4\n"
+    )
+    (pkg / "b.py").write_text("NAME = 1\n")
+    (pkg / "c.py").write_text("def other():\n    return 0\n")
+    cell = 'from cudalab import a\na.used()\ngetattr(a, "by_string")()\nkind = "cudalab.b:NAME"\na.Plan().step()'
+    found = reach([cell], pkg, kernels)
+    assert set(found.modules) == {"cudalab", "cudalab.a", "cudalab.b"}, "a module named by a 'module:NAME' string"
+    assert {"used", "helper", "by_string", "Plan", "step"} <= found.names
+    assert not {"unused", "never", "other"} & found.names
+    assert found.files == {kernels / "k_used.cu", kernels / "h.cuh"}, "a kernel only an unreached function names"
+    text = (pkg / "a.py").read_text()
+    digest = code_digest(text, found.names)
+    assert code_digest(text.replace("return 4", "return 5"), found.names) == digest, "a method nothing calls"
+    assert code_digest(text.replace("return 2", "return 5"), found.names) != digest, "a function named by a string"
+    assert code_digest(text.replace("self.x = 1", "self.x = 2"), found.names) != digest, "a reached class's dunder"
