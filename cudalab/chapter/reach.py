@@ -65,24 +65,50 @@ def _strings(node: ast.AST) -> Iterable[str]:
     return (n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str))
 
 
+def _facts(
+    node: ast.AST, current: str = "", is_package: bool = False, skip: frozenset[int] = frozenset()
+) -> tuple[set[str], set[str], set[str]]:
+    """In one walk of ``node``: the identifiers it mentions, the modules it may import (as written,
+    relative imports resolved against ``current``) and the file names its strings end with. Nodes
+    whose ``id`` is in ``skip`` (docstrings) count for nothing."""
+    words: set[str] = set()
+    modules: set[str] = set()
+    files: set[str] = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name):
+            words.add(n.id)
+        elif isinstance(n, ast.Attribute):
+            words.add(n.attr)
+        elif isinstance(n, ast.alias):
+            words.update(_WORD.findall(n.name))
+            if n.asname:
+                words.add(n.asname)
+        elif isinstance(n, ast.keyword) and n.arg:
+            words.add(n.arg)
+        elif isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in skip:
+            words.update(_WORD.findall(n.value))
+            if named := _MODULE_STRING.fullmatch(n.value):  # "-m" targets, "module:NAME"
+                modules.add(named[1])
+            if n.value.endswith(NAMED_SUFFIXES):
+                files.add(Path(n.value).name)
+        if isinstance(n, ast.Import):
+            modules.update(a.name for a in n.names)
+        elif isinstance(n, ast.ImportFrom):
+            base = n.module or ""
+            if n.level:
+                anchor = current.split(".")
+                anchor = anchor if is_package else anchor[:-1]
+                anchor = anchor[: len(anchor) - (n.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            modules.add(base)
+            modules.update(f"{base}.{a.name}" for a in n.names)  # a submodule, where it is one
+    return words, modules, files
+
+
 def mentions(node: ast.AST) -> set[str]:
     """Every identifier ``node`` mentions: names, attributes, imported names, keyword arguments, and
     the words of its string literals (a recipe named by a string, ``getattr(x, "name")``)."""
-    found: set[str] = set()
-    for n in ast.walk(node):
-        if isinstance(n, ast.Name):
-            found.add(n.id)
-        elif isinstance(n, ast.Attribute):
-            found.add(n.attr)
-        elif isinstance(n, ast.alias):
-            found.update(_WORD.findall(n.name))
-            if n.asname:
-                found.add(n.asname)
-        elif isinstance(n, ast.keyword) and n.arg:
-            found.add(n.arg)
-        elif isinstance(n, ast.Constant) and isinstance(n.value, str):
-            found.update(_WORD.findall(n.value))
-    return found
+    return _facts(node)[0]
 
 
 def _with_parents(name: str) -> list[str]:
@@ -91,6 +117,7 @@ def _with_parents(name: str) -> list[str]:
     return [".".join(parts[: i + 1]) for i in range(len(parts))]
 
 
+@functools.lru_cache(maxsize=4096)
 def module_file(name: str, package_dir: Path = PACKAGE_DIR) -> Path | None:
     """The file of module ``cudalab.x.y`` (its ``.py`` or its package's ``__init__.py``)."""
     parts = name.split(".")
@@ -103,34 +130,27 @@ def module_file(name: str, package_dir: Path = PACKAGE_DIR) -> Path | None:
     return None
 
 
+def _ours(modules: Iterable[str], package_dir: Path) -> set[str]:
+    """Of module names as written, the ``cudalab`` modules that exist, with their packages."""
+    return {
+        m
+        for name in modules
+        if name.split(".")[0] == PACKAGE
+        for m in _with_parents(name)
+        if module_file(m, package_dir)
+    }
+
+
 def imported(node: ast.AST, current: str = "", is_package: bool = False, package_dir: Path = PACKAGE_DIR) -> set[str]:
     """The ``cudalab`` modules that the ``import``/``from`` statements in ``node`` may load, and those
     a whole string of it names (``"cudalab.labs.fw._ncu_target"`` run as ``python -m``,
     ``"cudalab.labs.fw.cases:NTHU"``); ``current`` resolves relative imports."""
-    found: set[str] = set()
-    for n in ast.walk(node):
-        if isinstance(n, ast.Import):
-            found.update(a.name for a in n.names)
-        elif isinstance(n, ast.ImportFrom):
-            base = n.module or ""
-            if n.level:
-                anchor = current.split(".")
-                anchor = anchor if is_package else anchor[:-1]
-                anchor = anchor[: len(anchor) - (n.level - 1)]
-                base = ".".join([*anchor, base] if base else anchor)
-            found.add(base)
-            found.update(f"{base}.{a.name}" for a in n.names)  # a submodule, where it is one
-    for text in _strings(node):  # a whole string that names a module: "-m" targets, "module:NAME"
-        if named := _MODULE_STRING.fullmatch(text):
-            found.add(named[1])
-    return {
-        m for name in found if name.split(".")[0] == PACKAGE for m in _with_parents(name) if module_file(m, package_dir)
-    }
+    return _ours(_facts(node, current, is_package)[1], package_dir)
 
 
 def _named(node: ast.AST) -> set[str]:
     """The file names (``x.cu``) that string literals in ``node`` end with."""
-    return {Path(s).name for s in _strings(node) if s.endswith(NAMED_SUFFIXES)}
+    return _facts(node)[2]
 
 
 # ---- the reached pieces of one module
@@ -147,6 +167,15 @@ def _without_docstrings(node: ast.AST) -> ast.AST:
         if isinstance(n, (ast.Module, *_DEFINITIONS)) and n.body and _is_docstring(n.body[0]):
             n.body = n.body[1:] or [ast.Pass()]
     return node
+
+
+def _docstrings(tree: ast.Module) -> frozenset[int]:
+    """The ``id`` of every module, class and function docstring's string in ``tree``."""
+    return frozenset(
+        id(n.body[0].value)
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.Module, *_DEFINITIONS)) and n.body and _is_docstring(n.body[0])
+    )
 
 
 def _dunder(name: str) -> bool:
@@ -220,15 +249,16 @@ class _Unit:
 
 def _units(tree: ast.Module, module: str, is_package: bool, package_dir: Path) -> list[_Unit]:
     """A module's pieces as ``reached_pieces`` splits them, each with the names that reach it."""
-    tree = _without_docstrings(tree)
+    skip = _docstrings(tree)
 
-    def unit(requires: tuple[str, ...], node: ast.AST) -> _Unit:
-        return _Unit(
-            requires,
-            frozenset(mentions(node)),
-            frozenset(imported(node, module, is_package, package_dir)),
-            frozenset(_named(node)),
-        )
+    def unit(requires: tuple[str, ...], *nodes: ast.AST) -> _Unit:
+        words, modules, files = set(), set(), set()
+        for node in nodes:
+            w, m, f = _facts(node, module, is_package, skip)
+            words |= w
+            modules |= m
+            files |= f
+        return _Unit(requires, frozenset(words), frozenset(_ours(modules, package_dir)), frozenset(files))
 
     found = []
     for stmt in tree.body:
@@ -237,13 +267,10 @@ def _units(tree: ast.Module, module: str, is_package: bool, package_dir: Path) -
         elif not isinstance(stmt, ast.ClassDef):  # a module's __getattr__ is Python's to call
             found.append(unit(() if _dunder(stmt.name) else (stmt.name,), stmt))
         else:
+            own = [*stmt.bases, *stmt.keywords, *stmt.decorator_list]
+            own += [s for s in stmt.body if not isinstance(s, _DEFINITIONS)]
+            found.append(unit((stmt.name,), *own))
             methods = [s for s in stmt.body if isinstance(s, _DEFINITIONS)]
-            own = ast.Module(
-                body=[*stmt.bases, *stmt.keywords, *stmt.decorator_list]
-                + [s for s in stmt.body if not isinstance(s, _DEFINITIONS)],
-                type_ignores=[],
-            )
-            found.append(unit((stmt.name,), own))
             found += [unit((stmt.name,) if _dunder(m.name) else (stmt.name, m.name), m) for m in methods]
     return found
 

@@ -233,6 +233,21 @@ def _unchanged(path: Path, recorded: dict[str, Any], names: frozenset[str], root
     return _code_of(then, path.suffix, names) == now
 
 
+def _bytes_unchanged(recorded: dict[str, str], root: Path) -> bool:
+    """Whether every deciding file a recording names (modules that present data aside) has the
+    bytes it had: today's reach then reads the same code, so nothing that decides can differ, and
+    a replay needs no analysis (the common case, and a fast one)."""
+    if not recorded:
+        return False
+    for rel, digest in recorded.items():
+        path = Path(rel) if Path(rel).is_absolute() else root / rel
+        if rel.startswith(f"{PACKAGE}/") and _presenting(path, root / PACKAGE):
+            continue
+        if not path.is_file() or file_digest(path) != digest:
+            return False
+    return True
+
+
 def staleness(
     recorded: dict[str, Any],
     notebook: Path,
@@ -246,6 +261,8 @@ def staleness(
     for recordings older than per-file digests; ``reached`` keeps each notebook's reach."""
     if not notebook.is_file():
         return Staleness((_rel(notebook),), how="notebook gone")
+    if _bytes_unchanged(recorded.get("source_files") or {}, root):
+        return Staleness(how="source fingerprints")  # the same bytes reach the same code
     reached = {} if reached is None else reached
     if notebook not in reached:
         reached[notebook] = _deciding(notebook, root)
