@@ -204,10 +204,10 @@ def warm_checks(device: int) -> None:
 
     Why: with an empty kernel cache that first sum took 4.5 s on an H100 host, and a cold build's
     chapters share one cache, so only the first chapter to check paid it. Chapter 04's ladder took
-    11.8 s alone with an empty cache and 4.9 s with a warm one (``tools/dev_gpu/ladder_beside.py``),
+    11.8 s alone with an empty cache and 4.9 s with a warm one (docs/tuning-log.md),
     and under ``--workers`` a chapter paid or not by the order the chapters ran in. CuPy's other
     kernels in the checks are elementwise and compile in about 0.1 s each
-    (``tools/dev_gpu/cold_cupy_kernels.sh``). Run in ``compile_ahead``'s pool, the compile hides
+    (docs/tuning-log.md). Run in ``compile_ahead``'s pool, the compile hides
     behind the chapter's slowest builds. The sum is written here as the checks write it, not
     called through them: importing ``core.check`` from here would make it a deciding file of every
     chapter (``staleness``), those that never check included; ``tests/test_gpu_warm_checks.py``

@@ -387,7 +387,7 @@ ASYNC_SEARCH: tuple[dict[str, int], ...] = (
 # against cuBLAS in the same run, with checked edge tiles it reached 0.88 at n = 1000, 0.97 at 1024
 # and 1.05 at 1600, where the best finalist with stream-K reached 0.82, 0.91 and 0.98
 # (tools/dev_gpu/matmul.sh's grid, this shape added); inward edges took n = 1000 to 0.907 against
-# 0.895 (tools/dev_gpu/matmul_fast.py). At n = 4096 it is 0.87, so the search at tune_n never picks it.
+# 0.895 (a probe, docs/tuning-log.md). At n = 4096 it is 0.87, so the search at tune_n never picks it.
 SMALL_N_SHAPE = dict(bm=64, bn=128, bk=16, wm=32, wn=64, tm=8, tn=8, stages=4, min_blocks=2, inward_edges=1)
 
 
