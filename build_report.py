@@ -573,15 +573,14 @@ def _chapters_measuring(folder: Path) -> tuple[list[str], str]:
     declarations measure a student's copy at (each chapter's ``yours``); (chapters, why not) where
     none does. A folder with nothing to measure is left to the build, which says why."""
     from cudalab.core.submission import check
-    from cudalab.grading.plan import measured_files
+    from cudalab.grading.plan import chapters_measuring, measured_files
 
     kernels = check(folder).kernels
-    measured = measured_files()
-    chapters = sorted({c for name in kernels for c in measured.get(name, [])})
+    chapters = chapters_measuring(kernels)
     if kernels and not chapters:
         return [], (
             f"--kernels: no chapter measures a student's {', '.join(kernels)}; the files a chapter measures: "
-            + ", ".join(measured)
+            + ", ".join(measured_files())
         )
     return chapters, ""
 

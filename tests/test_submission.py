@@ -226,16 +226,50 @@ def test_without_a_gpu_a_submission_compiles_beside_its_reference_and_a_compile_
     assert (ref["status"] == "ok").all() and len(ref) >= 1
 
 
-def test_each_students_kernel_file_belongs_to_the_chapters_that_ask_for_it():
-    """The chapters a submitted file touches are those whose handout asks the student for it."""
+def test_one_rule_picks_the_chapters_that_measure_each_kernel_file():
+    """Every kernel file: the chapters that measure a student's copy are those whose declared points
+    launch it (grading.plan.chapters_measuring), and a chapter whose handout asks for a file is one
+    of them. fw_basic_2d.cu is launched by chapter 04's ladder point as well as by chapter 01, which
+    asks for it: a rule reading the handouts alone gave 01."""
     from cudalab.chapter import catalog, declarations
+    from cudalab.grading.plan import chapter_tasks, chapters_measuring
 
-    assert declarations.chapters_for_kernel("fw_blocked.cu") == ["04_blocking_factor"]
-    assert declarations.chapters_for_kernel("km_01_device_update.cu") == ["06_kmeans_device_update"]
-    assert declarations.chapters_for_kernel("km_07_tensor_scores.cu") == []  # ours, not a student's
+    launched: dict[str, set[str]] = {}
+    for chapter in catalog.discover():
+        for task in chapter_tasks(chapter.id):
+            for name in task.files:
+                launched.setdefault(name, set()).add(chapter.id)
+    for kernel in sorted(p.name for p in KERNELS_DIR.glob("*.cu")):
+        chapters = chapters_measuring([kernel])
+        assert chapters == sorted(launched.get(kernel, ())), kernel
+        asking = [c.id for c in catalog.discover() if kernel in declarations.of(c).handout.kernels]
+        assert set(asking) <= set(chapters), f"{kernel}: a handout asks for it and its chapter does not measure it"
+    assert chapters_measuring(["fw_basic_2d.cu"]) == [
+        "01_block_size",
+        "02_coalescing",
+        "03_shared_memory",
+        "04_blocking_factor",
+    ]
+    assert chapters_measuring(["fw_blocked.cu"]) == ["04_blocking_factor"]
+    assert chapters_measuring(["read_stream.cu"]) == []  # chapter 00 measures no student's file
     for chapter in catalog.discover():
         for kernel in declarations.of(chapter).handout.kernels:
             assert (KERNELS_DIR / kernel).is_file(), f"{chapter.id} asks for {kernel}, which is no kernel file"
+
+
+def test_a_build_with_a_students_kernels_takes_its_chapters_from_the_one_rule(tmp_path):
+    """report.build.run with a submission and no chapters refuses, naming the rule, rather than
+    picking chapters by another one."""
+    from cudalab.core.errors import CudalabError
+    from cudalab.report.build import run
+    from cudalab.report.options import BuildOptions
+
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "fw_basic_2d.cu").write_text((KERNELS_DIR / "fw_basic_2d.cu").read_text())
+    with pytest.raises(CudalabError, match="chapters_measuring"):
+        run("gtx680", BuildOptions(kernels=folder, pdf=False), out=tmp_path / "out", log=lambda *a: None)
+    assert not (tmp_path / "out").exists(), "nothing written"
 
 
 @needs_nvcc

@@ -256,9 +256,3 @@ def ceiling_declared(name: str, notebooks_dir: Path = NOTEBOOKS_DIR) -> Ceiling 
         if found is not None:
             return found
     return None
-
-
-def chapters_for_kernel(name: str, notebooks_dir: Path = NOTEBOOKS_DIR) -> list[str]:
-    """The chapters that ask a student for the kernel file ``name`` (their ``handout.kernels``), in
-    order: where a submitted file is measured and reported (a student's report holds these chapters)."""
-    return [c.id for c in catalog.discover(notebooks_dir) if name in of(c).handout.kernels]

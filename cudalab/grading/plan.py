@@ -149,6 +149,15 @@ def measured_files(notebooks_dir=NOTEBOOKS_DIR) -> dict[str, list[str]]:
     return found
 
 
+def chapters_measuring(kernels: Iterable[str], notebooks_dir=NOTEBOOKS_DIR) -> list[str]:
+    """The one rule for which chapters measure a student's files: those whose declared points
+    (each chapter's ``yours``, built by its point recipe) launch one of ``kernels``, in order.
+    ``build_report.py --kernels`` and every caller of ``report.build.run`` with a submission take
+    their chapters from here (``BuildOptions.measuring``)."""
+    wanted = set(kernels)
+    return sorted({c for name, chapters in measured_files(notebooks_dir).items() if name in wanted for c in chapters})
+
+
 def case_takers(only: Iterable[str] = (), notebooks_dir=NOTEBOOKS_DIR) -> dict[str, tuple[str, str]]:
     """Each chapter (of ``only``, where given) that takes an instructor's hidden inputs -> the
     (suffix, kind) its ``yours`` declares (``--cases``)."""

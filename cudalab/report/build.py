@@ -314,21 +314,17 @@ def _submission(opts: BuildOptions, record: bool) -> Submission | None:
 
 
 def _chapters_for(submission: Submission | None) -> list[str]:
-    """The chapters a student's build runs where ``only`` names none: those whose handouts ask for
-    one of the submitted files (the face passes, as ``--only``, every chapter whose declared points
-    build from one, which it learns from the chapters' point recipes: ``grading.plan``); all
-    chapters without a submission. Where chapters measure, the build adds those whose ceilings
-    they are judged by."""
+    """The chapters a build runs where neither ``only`` nor ``measuring`` names any: all of them
+    without a submission. With one, the chapters that measure its files are grading's to pick
+    (``grading.plan.chapters_measuring``, from the points each chapter's ``yours`` declares), and the
+    caller passes them as ``measuring``: one rule, never a second one here."""
     if submission is None:
         return []
-    asked = sorted({c for name in submission.kernels for c in declarations.chapters_for_kernel(name)})
-    if not asked:
-        known = sorted({k for c in catalog.discover() for k in declarations.of(c).handout.kernels})
-        raise CudalabError(
-            f"--kernels: no chapter asks for {', '.join(submission.kernels)}; the files a chapter measures: "
-            + ", ".join(known)
-        )
-    return asked
+    raise CudalabError(
+        "a build with a student's kernels measures the chapters that launch its files: pass them as "
+        "BuildOptions(measuring=cudalab.grading.plan.chapters_measuring(files)) or --only "
+        "(build_report.py --kernels does so)"
+    )
 
 
 def _pick_recording(request: _Request, opts: BuildOptions) -> None:

@@ -37,10 +37,11 @@ class BuildOptions:
     ``handout``, ``answers``; ``progress_bar`` (a terminal's bar per chapter). Where it runs:
     ``workers`` (a local Dask cluster of that many) or ``scheduler`` (a running one's address).
     A student's kernels: ``kernels`` (a folder of files named as the ``kernels_cu`` files they
-    replace, measured beside the reference in the chapters that ask for them; never recorded),
-    ``measuring`` (the chapters whose declared points build from one of its files, as the face
-    reads them from the chapters' point recipes: run where ``only`` names none, so that ``only``
-    is always what the command line asked for), ``point_limit`` and ``submission_limit`` (seconds
+    replace, measured beside the reference in the chapters that launch them; never recorded),
+    ``measuring`` (the chapters whose declared points launch one of its files, as
+    ``grading.plan.chapters_measuring`` reads them from the chapters' point recipes: run where
+    ``only`` names none, so that ``only`` is always what the command line asked for; a build with
+    ``kernels`` needs one of the two), ``point_limit`` and ``submission_limit`` (seconds
     before their process is stopped)."""
 
     only: tuple[str, ...] = ()

@@ -290,7 +290,7 @@ def _submission(submission: dict[str, Any] | None) -> str:
     return (
         f"<div class='cudalab-yours'><h2>Your kernels</h2><p>From the folder <code>{html.escape(submission.get('folder', ''))}"
         "</code>: each file below stands in for the project's file of the same name in this build only, measured "
-        "beside the reference in each chapter that asks for it (its section <i>Your kernels beside the "
+        "beside the reference in each chapter whose points launch it (its section <i>Your kernels beside the "
         "reference</i>), in a process of its own, and checked as the reference is.</p>"
         f"<table><tr><th>file</th><th>sha256</th></tr>{files}</table>"
         + (f"<p><b>Refused</b> (not compiled):</p><ul>{refused}</ul>" if refused else "")
