@@ -124,9 +124,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--gpu",
         metavar="NAME|PATH[,...]",
         default="auto",
-        help="GPU profile: a name from params/ or a path to a YAML file "
-        "(default: the detected GPU's profile; without a GPU, gtx680); several, comma-separated: one "
-        "report per profile in --out/<profile>/ and an index.html linking them",
+        help="GPU profile: a name from params/ or a path to a YAML file (default 'auto': the detected GPU's "
+        "profile; without a GPU, gtx680). What it picks depends on the job: a report (and --kernels, "
+        "--record, --handout) is built with that profile's grid, lab GPU and published numbers; several, "
+        "comma-separated: one report per profile in --out/<profile>/ and an index.html linking them. "
+        "With --grade, one profile: without a GPU here, the submissions compile for the GPU it is sized "
+        "for (its gpu: compute_capability). With --compare, one profile: only its recordings are compared",
     )
     parser.add_argument(
         "--only", nargs="+", metavar="CHAPTER", help="only these chapters, by number (01) or name (01_block_size)"
@@ -613,10 +616,11 @@ def _grade(args: argparse.Namespace) -> int:
             found = cases.check_folder(args.cases, plan.case_takers(args.only or ()))
             _log("hidden cases: " + ", ".join(f"{n} for {chapter}" for chapter, n in found.items() if n))
         out = args.out  # absolute (``_absolute``): the submissions' processes run in folders of their own
+        arch = grade.arch_for(_one_profile(args, "--grade"))
         options = grade.GradeOptions(
             submissions=args.grade,
             out=pages.prepare(out),
-            arch=grade.arch_for(None if args.gpu == "auto" else args.gpu),
+            arch=arch,
             only=tuple(args.only or ()),
             limits=isolate.Limits(args.point_limit or 1e9, args.submission_limit or 1e9),
             workers=args.workers,
@@ -638,6 +642,16 @@ def _grade(args: argparse.Namespace) -> int:
     return 1 if graded.failures else 0
 
 
+def _one_profile(args: argparse.Namespace, job: str) -> str | None:
+    """``--gpu`` where a job takes one profile (``--grade``, ``--compare``): None for "auto" (the job
+    decides: the present GPU, every recording); a list is a ``CudalabError`` naming the job."""
+    if args.gpu == "auto":
+        return None
+    if "," in args.gpu:
+        raise CudalabError(f"{job} takes one profile with --gpu, not a list ({args.gpu})")
+    return args.gpu
+
+
 def _compare(args: argparse.Namespace, command: str) -> int:
     """``--compare``: the comparison report; a bad source (missing, single, nothing in common) is
     one line and exit status 2, with nothing written."""
@@ -647,7 +661,7 @@ def _compare(args: argparse.Namespace, command: str) -> int:
         lambda: compare(
             args.compare,
             options(args),
-            profile=None if args.gpu == "auto" else args.gpu,
+            profile=_one_profile(args, "--compare"),
             out=args.out,
             command=command,
             log=_log,

@@ -35,6 +35,9 @@ def test_help_explains():
     assert proc.returncode == 0
     for word in ("--gpu", "--only", "--out", "--quick", "--record", "replay", "gtx680", "h100"):
         assert word in proc.stdout
+    said = " ".join(proc.stdout.split())
+    # --gpu means one thing per job, and its help says which
+    assert "With --grade, one profile" in said and "With --compare, one profile" in said
 
 
 def test_unknown_profile_is_a_clear_error(tmp_path):

@@ -262,10 +262,13 @@ def test_every_chapter_that_measures_a_students_file_declares_points_built_from_
         (["--cases", "{empty}"], "give --grade SUBMISSIONS too"),
         (["--grade", "{empty}", "--kernels", "{empty}"], "takes none of --kernels"),
         (["--grade", "{empty}", "--record"], "takes none of"),
+        (["--grade", "{class}", "--gpu", "h100,gtx680"], "--grade takes one profile with --gpu"),
     ],
 )
 def test_a_bad_grading_request_is_one_line_and_exit_status_2(tmp_path, args, says):
     (tmp_path / "empty").mkdir()
+    (tmp_path / "class" / "a_student").mkdir(parents=True)
+    args = [a.replace("{class}", str(tmp_path / "class")) for a in args]
     argv = [a.replace("{empty}", str(tmp_path / "empty")) for a in args]
     proc = subprocess.run(
         [sys.executable, "build_report.py", *argv, "--out", str(tmp_path / "o")],
