@@ -150,8 +150,13 @@ def test_k_outside_1_to_n_is_refused(k, message):
 
 
 def test_random_and_bit_flipped_binary_files_get_a_clean_answer(tmp_path):
+    """Truncated and bit-flipped files: a clean CaseFormatError, or finite points of the right shape.
+    Both outcomes are counted: a reader that refused every file (the bug this catches, with one
+    that let a NaN or a wrong shape through) would pass the loop alone."""
     rng = np.random.default_rng(0)
     good = _binary(tmp_path, (20, 3), rng.uniform(-1, 1, 60), "good.bin").read_bytes()
+    assert files.read(tmp_path / "good.bin", binary=True).shape == (20, 3)
+    accepted = refused = 0
     for trial in range(200):
         data = bytearray(good)
         if trial % 3 == 0:
@@ -165,8 +170,11 @@ def test_random_and_bit_flipped_binary_files_get_a_clean_answer(tmp_path):
         try:
             points = files.read(path, binary=True)
         except CaseFormatError:
+            refused += 1
             continue
+        accepted += 1
         assert np.isfinite(points).all() and points.shape == (20, 3)
+    assert accepted >= 40 and refused >= 40, (accepted, refused)
 
 
 def run_face(*args):
@@ -199,7 +207,9 @@ def test_the_command_refuses_bad_requests_without_a_traceback(tmp_path):
         proc = run_face("-i", str(tmp_path / "p.bin"), *args, "--cpu")
         assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     proc = run_face("-i", str(tmp_path / "p.bin.membership"), "-n", "2", "-o", str(tmp_path / "p.bin"), "--cpu")
-    assert proc.returncode == 2 and ("no such file" in proc.stderr or "is the input" in proc.stderr), proc.stderr
+    assert proc.returncode == 2 and proc.stderr == f"error: {tmp_path / 'p.bin.membership'}: no such file\n", (
+        proc.stderr
+    )
     proc = run_face("-i", str(tmp_path), "-n", "2", "--cpu")
     assert proc.returncode == 2 and "a folder, not a file" in proc.stderr and "Traceback" not in proc.stderr
 

@@ -3,7 +3,8 @@ family's module with the explorer's recipe, a notebook, its declarations and its
 file of its own) is copied into a copy of the checkout, where no existing file is edited. Without a
 GPU, from a small recording that the test makes through the recording API (``record_tables``), the
 report contains the chapter, ``--compare`` draws its declared figure, and the explorer takes its
-recipe. ARCHITECTURE.md's "Adding a chapter" names every kind of file involved."""
+recipe; a student's copy of its kernel goes through ``--kernels`` and ``--grade`` (its ``yours:``
+declaration). ARCHITECTURE.md's "Adding a chapter" names every kind of file involved."""
 
 import json
 import os
@@ -127,6 +128,49 @@ def test_the_explorer_takes_the_new_chapters_recipe(checkout):
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "explorer ok" in proc.stdout
+
+
+needs_nvcc = pytest.mark.skipif(
+    shutil.which("nvcc") is None and not os.path.exists("/usr/local/cuda/bin/nvcc"), reason="nvcc"
+)
+
+
+def _students(root, **bodies: str):
+    """A folder per student, each holding its copy of the toy kernel with ``y[i] = a * x[i]`` as given."""
+    kernel = (TOY / "kernels_cu" / "toy_07_scale.cu").read_text()
+    assert "y[i] = a * x[i];" in kernel
+    for name, line in bodies.items():
+        (root / name).mkdir(parents=True)
+        (root / name / "toy_07_scale.cu").write_text(kernel.replace("y[i] = a * x[i];", line))
+    return root
+
+
+@needs_nvcc
+def test_a_students_kernel_goes_through_the_new_chapter_without_a_gpu(checkout, tmp_path):
+    """The chapter's ``yours:`` declaration is all it takes: --kernels picks chapter 07 for a copy of
+    its kernel (the one rule: the chapter whose points launch the file), compiles it beside the
+    reference at the declared point, and the report shows the chapter's section."""
+    mine = _students(tmp_path, mine="y[i] = x[i] * a;") / "mine"
+    out = checkout / "build" / "yours"
+    proc = _python(checkout, "", "build_report.py", "--kernels", str(mine), "--format", "html", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "your toy_07_scale.cu in 07_toy_scale: compiled only" in proc.stderr
+    assert f"1 chapter(s) -> {out}" in proc.stderr, "only the chapter that launches the file"
+    html = (out / "report.html").read_text()
+    assert "Your kernels beside the reference" in html and "toy_07_scale.cu" in html
+
+
+@needs_nvcc
+def test_the_new_chapter_is_graded_without_a_gpu(checkout, tmp_path):
+    """--grade takes the new chapter's students: the compiler's verdict per student, a scoreboard."""
+    klass = _students(tmp_path / "class", a_copy="y[i] = x[i] * a;", b_broken="y[i] = x[i] * b;")
+    out = tmp_path / "graded"
+    proc = _python(checkout, "", "build_report.py", "--grade", str(klass), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = {line.split(",")[0]: line for line in (out / "scoreboard.csv").read_text().splitlines()[1:]}
+    assert set(rows) == {"a_copy", "b_broken"}
+    assert ",07_toy_scale,toy_07_scale.cu," in rows["a_copy"] and ",compiled only," in rows["a_copy"]
+    assert ",does not compile," in rows["b_broken"] and 'identifier ""b"" is undefined' in rows["b_broken"]
 
 
 def test_architecture_names_every_file_a_new_chapter_adds():

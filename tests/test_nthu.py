@@ -225,7 +225,9 @@ def test_a_huge_v_is_refused_with_the_memory_it_needs(tmp_path, capsys):
 
 
 def test_fuzzed_files_get_a_clean_error_or_a_correct_parse(rng):
-    """Random, truncated and bit-flipped files: CaseFormatError, or a parse that round-trips."""
+    """Random, truncated and bit-flipped files: CaseFormatError, or a parse that round-trips. Both
+    outcomes are counted: a parser that refused every file (the bug this catches, with one that
+    accepted an edge out of range) would pass the loop alone."""
     v, edges = 40, generate_case(40, 0.1, seed=2)
     good = raw(v, len(edges)) + np.asarray(edges, dtype="<i4").tobytes()
     cases = [bytes(rng.integers(0, 256, int(rng.integers(0, 200)), dtype=np.uint8)) for _ in range(200)]
@@ -235,11 +237,15 @@ def test_fuzzed_files_get_a_clean_error_or_a_correct_parse(rng):
         i = int(rng.integers(0, len(flipped)))
         flipped[i] ^= 1 << int(rng.integers(0, 8))
         cases.append(bytes(flipped))
+    assert parse_case(good)[0] == v
+    accepted = refused = 0
     for data in cases:
         try:
             pv, pe = parse_case(data)
         except CaseFormatError:
+            refused += 1
             continue
+        accepted += 1
         assert raw(pv, len(pe)) + np.asarray(pe, dtype="<i4").tobytes() == data, "a parse must be the file, exactly"
         assert (
             (pe[:, :2] >= 0).all()
@@ -247,6 +253,7 @@ def test_fuzzed_files_get_a_clean_error_or_a_correct_parse(rng):
             and (pe[:, 2] >= 0).all()
             and (pe[:, 2] < UNREACHABLE).all()
         )
+    assert accepted >= 100 and refused >= 300, (accepted, refused)
 
 
 def test_fuzzed_outputs_get_a_clean_error_or_the_right_size(tmp_path, rng):

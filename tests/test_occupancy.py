@@ -398,7 +398,7 @@ def test_every_launch_of_every_chapter_compiles_and_gets_an_occupancy(chapter):
     assert occ["limited_by"].notna().all() and occ["limited_by"].str.len().gt(0).all()
     assert occ[["registers_per_thread", "blocks_per_sm", "occupancy_fraction"]].notna().all().all()
     assert occ["registers_per_thread"].gt(0).all()
-    assert any("sm_75" in n or "oldest" in n for n in notes), "cc 3.0 takes its registers from the oldest architecture"
+    assert notes[0].startswith("registers and shared memory from sm_75, the oldest architecture CUDA"), notes
 
 
 def test_per_k_launch_is_what_each_recipe_launches():
@@ -752,6 +752,9 @@ def test_compile_ahead_asks_nvcc_only_for_the_other_architectures(monkeypatch):
 
 
 def test_prefetch_skips_the_builds_loaded_on_the_gpu_present(monkeypatch):
+    """Which builds _prefetch hands the compiler: the other GPUs' only. The deliberate bugs this
+    catches: compiling the present GPU's loaded build again (its ``loaded_usage`` test dropped), or
+    skipping another GPU's build; what nvcc reports is tested where it compiles (above)."""
     from cudalab.toolchain import occupancy_report
 
     asked = []
@@ -819,13 +822,36 @@ def test_on_a_gpu_a_chapters_precompile_leaves_its_own_architecture_nothing_for_
 
 @needs_nvcc
 def test_compile_ahead_leaves_a_failing_build_to_its_first_use(monkeypatch, tmp_path):
+    """A build that does not compile is compiled (by nvcc, for the lab GPU's table), fails, and is
+    left for its first use to report; compile_ahead returns. The deliberate bug this catches:
+    compile_ahead letting the compiler's error out (its ``except CudalabError`` removed), which
+    would stop the chapter before any point, the good ones included."""
     from cudalab.chapter import occupancy as chapter_occupancy
     from cudalab.core import kernels
+    from cudalab.core.errors import CudalabError
+    from cudalab.toolchain import nvcc, occupancy_report
 
     monkeypatch.setenv("CUDALAB_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(kernels, "precompile", lambda builds: len(list(builds)))
+    handed, failed = [], []
+    real = nvcc.kernel_resources_for_cc
+
+    def compiled(file, key, options):
+        try:
+            return real(file, key, options)
+        except CudalabError as exc:
+            failed.append((file, key, str(exc)))
+            raise
+
+    monkeypatch.setattr(nvcc, "kernel_resources_for_cc", compiled)
+    monkeypatch.setattr(kernels, "precompile", lambda builds: handed.extend(builds) or len(handed))
+    monkeypatch.setattr(occupancy_report, "present_key", lambda: None)
     broken = Launch("mm_01_shared_tile.cu", "mm_shared_tile", Dim3.of(16), options=("-DTILE=not_a_number",))
     assert chapter_occupancy.compile_ahead([broken], {"H100 (this run)": "9.0", "odd": "x.y"}) == 1
+    assert handed == [broken.build], "this GPU's build is handed to NVRTC's precompile"
+    assert [(f, k) for f, k, _ in failed] == [("mm_01_shared_tile.cu", "9.0")], "nvcc compiled it, and it failed"
+    assert "not_a_number" in failed[0][2]
+    with pytest.raises(CudalabError):  # its first use says why, as the chapter shows it
+        real("mm_01_shared_tile.cu", "9.0", broken.options)
 
 
 def test_one_gpus_table_names_it_in_the_caption_and_each_note_goes_to_the_gpu_it_concerns():
@@ -858,7 +884,9 @@ def test_one_gpus_table_names_it_in_the_caption_and_each_note_goes_to_the_gpu_it
 
 def test_compile_ahead_warms_the_checks_kernels_on_the_callers_gpu_beside_the_builds(monkeypatch):
     # CuPy's kernels for core.check's checks compile in the precompile's pool, on the device the
-    # chapter uses; without a device nothing is warmed
+    # chapter uses; without a device nothing is warmed. The deliberate bugs this catches: warming on
+    # another device than the chapter's, or asking for a device where there is none. That the warm-up
+    # compiles CuPy's kernel is a GPU test's (test_gpu_warm_checks.py)
     from cudalab.chapter import occupancy as chapter_occupancy
     from cudalab.core import kernels
     from cudalab.toolchain import occupancy_report

@@ -187,7 +187,8 @@ def compile_ahead(launches: Iterable[Launch], gpus: Mapping[str, str]) -> int:
         pending = [pool.submit(warm_checks, device)] if device is not None else []
         pending += [pool.submit(report, job) for job in reports]
         precompile(builds)
-        wait(pending)
+        for done in wait(pending).done:
+            done.result()  # a compiler's error is left for the build's first use; anything else is a bug
     return len(builds)
 
 

@@ -157,82 +157,21 @@ def _misfits(task: plan.ChapterTask, staged: Path) -> dict[str, dict[str, str]]:
 # ---- each graded point's launches, known without a GPU
 
 
-def _fw_block_size(point: dict[str, Any], cc: str) -> list:
-    from cudalab.labs.fw import per_k
-
-    return [per_k.launch("basic", int(point["block_edge"]))]
-
-
-def _fw_coalescing(point: dict[str, Any], cc: str) -> list:
-    from cudalab.labs.fw import per_k
-
-    t, s = int(point["threads_per_block"]), int(point["segment_size"])
-    return [per_k.launch("coalesced", t)] if point["kernel"] == "coalesced" else [per_k.launch("segment", s, t)]
-
-
-def _fw_shared(point: dict[str, Any], cc: str) -> list:
-    from cudalab.labs.fw import per_k
-    from cudalab.labs.fw.points import _SHARED_RECIPES
-
-    recipe, b = _SHARED_RECIPES[point["kernel"]][0], int(point["block"])
-    return (
-        [per_k.launch("basic", b)]
-        if recipe == "basic"
-        else [per_k.launch(recipe, b, published=bool(point["published"]))]
-    )
-
-
-def _fw_blocked(point: dict[str, Any], cc: str) -> list:
-    from cudalab.labs.fw.blocked.point import blocked_variant
-
-    return list(blocked_variant(point)[1])
-
-
-def _vecmax(point: dict[str, Any], cc: str) -> list:
-    from cudalab.labs import vecmax
-
-    return [vecmax.launch(str(point["kernel"]), int(point["threads_per_block"]), int(point["blocks"]))]
-
-
-def _footprint(point: dict[str, Any], cc: str) -> list:
-    from cudalab.labs import matmul
-
-    return [matmul.footprint(int(point["block_x"]), int(point["footprint"])).launch(int(point["n"]))]
-
-
-def _kmeans(point: dict[str, Any], cc: str) -> list:
-    from cudalab.core.occupancy import sm_limits
-    from cudalab.labs.kmeans import gpu
-
-    optin = sm_limits(cc).max_shared_per_block  # the shared memory a block may opt in to on the GPU of cc
-    n, d, k = int(point["n"]), int(point["d"]), int(point["k"])
-    return list(gpu.stage_launches(str(point["variant"]), n, d, k, optin=optin).values())
-
-
-# Each point recipe (as a chapter's ``yours.recipe`` names it) -> the launches of one of its points on
-# the GPU of a compute capability, built by the family's own launch recipes without compiling: what
-# the point's measurement launches, each with its build options (-DBF=32), block and dynamic shared
-# memory. A recipe with a ``launches(point)`` of its own is asked first; one in neither is compiled
-# with the file's defaults.
-POINT_LAUNCHES = {
-    "cudalab.labs.fw.points:BLOCK_SIZE": _fw_block_size,
-    "cudalab.labs.fw.points:COALESCING": _fw_coalescing,
-    "cudalab.labs.fw.points:SHARED_MEMORY": _fw_shared,
-    "cudalab.labs.fw.blocked.point:POINT": _fw_blocked,
-    "cudalab.labs.vecmax_point:VECMAX_POINT": _vecmax,
-    "cudalab.labs.matmul:FOOTPRINT_POINT": _footprint,
-    "cudalab.labs.kmeans.point:POINT": _kmeans,
-}
-
-
-def point_launches(recipe: str, point: dict[str, Any], cc: str) -> list:
-    """The ``core.launch.Launch``es one point of ``recipe`` makes on the GPU of compute capability
-    ``cc``; empty where they cannot be known (then the file builds with its defaults)."""
+def point_launches(yours: Any, point: dict[str, Any], cc: str) -> list:
+    """The ``core.launch.Launch``es one point of a chapter's ``yours`` declaration makes on the GPU of
+    compute capability ``cc``, as its family's checks kit builds them (``labs.checks.Checks.launches``)
+    or, without one, its point recipe (a ``launches(point)`` of its own); empty where they cannot be
+    known (then the file builds with its defaults)."""
     from cudalab.core.errors import CudalabError
+    from cudalab.grading.trials import kit_of
 
-    own = getattr(plan.recipe_of(recipe), "launches", None)
-    make = (lambda p, _cc: own(p)) if callable(own) else POINT_LAUNCHES.get(recipe)
-    if make is None:
+    kit = kit_of(yours.checks.kit) if yours.checks is not None else None
+    own = getattr(plan.recipe_of(yours.recipe), "launches", None)
+    if kit is not None and kit.launches is not None:
+        make = kit.launches
+    elif callable(own):
+        make = lambda p, _cc: own(p)  # noqa: E731
+    else:
         return []
     try:
         return list(make(dict(point), cc))
@@ -250,7 +189,7 @@ def point_builds(tasks: list[plan.ChapterTask], cc: str) -> dict[str, list]:
     found: dict[str, list] = {}
     for task in tasks:
         for point, file in task.points:
-            launches = tuple(x for x in point_launches(task.yours.recipe, point, key) if Path(x.file).name == file)
+            launches = tuple(x for x in point_launches(task.yours, point, key) if Path(x.file).name == file)
             found.setdefault(file, []).append(PointBuild(plan.point_label(point), launches))
     return found
 

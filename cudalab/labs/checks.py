@@ -74,7 +74,10 @@ class Checks:
     is right. ``small(point)``: the point at a size of two or three of its tiles, where
     compute-sanitizer runs its kernels (slow: 10-100x). ``input_axes``: the point's axes that decide
     its inputs (empty: all of them), so that kernels measured at the same sizes share their inputs
-    and the grader computes each answer once.
+    and the grader computes each answer once. ``launches(point, cc)``: the ``core.launch.Launch``es
+    the point makes on the GPU of compute capability ``cc``, built by the family's own launch recipes
+    without compiling or a GPU: the builds (``-DBF=32``), blocks and dynamic shared memory a grade
+    without a GPU compiles and reports (none: the file compiles with its defaults).
 
     ``Trial.run`` must only enqueue work, never wait for it: the timing may hold the stream behind a
     spin so that the host's dispatch never lands inside a timed region."""
@@ -86,6 +89,7 @@ class Checks:
     verdict: Callable[[Point, dict[str, Any], dict[str, Any], Any], str]
     small: Callable[[Point], Point]
     input_axes: tuple[str, ...] = ()
+    launches: Callable[[Point, str], list] | None = None
 
     def draw(self, kind: str, point: Point, seed: int) -> Any:
         """The input of ``kind`` at ``point`` for ``seed``, as both processes draw it."""

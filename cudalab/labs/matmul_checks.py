@@ -218,7 +218,21 @@ def _trial(point: Point, kernel_file: str | None, params: dict[str, Any]) -> Mat
     return MatmulTrial(point, kernel_file)
 
 
+def launches(point: Point, cc: str) -> list:
+    """The point's one launch (its block width and footprint at its n), known without a GPU."""
+    from cudalab.labs import matmul
+
+    return [matmul.footprint(int(point["block_x"]), int(point["footprint"])).launch(int(point["n"]))]
+
+
 # Chapter 05's footprint points (labs.matmul.FOOTPRINT_POINT).
 FOOTPRINT = Checks(
-    timed="uniform", kinds=KINDS, trial=_trial, expected=expected, verdict=verdict, small=small, input_axes=("n",)
+    timed="uniform",
+    kinds=KINDS,
+    trial=_trial,
+    expected=expected,
+    verdict=verdict,
+    small=small,
+    input_axes=("n",),
+    launches=launches,
 )

@@ -240,7 +240,21 @@ def _trial(point: Point, kernel_file: str | None, params: dict[str, Any]) -> Vec
     return VecmaxTrial(point, kernel_file)
 
 
+def launches(point: Point, cc: str) -> list:
+    """The point's one launch (its kernel, threads per block and blocks), known without a GPU."""
+    from cudalab.labs import vecmax
+
+    return [vecmax.launch(str(point["kernel"]), int(point["threads_per_block"]), int(point["blocks"]))]
+
+
 # Chapter 02's vecMax points (labs.vecmax_point.VECMAX_POINT).
 VECMAX = Checks(
-    timed="uniform", kinds=KINDS, trial=_trial, expected=expected, verdict=verdict, small=small, input_axes=("n",)
+    timed="uniform",
+    kinds=KINDS,
+    trial=_trial,
+    expected=expected,
+    verdict=verdict,
+    small=small,
+    input_axes=("n",),
+    launches=launches,
 )

@@ -159,8 +159,11 @@ def tile(point: Point) -> int:
     return 32
 
 
-def kit(variant_of: Callable[[Point, str | None], tuple[Any, list]]) -> Checks:
-    """The checks of a Floyd-Warshall point whose kernel ``variant_of(point, kernel_file)`` builds."""
+def kit(
+    variant_of: Callable[[Point, str | None], tuple[Any, list]], launches_of: Callable[[Point, str], list]
+) -> Checks:
+    """The checks of a Floyd-Warshall point whose kernel ``variant_of(point, kernel_file)`` builds
+    (on a GPU), and whose launches ``launches_of(point, cc)`` lists without one."""
 
     def trial(point: Point, kernel_file: str | None, params: dict[str, Any]) -> FwTrial:
         variant, _ = variant_of(point, kernel_file)
@@ -174,6 +177,7 @@ def kit(variant_of: Callable[[Point, str | None], tuple[Any, list]]) -> Checks:
         verdict=verdict,
         small=lambda p: {**p, "n": 3 * tile(p)},
         input_axes=("n",),
+        launches=launches_of,
     )
 
 
@@ -192,7 +196,37 @@ def _blocked(point: Point, kernel_file: str | Path | None) -> tuple[Any, list]:
     return blocked_variant(point, kernel_file)
 
 
-BLOCK_SIZE = kit(_per_k("block_size_variant"))  # chapter 01's basic kernel (and 02's, 04's baseline)
-COALESCING = kit(_per_k("coalescing_variant"))  # chapter 02's row-order kernels
-SHARED_MEMORY = kit(_per_k("shared_variant"))  # chapter 03's shared-memory kernels
-BLOCKED = kit(_blocked)  # chapter 04's blocked kernels
+# ---- each point's launches, known without a GPU (a grade's compile-only builds)
+
+
+def _block_size_launches(point: Point, cc: str) -> list:
+    from cudalab.labs.fw import per_k
+
+    return [per_k.launch("basic", int(point["block_edge"]))]
+
+
+def _coalescing_launches(point: Point, cc: str) -> list:
+    from cudalab.labs.fw import per_k
+
+    t, s = int(point["threads_per_block"]), int(point["segment_size"])
+    return [per_k.launch("coalesced", t)] if point["kernel"] == "coalesced" else [per_k.launch("segment", s, t)]
+
+
+def _shared_launches(point: Point, cc: str) -> list:
+    from cudalab.labs.fw import per_k
+    from cudalab.labs.fw.points import _SHARED_RECIPES
+
+    recipe, b = _SHARED_RECIPES[point["kernel"]][0], int(point["block"])
+    if recipe == "basic":
+        return [per_k.launch("basic", b)]
+    return [per_k.launch(recipe, b, published=bool(point["published"]))]
+
+
+def _blocked_launches(point: Point, cc: str) -> list:
+    return list(_blocked(point, None)[1])
+
+
+BLOCK_SIZE = kit(_per_k("block_size_variant"), _block_size_launches)  # chapter 01's basic kernel (02's, 04's)
+COALESCING = kit(_per_k("coalescing_variant"), _coalescing_launches)  # chapter 02's row-order kernels
+SHARED_MEMORY = kit(_per_k("shared_variant"), _shared_launches)  # chapter 03's shared-memory kernels
+BLOCKED = kit(_blocked, _blocked_launches)  # chapter 04's blocked kernels

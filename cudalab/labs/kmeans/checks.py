@@ -368,6 +368,17 @@ def small(point: Point) -> Point:
     return {**point, "n": max(3 * 256 + 37, 2 * int(point["k"]))}
 
 
+def launches(point: Point, cc: str) -> list:
+    """The launches of one iteration of the point's variant on the GPU of ``cc``: its stages, each
+    sized for the shared memory a block may opt in to there. Known without a GPU."""
+    from cudalab.core.occupancy import sm_limits
+    from cudalab.labs.kmeans import gpu
+
+    optin = sm_limits(cc).max_shared_per_block
+    n, d, k = int(point["n"]), int(point["d"]), int(point["k"])
+    return list(gpu.stage_launches(str(point["variant"]), n, d, k, optin=optin).values())
+
+
 # Chapter 06's points (labs.kmeans.point.POINT): one iteration of a variant.
 POINT = Checks(
     timed="blobs",
@@ -377,4 +388,5 @@ POINT = Checks(
     verdict=verdict,
     small=small,
     input_axes=("n", "d", "k"),
+    launches=launches,
 )
