@@ -20,6 +20,7 @@ from typing import Any
 
 from cudalab.chapter.profiles import available_profiles
 from cudalab.core.errors import CudalabError
+from cudalab.core.limits import POINT_LIMIT_S, SUBMISSION_LIMIT_S
 from cudalab.core.paths import RESULTS_DIR
 from cudalab.report.options import BuildOptions
 
@@ -262,17 +263,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     yours.add_argument(
         "--point-limit",
         type=_seconds,
-        default=30.0,
+        default=POINT_LIMIT_S,
         metavar="SECONDS",
         help="with --kernels/--grade: stop a submission's process when one point (its compile, launches and "
-        "check) runs longer than this, and mark it timed out (default: 30)",
+        f"check) runs longer than this, and mark it timed out (default: {POINT_LIMIT_S:g})",
     )
     yours.add_argument(
         "--submission-limit",
         type=_seconds,
-        default=300.0,
+        default=SUBMISSION_LIMIT_S,
         metavar="SECONDS",
-        help="with --kernels/--grade: the wall-clock limit for one submission's points in one chapter (default: 300)",
+        help="with --kernels/--grade: the wall-clock limit for one submission's points in one chapter "
+        f"(default: {SUBMISSION_LIMIT_S:g})",
     )
     parser.add_argument("--fail-fast", action="store_true", help="stop at the first chapter that fails")
     parser.add_argument("--debug", action="store_true", help="show the traceback of an unexpected error")

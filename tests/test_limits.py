@@ -431,3 +431,21 @@ def test_a_dropped_worker_touches_only_its_own_folder_and_its_answers_come_back(
     assert seen["uid"] == account.uid and seen["files"] == ["fw_blocked.cu"]
     assert (answers / "0.out").read_text() == "answer" and not (answers / "leak.out").exists()
     assert (answers / "0.out").stat().st_uid == os.getuid(), "the grader's copy, not the worker's file"
+
+
+def test_every_limit_is_defaulted_in_one_place():
+    """The per-point, per-submission and compile limits: the command line, BuildOptions, the
+    isolated worker's Limits and the compiler all take core.limits's defaults (three different
+    per-point defaults, 30, 30 and 60 s, lived in three files before)."""
+    import build_report
+    from cudalab.core import limits
+    from cudalab.grading.isolate import Limits
+    from cudalab.report.options import BuildOptions
+    from cudalab.toolchain import compile_only
+
+    args = build_report.parse_args([])
+    assert (args.point_limit, args.submission_limit) == (limits.POINT_LIMIT_S, limits.SUBMISSION_LIMIT_S)
+    options = BuildOptions()
+    assert (options.point_limit, options.submission_limit) == (limits.POINT_LIMIT_S, limits.SUBMISSION_LIMIT_S)
+    assert (Limits().point, Limits().submission) == (limits.POINT_LIMIT_S, limits.SUBMISSION_LIMIT_S)
+    assert compile_only.COMPILE_LIMIT_S == limits.COMPILER.wall_s == limits.COMPILE_LIMIT_S

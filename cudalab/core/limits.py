@@ -64,11 +64,19 @@ class ProcessLimits:
 
 CPU_GRACE_S = 5  # between SIGXCPU (which a process may catch) and SIGKILL
 
+# The wall-clock limits on a student's code, each defaulted here and only here (the command line's
+# --point-limit and --submission-limit, report.options.BuildOptions and grading.isolate.Limits
+# read them): one point (its compile, launches and checks in the submission's process), one
+# submission's points in one chapter, and one compile of a submitted file (COMPILER.wall_s).
+POINT_LIMIT_S = 30.0
+SUBMISSION_LIMIT_S = 300.0
+COMPILE_LIMIT_S = 120.0
+
 # nvcc on one submitted file. The project's heaviest kernel file compiles in 3 s of CPU within 256 MiB
 # of address space per process; a file seen to take 2.8 GB and 120 s is a bomb, and graded eight at
 # a time the class must still be graded: each compiler process stops at 2 GiB and 120 s.
 COMPILER = ProcessLimits(
-    wall_s=120.0,
+    wall_s=COMPILE_LIMIT_S,
     cpu_s=120.0,
     address_space_bytes=2 * GiB,
     file_bytes=256 * MiB,  # a cubin, PTX or a preprocessed file; the project's are under 10 MiB

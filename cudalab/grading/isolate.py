@@ -45,8 +45,8 @@ class Limits:
     resource limits (``core.limits.WORKER``; its CPU time, where unset, twice ``submission`` and a
     minute, its memory half the host's)."""
 
-    point: float = 60.0
-    submission: float = 300.0
+    point: float = L.POINT_LIMIT_S
+    submission: float = L.SUBMISSION_LIMIT_S
     process: L.ProcessLimits = field(default=L.WORKER)
 
     def resources(self) -> L.ProcessLimits:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cudalab.core.errors import CudalabError
+from cudalab.core.limits import POINT_LIMIT_S, SUBMISSION_LIMIT_S
 from cudalab.core.paths import RESULTS_DIR
 
 Log = Callable[[str], None]
@@ -62,8 +63,8 @@ class BuildOptions:
     scheduler: str | None = None
     kernels: Path | None = None
     measuring: tuple[str, ...] = ()
-    point_limit: float = 30.0
-    submission_limit: float = 300.0
+    point_limit: float = POINT_LIMIT_S
+    submission_limit: float = SUBMISSION_LIMIT_S
     seed: int | None = None  # --kernels: the check inputs' seed (None: a fresh one, recorded)
 
     def __post_init__(self) -> None:

@@ -45,9 +45,9 @@ from cudalab.toolchain.sass import parse_sass
 
 YOURS, REFERENCE = "yours", "reference"
 LIMITS = L.COMPILER  # what one compiler process may take (core/limits.py: the defaults, documented)
-# The wall-clock limit (LIMITS.wall_s), the one a caller may lower alone: a student's file is
-# untrusted, a template that never ends compiling must not hold the grader.
-COMPILE_LIMIT_S = LIMITS.wall_s
+# The wall-clock limit (core.limits.COMPILE_LIMIT_S), the one a caller may lower alone: a student's
+# file is untrusted, a template that never ends compiling must not hold the grader.
+COMPILE_LIMIT_S = L.COMPILE_LIMIT_S
 TIMINGS_NEED_A_GPU = "compiled only: its timings need a GPU (run the same command on a GPU host)"
 
 
