@@ -604,35 +604,20 @@ def _clash(args: argparse.Namespace) -> str:
 def _grade(args: argparse.Namespace) -> int:
     """``--grade``: a class graded into --out; 0 when every submission was graded (whatever their
     results), 2 for a bad request (one line, before any work), 1 if the grader failed."""
-    from cudalab.grading import grade, isolate, pages
+    from cudalab.grading import grade, isolate
 
-    def run() -> dict:
-        students = grade.students(args.grade)  # a bad folder: one line, before any work
-        if args.cases is not None and not args.cases.is_dir():
-            raise CudalabError(
-                f"--cases {args.cases}: not a folder (give a folder of case files, e.g. NTHU *.in graphs)"
-            )
-        if args.cases is not None:  # each case read as its chapter reads it: a bad one is one line, now
-            from cudalab.grading import cases, plan
-
-            found = cases.check_folder(args.cases, plan.case_takers(args.only or ()))
-            _log("hidden cases: " + ", ".join(f"{n} for {chapter}" for chapter, n in found.items() if n))
-        out = args.out  # absolute (``_absolute``): the submissions' processes run in folders of their own
-        arch = grade.arch_for(_one_profile(args, "--grade"))
+    def run() -> tuple[grade.Graded, dict[str, Path]]:
         options = grade.GradeOptions(
             submissions=args.grade,
-            out=pages.prepare(out),
-            arch=arch,
+            out=args.out,  # absolute (``_absolute``): the submissions' processes run in folders of their own
+            arch=grade.arch_for(_one_profile(args, "--grade")),
             only=tuple(args.only or ()),
             limits=isolate.Limits(args.point_limit or 1e9, args.submission_limit or 1e9),
             workers=args.workers,
             cases=args.cases,
             seed=args.seed,
         )
-        _log(f"grading {len(students)} submission(s) from {args.grade} into {out}")
-        graded = grade.grade(options, _log)
-        klass = args.grade.resolve().name
-        return graded, pages.write(graded, options.out, title=f"Scoreboard: {klass}", klass=klass)
+        return grade.run(options, _log)
 
     done, status = _guarded(run, args, "interrupted; the scoreboard was not written")
     if status is not None:
