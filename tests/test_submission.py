@@ -571,3 +571,41 @@ def test_stage_never_writes_into_the_kernels_folder(tmp_path, where):
             shutil.rmtree(KERNELS_DIR / where.split("/")[0])
     assert sorted(p.name for p in KERNELS_DIR.iterdir()) == before
     assert str(refused.value) == ("a submission is staged outside kernels_cu/ (the reference files are never replaced)")
+
+
+def test_what_is_staged_is_the_bytes_that_were_checked(tmp_path):
+    """Bug: the check reads a file, the hash reads it again and the staging copies it a third time
+    from the student's folder, so a file changed in between (an include of a file of the machine put
+    in after the check) is compiled unchecked. Each file is read once: the staged copy is what was
+    checked and hashed, whatever the folder holds by then."""
+    import hashlib
+
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    clean = (KERNELS_DIR / "fw_blocked.cu").read_bytes()
+    (folder / "fw_blocked.cu").write_bytes(clean)
+    sub = submission.check(folder)
+    assert sub.ok and sub.sha256["fw_blocked.cu"] == hashlib.sha256(clean).hexdigest()
+    (folder / "fw_blocked.cu").write_bytes(b'#include "/etc/passwd"\n' + clean)  # swapped after the check
+    staged = submission.stage(sub, tmp_path / "staged")
+    assert (staged / "fw_blocked.cu").read_bytes() == clean
+
+
+def test_a_file_swapped_for_a_link_is_refused_when_read(tmp_path, monkeypatch):
+    """Bug: a file checked as a plain file, then replaced by a link before it is read, read through
+    the link. The one read opens it without following links."""
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "fw_blocked.cu").write_bytes((KERNELS_DIR / "fw_blocked.cu").read_bytes())
+    real = submission._file_problem
+
+    def swapped(path, kernels_dir):
+        why = real(path, kernels_dir)
+        path.unlink()
+        path.symlink_to("/etc/hostname")
+        return why
+
+    monkeypatch.setattr(submission, "_file_problem", swapped)
+    sub = submission.check(folder)
+    assert not sub.kernels and [r.name for r in sub.refused] == ["fw_blocked.cu"]
+    assert sub.refused[0].reason.startswith("fw_blocked.cu cannot be read")

@@ -59,13 +59,16 @@ class Refusal:
 class Submission:
     """What ``check`` accepted: ``kernels`` (each ``.cu`` file name -> the project kernel file it
     stands in for), ``headers`` (its own ``.cuh`` files), ``sha256`` (every accepted file's), and
-    ``refused`` (each refused file with its reason)."""
+    ``refused`` (each refused file with its reason). ``data``: each accepted file's bytes as they were
+    read once, checked and hashed: ``stage`` writes these, never the folder's file again (which the
+    student could have changed since the check)."""
 
     folder: Path
     kernels: dict[str, Path] = field(default_factory=dict)
     headers: list[str] = field(default_factory=list)
     sha256: dict[str, str] = field(default_factory=dict)
     refused: list[Refusal] = field(default_factory=list)
+    data: dict[str, bytes] = field(default_factory=dict, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -138,6 +141,22 @@ def _file_problem(path: Path, kernels_dir: Path) -> str | None:
     return why
 
 
+def _read_once(path: Path) -> bytes | str:
+    """A file's bytes, read once and never through a link (a file swapped for a link after its
+    check is refused here), at most ``MAX_FILE_BYTES``; the reason it is refused otherwise."""
+    import os
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        return f"{path.name} cannot be read ({exc.strerror or exc})"
+    with os.fdopen(fd, "rb") as f:
+        data = f.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        return f"{path.name} is over {MAX_FILE_BYTES >> 20} MiB"
+    return data
+
+
 def check(folder: str | Path, kernels_dir: Path = KERNELS_DIR) -> Submission:
     """Read a submission folder as text and sort its files into accepted and refused (see the
     module docstring). Nothing is compiled or run; the folder is not written to."""
@@ -150,12 +169,15 @@ def check(folder: str | Path, kernels_dir: Path = KERNELS_DIR) -> Submission:
     entries = sorted(root.iterdir(), key=lambda p: p.name)
     reasons: dict[str, str] = {}
     refs: dict[str, list[FileReference]] = {}  # where each readable file names a file
+    data: dict[str, bytes] = {}  # each file read once: what is checked is what is hashed and staged
     for path in entries:
         why = _file_problem(path, kernels_dir)
-        if why is None:
-            refs[path.name] = file_references(path.read_bytes().decode("utf-8", errors="replace"))
+        raw = _read_once(path) if why is None else why
+        if isinstance(raw, bytes):
+            data[path.name] = raw
+            refs[path.name] = file_references(raw.decode("utf-8", errors="replace"))
         else:
-            reasons[path.name] = why
+            reasons[path.name] = raw
     # A file may include the project's headers and the submission's own headers that are accepted
     # themselves; refusing a header can refuse what includes it, so repeat until nothing changes.
     changed = True
@@ -173,7 +195,8 @@ def check(folder: str | Path, kernels_dir: Path = KERNELS_DIR) -> Submission:
         if name in reasons:
             sub.refused.append(Refusal(name, reasons[name]))
             continue
-        sub.sha256[name] = hashlib.sha256(path.read_bytes()).hexdigest()
+        sub.sha256[name] = hashlib.sha256(data[name]).hexdigest()
+        sub.data[name] = data[name]
         if name.endswith(".cu"):
             sub.kernels[name] = kernels_dir / name
         else:
@@ -202,7 +225,10 @@ def stage(sub: Submission, dest: Path) -> Path:
     dest.mkdir(parents=True)
     (dest / STAGED_MARK).write_text("a copy of a submission, made by cudalab; rebuilt by each run\n")
     for name in sub.sha256:
-        shutil.copyfile(sub.folder / name, dest / name)
+        if name in sub.data:  # the bytes that were checked, not the folder's file read again
+            (dest / name).write_bytes(sub.data[name])
+        else:
+            shutil.copyfile(sub.folder / name, dest / name)
     for header in KERNELS_DIR.glob("*.cuh"):
         if not (dest / header.name).exists():
             shutil.copyfile(header, dest / header.name)
