@@ -371,12 +371,17 @@ def main(argv: list[str] | None = None) -> int:
         return _compare(args, command)
     if args.grade is not None:
         return _grade(args)
-    if args.kernels is not None and not args.only:
-        chapters, why = _chapters_measuring(args.kernels)
-        if why:
-            _log(f"error: {why}")
-            return 2
-        args.measuring = chapters  # not --only: the report names why a chapter was kept by what was asked
+    if args.kernels is not None:
+        # the student's folder read once: what is checked here is what is hashed, staged and compiled
+        from cudalab.core.submission import check
+
+        args.kernels = check(args.kernels)
+        if not args.only:
+            chapters, why = _chapters_measuring(args.kernels)
+            if why:
+                _log(f"error: {why}")
+                return 2
+            args.measuring = chapters  # not --only: the report names why a chapter was kept by what was asked
     if "," in args.gpu:
         return _several(args, command)
     from cudalab.report.build import run  # after --help: papermill and nbconvert load slowly
@@ -573,14 +578,13 @@ def _several(args: argparse.Namespace, command: str) -> int:
     return 0
 
 
-def _chapters_measuring(folder: Path) -> tuple[list[str], str]:
-    """``--kernels``: the chapters that launch one of the folder's kernel files, by the points their
-    declarations measure a student's copy at (each chapter's ``yours``); (chapters, why not) where
-    none does. A folder with nothing to measure is left to the build, which says why."""
-    from cudalab.core.submission import check
+def _chapters_measuring(sub) -> tuple[list[str], str]:
+    """``--kernels``: the chapters that launch one of the checked folder's kernel files, by the points
+    their declarations measure a student's copy at (``grading.plan.chapters_measuring``); (chapters,
+    why not) where none does. A folder with nothing to measure is left to the build, which says why."""
     from cudalab.grading.plan import chapters_measuring, measured_files
 
-    kernels = check(folder).kernels
+    kernels = sub.kernels
     chapters = chapters_measuring(kernels)
     if kernels and not chapters:
         return [], (

@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -90,10 +91,17 @@ def pdf_tools() -> bool:
 
 @pytest.fixture(scope="module")
 def replay_report(tmp_path_factory):
-    out = tmp_path_factory.mktemp("report")
-    proc = build("--gpu", "gtx680", "--replay", "--format", "html,pdf" if pdf_tools() else "html", "--out", str(out))
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return out, proc
+    from tests.shared_builds import as_proc, as_result, built_once
+
+    def make(out: Path) -> dict:
+        proc = build(
+            "--gpu", "gtx680", "--replay", "--format", "html,pdf" if pdf_tools() else "html", "--out", str(out)
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return as_result(proc)
+
+    out, result = built_once(tmp_path_factory, "replay-gtx680", make)
+    return out, as_proc(result)
 
 
 def test_replay_report_holds_both_chapters_figures_and_no_errors(replay_report):

@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -35,13 +36,25 @@ def build(*args, timeout=300):
 @pytest.fixture(scope="module")
 def compared(tmp_path_factory):
     """Two profiles of different grids recorded on one GPU, and the gtx680 profile's published numbers."""
-    out = tmp_path_factory.mktemp("compare") / "out"
-    formats = "html,pdf" if PDF_TOOLS else "html"
-    proc = build(
-        "--compare", str(GTX680), str(H100.relative_to(RESULTS_DIR)), "lab", "--format", formats, "--out", str(out)
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return out, proc
+    from tests.shared_builds import as_proc, as_result, built_once
+
+    def make(folder: Path) -> dict:
+        formats = "html,pdf" if PDF_TOOLS else "html"
+        proc = build(
+            "--compare",
+            str(GTX680),
+            str(H100.relative_to(RESULTS_DIR)),
+            "lab",
+            "--format",
+            formats,
+            "--out",
+            str(folder / "out"),
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return as_result(proc)
+
+    folder, result = built_once(tmp_path_factory, "compare-gtx680-h100", make)
+    return folder / "out", as_proc(result)
 
 
 @pytest.mark.skipif(not PDF_TOOLS, reason="Chromium or pdftotext missing")
@@ -105,11 +118,17 @@ def test_the_lesson_is_computed_from_each_recordings_headlines(compared):
 @pytest.fixture(scope="module")
 def h100_h200(tmp_path_factory):
     """The H100 on h100 beside the H200 on h200, and the lab (the h100 profile's published numbers)."""
-    out = tmp_path_factory.mktemp("hw") / "out"
-    h200 = recorded.find("h200")[0].path
-    proc = build("--compare", str(H100), str(h200), "lab", "--gpu", "h100", "--format", "html", "--out", str(out))
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return (out / "report.html").read_text()
+    from tests.shared_builds import built_once
+
+    def make(folder: Path) -> dict:
+        h200 = recorded.find("h200")[0].path
+        out = folder / "out"
+        proc = build("--compare", str(H100), str(h200), "lab", "--gpu", "h100", "--format", "html", "--out", str(out))
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return {}
+
+    folder, _ = built_once(tmp_path_factory, "compare-h100-h200", make)
+    return (folder / "out" / "report.html").read_text()
 
 
 def _chapter(page: str, chapter: str) -> str:

@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -18,7 +19,12 @@ CHAPTERS = ("00", "01", "06")  # 06: the longest kernel listings, whose headers 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    out = tmp_path_factory.mktemp("handout")
+    from tests.shared_builds import built_once
+
+    return built_once(tmp_path_factory, "handout-gtx680", _build_handouts)[0]
+
+
+def _build_handouts(out: Path) -> dict:
     proc = subprocess.run(
         [
             sys.executable,
@@ -41,7 +47,7 @@ def built(tmp_path_factory):
         timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return out
+    return {}
 
 
 def _text(path):

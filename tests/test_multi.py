@@ -40,12 +40,16 @@ def build(*args: str) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def single(tmp_path_factory) -> Path:
     """Each profile built alone, as today: the reference for the several-profile builds."""
-    root = tmp_path_factory.mktemp("single")
-    for profile in PROFILES:
-        proc = build("--gpu", profile, "--out", str(root / profile))
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        assert not (root / profile / profile).exists() and (root / profile / "report.html").is_file()
-    return root
+    from tests.shared_builds import built_once
+
+    def make(root: Path) -> dict:
+        for profile in PROFILES:
+            proc = build("--gpu", profile, "--out", str(root / profile))
+            assert proc.returncode == 0, proc.stderr[-3000:]
+            assert not (root / profile / profile).exists() and (root / profile / "report.html").is_file()
+        return {}
+
+    return built_once(tmp_path_factory, "single-profiles", make)[0]
 
 
 def _check_several(out: Path, single: Path) -> list[dict]:

@@ -306,10 +306,11 @@ def _submission(opts: BuildOptions, record: bool) -> Submission | None:
         raise CudalabError(
             "--record keeps the lab's own kernels' measurements: a build with --kernels is never recorded"
         )
-    sub = check_submission(opts.kernels)
+    # checked once: by the caller (build_report.py --kernels), or here where it passed the folder
+    sub = opts.kernels if isinstance(opts.kernels, Submission) else check_submission(opts.kernels)
     if not sub.kernels:
         why = "; ".join(f"{r.name}: {r.reason}" for r in sub.refused)
-        raise CudalabError(f"--kernels {opts.kernels}: nothing to measure ({why})")
+        raise CudalabError(f"--kernels {sub.folder}: nothing to measure ({why})")
     return sub
 
 

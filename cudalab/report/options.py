@@ -20,6 +20,7 @@ from typing import Any
 from cudalab.core.errors import CudalabError
 from cudalab.core.limits import POINT_LIMIT_S, SUBMISSION_LIMIT_S
 from cudalab.core.paths import RESULTS_DIR
+from cudalab.core.submission import Submission
 
 Log = Callable[[str], None]
 
@@ -38,7 +39,8 @@ class BuildOptions:
     ``handout``, ``answers``; ``progress_bar`` (a terminal's bar per chapter). Where it runs:
     ``workers`` (a local Dask cluster of that many) or ``scheduler`` (a running one's address).
     A student's kernels: ``kernels`` (a folder of files named as the ``kernels_cu`` files they
-    replace, measured beside the reference in the chapters that launch them; never recorded),
+    replace, or that folder already read by ``core.submission.check``, whose bytes are then what is
+    staged, measured beside the reference in the chapters that launch them; never recorded),
     ``measuring`` (the chapters whose declared points launch one of its files, as
     ``grading.plan.chapters_measuring`` reads them from the chapters' point recipes: run where
     ``only`` names none, so that ``only`` is always what the command line asked for; a build with
@@ -61,7 +63,7 @@ class BuildOptions:
     answers: bool = False
     workers: int | None = None
     scheduler: str | None = None
-    kernels: Path | None = None
+    kernels: Path | Submission | None = None
     measuring: tuple[str, ...] = ()
     point_limit: float = POINT_LIMIT_S
     submission_limit: float = SUBMISSION_LIMIT_S
