@@ -95,7 +95,7 @@ clean:
 # killed) of those run, and every survivor. Of grade.py, only the ranking. MUTANTS runs a part
 # (make mutants MUTANTS='cudalab.core.check.*'); mutmut keeps its results in mutants/ and runs again
 # only what changed (rm -rf mutants for a fresh run). docs/mutation-testing.md: scores and survivors.
-MUTANTS ?= cudalab.core.check.* cudalab.core.submission.* cudalab.core.directives.* cudalab.grading.results.* \
+MUTANTS ?= cudalab.core.check.* cudalab.grading.submission.* cudalab.grading.directives.* cudalab.grading.results.* \
 	cudalab.grading.isolate.* cudalab.grading.grade.x_scoreboard__* cudalab.grading.grade.x_fully_correct__*
 MUTANT_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 

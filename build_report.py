@@ -373,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
         return _grade(args)
     if args.kernels is not None:
         # the student's folder read once: what is checked here is what is hashed, staged and compiled
-        from cudalab.core.submission import check
+        from cudalab.grading.submission import check
 
         args.kernels = check(args.kernels)
         if not args.only:
@@ -440,8 +440,8 @@ def _verdicts(out: Path, only_given: bool) -> tuple[list[str], bool]:
     a GPU). A file no chapter of the build measured counts against it unless ``--only`` left it
     out (``only_given``)."""
     from cudalab.core.gpu import gpu_available
-    from cudalab.core.submission import SUBMISSION_JSON
     from cudalab.grading.plan import measured_files
+    from cudalab.report.options import SUBMISSION_JSON
 
     built = json.loads((out / "build.json").read_text())
     record = json.loads((out / SUBMISSION_JSON).read_text())
@@ -608,7 +608,7 @@ def _clash(args: argparse.Namespace) -> str:
 def _grade(args: argparse.Namespace) -> int:
     """``--grade``: a class graded into --out; 0 when every submission was graded (whatever their
     results), 2 for a bad request (one line, before any work), 1 if the grader failed."""
-    from cudalab.grading import grade, isolate
+    from cudalab.grading import class_grading, grade, isolate
 
     def run() -> tuple[grade.Graded, dict[str, Path]]:
         options = grade.GradeOptions(
@@ -621,7 +621,7 @@ def _grade(args: argparse.Namespace) -> int:
             cases=args.cases,
             seed=args.seed,
         )
-        return grade.run(options, _log)
+        return class_grading.run(options, _log)
 
     done, status = _guarded(run, args, "interrupted; the scoreboard was not written")
     if status is not None:

@@ -14,10 +14,9 @@ import yaml
 
 from cudalab.chapter import catalog
 from cudalab.chapter.profiles import available_profiles, load_profile
-from cudalab.core import submission
 from cudalab.core.occupancy import occupancy
 from cudalab.core.paths import KERNELS_DIR, PARAMS_DIR
-from cudalab.grading import plan, section
+from cudalab.grading import plan, section, submission
 from cudalab.toolchain import compile_only
 from cudalab.toolchain.nvcc import cuda_tool, nvcc_check
 

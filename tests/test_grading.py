@@ -407,8 +407,8 @@ def test_after_a_point_the_worker_reports_crashed_the_rest_are_not_run(tmp_path)
 def test_a_students_build_checks_the_signature_before_anything_runs(tmp_path):
     """In a student's measured build (``grading.section``), a file whose kernels do not fit the
     chapter's launch never reaches the GPU: its points say so, naming the expected signature."""
-    from cudalab.core.submission import check, stage
     from cudalab.grading import section
+    from cudalab.grading.submission import check, stage
     from tests.grading_class import students
 
     klass = tmp_path / "class"

@@ -65,11 +65,17 @@ def test_hand_over_copies_the_submission_in_and_rewrites_only_the_copy(open_dir,
     open_case = tmp_path / "open.in"
     open_case.write_bytes(b"\x04\x00\x00\x00")
     open_case.chmod(0o644)
+    closed_too = closed_dir / "hidden2.in"
+    closed_too.write_bytes(b"\x05\x00\x00\x00")
     request = {
         "points": [[{}, "fw_blocked.cu"]],
         "folder": str(staged),
         "answers": str(answers),
-        "cases": [[str(closed_case), str(answers / "cases" / "0.out")], [str(open_case), str(tmp_path / "1.out")]],
+        "cases": [
+            [str(closed_case), str(answers / "cases" / "0.out")],
+            [str(open_case), str(tmp_path / "1.out")],
+            [str(closed_too), str(tmp_path / "2.out")],
+        ],
     }
     before = {k: (list(map(list, v)) if k == "cases" else v) for k, v in request.items()}
     home = tmp_path / "home"
@@ -82,12 +88,19 @@ def test_hand_over_copies_the_submission_in_and_rewrites_only_the_copy(open_dir,
     assert req["folder"] == str(home / "submission")
     assert (home / "submission" / "fw_blocked.cu").read_text() == "// the student's file\n"
     assert req["answers"] == str(home / "answers") and (home / "answers").is_dir()
-    (closed_in, closed_answer), (open_in, open_answer) = req["cases"]
+    (closed_in, closed_answer), (open_in, open_answer), (closed_too_in, closed_too_answer) = req["cases"]
+    assert closed_too_in == str(home / "cases" / "2-hidden2.in"), "a second closed case beside the first"
+    assert closed_too_answer == str(home / "case-answers" / "2-2.out"), "a second answer beside the first"
     assert closed_in == str(home / "cases" / "0-hidden.in") and Path(closed_in).read_bytes() == b"\x03\x00\x00\x00"
     assert open_in == str(open_case), "a case the worker can read is read where it is"
     assert closed_answer == str(home / "answers" / "cases" / "0.out"), "an answer under the answers folder"
     assert open_answer == str(home / "case-answers" / "1-1.out")
-    assert handed.back == [(home / "answers", answers), (home / "case-answers" / "1-1.out", tmp_path / "1.out")]
+    assert handed.back == [
+        (home / "answers", answers),
+        (home / "case-answers" / "1-1.out", tmp_path / "1.out"),
+        (home / "case-answers" / "2-2.out", tmp_path / "2.out"),
+    ]
+    assert sorted(p.name for p in home.iterdir()) == ["answers", "case-answers", "cases", "submission"]
     assert _owners(home) == {nobody.uid}, "every folder and file of the worker's is the worker's"
     assert req["points"] == request["points"]
 
@@ -140,15 +153,18 @@ def test_copy_back_as_the_graders_own_user_takes_every_regular_file(tmp_path):
     assert (theirs / "a.npz").read_bytes() == b"answer" and back.read_bytes() == b"case answer"
 
 
-def test_a_worker_command_names_the_files_it_runs(tmp_path):
-    """Bug: an option or a module name taken for a file the account must read, or a script missed."""
+def test_a_worker_command_names_the_files_it_runs(tmp_path, monkeypatch):
+    """Bug: an option or a module name taken for a file the account must read (even where a file of
+    that name sits in the working folder), or a script missed."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "-u").write_text("")
     script = tmp_path / "stand_in.py"
     script.write_text("")
     assert isolate._named_files(("-m", "cudalab.grading._worker_target")) == []
     assert isolate._named_files(("-u", str(script), "-c", str(tmp_path))) == [script]
 
 
-def test_a_worker_runs_as_the_account_only_where_what_it_runs_is_open_to_it(open_dir, monkeypatch, nobody):
+def test_a_worker_runs_as_the_account_only_where_what_it_runs_is_open_to_it(open_dir, monkeypatch, nobody, capsys):
     """Bugs: a worker started as an account that cannot read its own script (it fails, and the
     student is marked crashed), or its folder left the account's after falling back to root."""
     monkeypatch.setattr(isolate, "_worker_account", lambda: nobody)
@@ -168,6 +184,11 @@ def test_a_worker_runs_as_the_account_only_where_what_it_runs_is_open_to_it(open
     home2 = tmp_path / "home2"
     home2.mkdir()
     assert isolate._account_for(("-u", str(closed_script)), home2) is None
+    said = capsys.readouterr().err
+    assert (
+        f"the grader's worker runs as this process's user, not as an unprivileged one: {closed} is closed to nobody"
+        in said
+    )
     assert home2.stat().st_uid == os.getuid(), "the folder is the grader's again, for a worker run as the grader"
     monkeypatch.setattr(isolate, "_worker_account", lambda: None)
     assert isolate._account_for(("-u", str(open_script)), tmp_path / "home3") is None
@@ -195,6 +216,7 @@ def test_the_workers_caches_link_the_graders_and_are_its_own(tmp_path, monkeypat
         linked.read_bytes() == b"cubin" and linked.stat().st_ino == (cupy_cache / "sub" / "kernel.cubin").stat().st_ino
     )
     assert (home / "cache" / "cudalab" / "ref.so").read_bytes() == b"so"
+    assert [p.name for p in (home / "cache").iterdir()] == ["cudalab"], "where the worker's cudalab looks"
     folders = [home, *(p for p in home.rglob("*") if p.is_dir())]
     assert {p.stat().st_uid for p in folders} == {nobody.uid}, "the folders are the worker's"
     assert linked.stat().st_uid == 0, "the linked files stay the grader's (read-only to the worker)"

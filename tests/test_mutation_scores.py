@@ -22,10 +22,10 @@ SAMPLE = """\
     cudalab.core.check.x_compare__mutmut_2: timeout
     cudalab.core.check.x_compare__mutmut_10: survived
     cudalab.core.check.x_compare_close__mutmut_1: not checked
-    cudalab.core.submission.x_check__mutmut_18: survived
-    cudalab.core.submission.x_check__mutmut_3: killed
-    cudalab.core.submission.x_stage__mutmut_1: no tests
-    cudalab.core.directives.xǁLexerǁnext__mutmut_4: killed
+    cudalab.grading.submission.x_check__mutmut_18: survived
+    cudalab.grading.submission.x_check__mutmut_3: killed
+    cudalab.grading.submission.x_stage__mutmut_1: no tests
+    cudalab.grading.directives.xǁLexerǁnext__mutmut_4: killed
     cudalab.grading.grade.x_scoreboard__mutmut_53: survived
     cudalab.grading.grade.x_scoreboard__mutmut_1: killed
     cudalab.grading.grade.x_fully_correct__mutmut_2: killed
@@ -41,8 +41,8 @@ def test_the_parser_reads_each_mutants_name_and_status_and_nothing_else():
     assert len(got) == 13
     assert got["cudalab.core.check.x_compare__mutmut_2"] == "timeout"
     assert got["cudalab.core.check.x_compare_close__mutmut_1"] == "not checked"
-    assert got["cudalab.core.submission.x_stage__mutmut_1"] == "no tests"
-    assert got["cudalab.core.directives.xǁLexerǁnext__mutmut_4"] == "killed", "a method's mutant"
+    assert got["cudalab.grading.submission.x_stage__mutmut_1"] == "no tests"
+    assert got["cudalab.grading.directives.xǁLexerǁnext__mutmut_4"] == "killed", "a method's mutant"
     assert "some other line" not in got
 
 
@@ -53,10 +53,10 @@ def test_scores_count_timeouts_as_killed_leave_out_unchecked_and_take_only_the_r
     assert (check["killed"], check["timeout"], check["survived"], check["total"]) == (2, 1, 1, 3)
     assert check["score"] == round(2 / 3, 4) and check["functions"] is None
     assert check["survivors"] == ["cudalab.core.check.x_compare__mutmut_10"]
-    sub = got["cudalab.core.submission"]
+    sub = got["cudalab.grading.submission"]
     assert (sub["killed"], sub["survived"], sub["total"]) == (1, 1, 3), "no tests: counted, not killed"
-    assert sub["other"] == {"cudalab.core.submission.x_stage__mutmut_1": "no tests"}
-    assert got["cudalab.core.directives"]["killed"] == 1
+    assert sub["other"] == {"cudalab.grading.submission.x_stage__mutmut_1": "no tests"}
+    assert got["cudalab.grading.directives"]["killed"] == 1
     grade = got["cudalab.grading.grade"]
     assert grade["functions"] == ["scoreboard", "fully_correct"]
     assert (grade["killed"], grade["survived"], grade["total"]) == (2, 1, 3), "grade_class is not of the ranking"
@@ -64,8 +64,8 @@ def test_scores_count_timeouts_as_killed_leave_out_unchecked_and_take_only_the_r
     assert got["cudalab.grading.isolate"]["total"] == 0 and got["cudalab.grading.isolate"]["score"] is None
     assert list(got) == [
         "cudalab.core.check",
-        "cudalab.core.submission",
-        "cudalab.core.directives",
+        "cudalab.grading.submission",
+        "cudalab.grading.directives",
         "cudalab.grading.results",
         "cudalab.grading.isolate",
         "cudalab.grading.grade",
@@ -85,8 +85,8 @@ def _fixture(results, date="2026-11-30 10:00", commit="a" * 40, killed=77):
     tool = _tool()
     statuses = {f"cudalab.core.check.x_compare__mutmut_{i}": "killed" for i in range(1, killed + 1)}
     statuses |= {
-        "cudalab.core.submission.x_check__mutmut_18": "survived",
-        "cudalab.core.submission.x_check__mutmut_3": "killed",
+        "cudalab.grading.submission.x_check__mutmut_18": "survived",
+        "cudalab.grading.submission.x_check__mutmut_3": "killed",
         "cudalab.grading.grade.x_scoreboard__mutmut_1": "killed",
         "cudalab.grading.isolate.x__hand_over__mutmut_1": "no tests",
     }
@@ -113,7 +113,7 @@ def test_the_section_renders_the_newest_record_per_module_after_the_grading_sect
     assert lines[0] == "## Mutation testing of the grader"
     assert "| module | killed | of | score |" in text
     assert "| `core/check.py` | 77 | 77 | 100.0% |" in text
-    assert "| `core/submission.py` | 1 | 2 | 50.0% |" in text
+    assert "| `grading/submission.py` | 1 | 2 | 50.0% |" in text
     assert "| `grading/grade.py` (`scoreboard`, `fully_correct`) | 1 | 1 | 100.0% |" in text
     assert "| `grading/isolate.py` | 0 | 1 | 0.0% |" in text
     assert "| all | 79 | 81 | 97.5% |" in text

@@ -7,9 +7,9 @@ import shutil
 
 import pytest
 
-from cudalab.core import directives, submission
 from cudalab.core.errors import CudalabError
 from cudalab.core.paths import KERNELS_DIR
+from cudalab.grading import directives, submission
 from cudalab.toolchain.nvcc import cuda_tool
 
 # the tests that compile (seconds each): `make mutants` leaves them out with -k "not skipif"
@@ -268,7 +268,9 @@ def test_a_build_with_a_students_kernels_takes_its_chapters_from_the_one_rule(tm
     folder.mkdir()
     (folder / "fw_basic_2d.cu").write_text((KERNELS_DIR / "fw_basic_2d.cu").read_text())
     with pytest.raises(CudalabError, match="chapters_measuring"):
-        run("gtx680", BuildOptions(kernels=folder, pdf=False), out=tmp_path / "out", log=lambda *a: None)
+        run("gtx680", BuildOptions(kernels=submission.check(folder), pdf=False), out=tmp_path / "out", log=print)
+    with pytest.raises(CudalabError, match="reach a build checked"):  # a folder unread: the grading room reads it
+        run("gtx680", BuildOptions(kernels=folder, only=("01",), pdf=False), out=tmp_path / "out", log=print)
     assert not (tmp_path / "out").exists(), "nothing written"
 
 

@@ -96,17 +96,18 @@ def test_every_chapter_that_launches_a_students_file_measures_it(tmp_path):
     """The face runs every chapter whose declared points build from a submitted file: the basic
     kernel is chapter 01's lesson and the baseline of 02, 03 and 04."""
     import build_report
+    from cudalab.grading.submission import check
 
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "fw_basic_2d.cu").write_text("// mine\n")
-    assert build_report._chapters_measuring(mine) == (
+    assert build_report._chapters_measuring(check(mine)) == (
         ["01_block_size", "02_coalescing", "03_shared_memory", "04_blocking_factor"],
         "",
     )
     (mine / "fw_basic_2d.cu").unlink()
     (mine / "mm_00_naive.cu").write_text("// mine\n")
-    chapters, why = build_report._chapters_measuring(mine)
+    chapters, why = build_report._chapters_measuring(check(mine))
     assert chapters == [] and "no chapter measures a student's mm_00_naive.cu" in why
     proc = _build("--kernels", str(mine), "--gpu", "h100", "--out", str(tmp_path / "out"))
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr

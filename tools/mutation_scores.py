@@ -41,8 +41,8 @@ from cudalab.core.provenance import commit_state  # noqa: E402
 # The Makefile's MUTANTS (its default selection): what `make mutants` runs.
 MUTANTS = (
     "cudalab.core.check.*",
-    "cudalab.core.submission.*",
-    "cudalab.core.directives.*",
+    "cudalab.grading.submission.*",
+    "cudalab.grading.directives.*",
     "cudalab.grading.results.*",
     "cudalab.grading.isolate.*",
     "cudalab.grading.grade.x_scoreboard__*",

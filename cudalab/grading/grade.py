@@ -41,9 +41,9 @@ from cudalab.chapter import catalog
 from cudalab.chapter.parameters import check_one
 from cudalab.core import gpu
 from cudalab.core.errors import CudalabError, ToolUnavailable
-from cudalab.core.submission import Submission, check, stage
 from cudalab.grading import cases, isolate, plan, trials
 from cudalab.grading import results as R
+from cudalab.grading.submission import Submission, check, stage
 
 Log = Callable[[str], None]
 
@@ -641,35 +641,6 @@ def verdicts_of(board: pd.DataFrame) -> pd.DataFrame:
         )
     frame = frame[list(STUDENT_COLUMNS)]
     return frame.sort_values(["rank", "student"], na_position="last", kind="stable").reset_index(drop=True)
-
-
-def run(options: GradeOptions, log: Log = print) -> tuple[Graded, dict[str, Path]]:
-    """``--grade``, end to end, one step after another:
-
-    1. the class folder read (a bad one is one line, before any work, ``students``);
-    2. each instructor's hidden case read as its chapter reads it (``cases.check_folder``);
-    3. the output folder claimed (``pages.prepare``: never one cudalab did not make);
-    4. every submission graded (``grade``: checked, compiled, run isolated, judged, ranked);
-    5. the scoreboard and a page per student written (``pages.write``).
-
-    Returns what was graded and the files written; ``console_lines`` says it in a terminal."""
-    from dataclasses import replace
-
-    from cudalab.grading import pages
-
-    found = students(options.submissions)
-    if options.cases is not None:
-        if not Path(options.cases).is_dir():
-            raise CudalabError(
-                f"--cases {options.cases}: not a folder (give a folder of case files, e.g. NTHU *.in graphs)"
-            )
-        counted = cases.check_folder(options.cases, plan.case_takers(options.only))
-        log("hidden cases: " + ", ".join(f"{n} for {chapter}" for chapter, n in counted.items() if n))
-    options = replace(options, out=pages.prepare(options.out))
-    log(f"grading {len(found)} submission(s) from {options.submissions} into {options.out}")
-    graded = grade(options, log)
-    klass = Path(options.submissions).resolve().name
-    return graded, pages.write(graded, options.out, title=f"Scoreboard: {klass}", klass=klass)
 
 
 def console_lines(graded: Graded) -> list[str]:

@@ -29,9 +29,10 @@ import pandas as pd
 
 from cudalab.chapter.catalog import BATCH_ENV
 from cudalab.core.paths import KERNELS_DIR
-from cudalab.core.submission import SUBMISSION_JSON, Submission
 from cudalab.grading import isolate, plan, trials
 from cudalab.grading import results as R
+from cudalab.grading.submission import Submission
+from cudalab.report.options import SUBMISSION_JSON
 
 TABLE = "yours"  # <chapter data>/yours.csv
 

@@ -32,13 +32,10 @@ from cudalab.core import gpu
 from cudalab.core.errors import CudalabError
 from cudalab.core.files import atomic_write_text
 from cudalab.core.paths import BUILD_DIR, require_checkout
-from cudalab.core.submission import SUBMISSION_DIR, SUBMISSION_JSON, Submission
-from cudalab.core.submission import check as check_submission
-from cudalab.core.submission import stage as stage_submission
 from cudalab.report import handout as handouts
 from cudalab.report import order, outdir, recordings
 from cudalab.report.execute import run_notebook as _run_chapter
-from cudalab.report.options import BuildOptions, dask_pool, options_from
+from cudalab.report.options import SUBMISSION_DIR, SUBMISSION_JSON, BuildOptions, StudentFiles, dask_pool, options_from
 from cudalab.report.stitch import ChapterOutcome, cover_cell, references_cell, render_html, render_pdf, stitch
 
 Log = Callable[[str], None]
@@ -102,7 +99,7 @@ def _inputs(
     return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _submission_key(submission: Submission | None, limits: tuple[float, float]) -> str | None:
+def _submission_key(submission: StudentFiles | None, limits: tuple[float, float]) -> str | None:
     """What a chapter of a student's build was measured with, as one digest: every accepted file's
     sha256 (its kernels and headers, as ``submission.json`` names them) and the limits its process
     ran under; None for a build without a student's kernels."""
@@ -204,7 +201,7 @@ class _Request:
     recording_dir: Path = Path()  # replay: the recording read
     why: str = ""  # replay: which recording, and why that one
     recording_name: str = ""  # replay: the recording's folder as the cover page names it
-    submission: Submission | None = None  # --kernels: a student's files, checked
+    submission: StudentFiles | None = None  # --kernels: a student's files, checked
     limits: tuple[float, float] = (30.0, 300.0)  # --kernels: seconds per point, per submission's chapter
     seed: int | None = None  # --kernels: the check inputs' seed (None: a fresh one)
     extra: list[str] = field(default_factory=list)  # --kernels: the staged copy and submission.json
@@ -297,7 +294,7 @@ def _resolve_request(profile: str, opts: BuildOptions, out: Path | None) -> _Req
     return request
 
 
-def _submission(opts: BuildOptions, record: bool) -> Submission | None:
+def _submission(opts: BuildOptions, record: bool) -> StudentFiles | None:
     """``--kernels``: the student's folder checked as text (nothing compiled yet); a
     ``CudalabError`` where nothing in it can be measured, or with ``--record``."""
     if opts.kernels is None:
@@ -306,15 +303,19 @@ def _submission(opts: BuildOptions, record: bool) -> Submission | None:
         raise CudalabError(
             "--record keeps the lab's own kernels' measurements: a build with --kernels is never recorded"
         )
-    # checked once: by the caller (build_report.py --kernels), or here where it passed the folder
-    sub = opts.kernels if isinstance(opts.kernels, Submission) else check_submission(opts.kernels)
+    sub = opts.kernels  # read and checked by the grading room, once (grading.submission.check)
+    if not hasattr(sub, "stage"):
+        raise CudalabError(
+            f"a student's kernels reach a build checked: pass cudalab.grading.submission.check({sub!r}) "
+            "as BuildOptions.kernels (build_report.py --kernels does so)"
+        )
     if not sub.kernels:
         why = "; ".join(f"{r.name}: {r.reason}" for r in sub.refused)
         raise CudalabError(f"--kernels {sub.folder}: nothing to measure ({why})")
     return sub
 
 
-def _chapters_for(submission: Submission | None) -> list[str]:
+def _chapters_for(submission: StudentFiles | None) -> list[str]:
     """The chapters a build runs where neither ``only`` nor ``measuring`` names any: all of them
     without a submission. With one, the chapters that measure its files are grading's to pick
     (``grading.plan.chapters_measuring``, from the points each chapter's ``yours`` declares), and the
@@ -444,7 +445,7 @@ def _write_submission(request: _Request, log: Log) -> None:
     they compile; the student's folder and kernels_cu/ are only read) and ``submission.json``, which
     each chapter's cell tagged ``yours`` and the first page read."""
     sub = request.submission
-    staged = stage_submission(sub, request.out / SUBMISSION_DIR)
+    staged = sub.stage(request.out / SUBMISSION_DIR)
     record = {
         "folder": sub.folder.name,
         "files": sub.sha256,

@@ -11,18 +11,42 @@ and closes it however the build ends; ``report.cluster`` (and Dask) is imported 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from cudalab.core.errors import CudalabError
 from cudalab.core.limits import POINT_LIMIT_S, SUBMISSION_LIMIT_S
 from cudalab.core.paths import RESULTS_DIR
-from cudalab.core.submission import Submission
 
 Log = Callable[[str], None]
+
+
+# A student's build: its staged copy and its record, in the build's output folder.
+SUBMISSION_DIR = "submission"
+SUBMISSION_JSON = "submission.json"
+
+
+class Refused(Protocol):
+    name: str
+    reason: str
+
+
+class StudentFiles(Protocol):
+    """What a build takes of a student's folder, as ``grading.submission.check`` read it (the
+    grading room reads and judges it; a build only stages and reports it): ``folder``, ``kernels``
+    (each ``.cu`` file's name -> the project file it stands in for), ``sha256`` (every accepted
+    file's), ``refused`` (each refused file and why) and ``stage(dest)``, which writes the bytes
+    that were checked into ``dest``."""
+
+    folder: Path
+    kernels: Mapping[str, Path]
+    sha256: Mapping[str, str]
+    refused: Sequence[Refused]
+
+    def stage(self, dest: Path) -> Path: ...
 
 
 @dataclass(frozen=True)
@@ -38,9 +62,9 @@ class BuildOptions:
     ``point_time_limit`` (seconds per sweep point's call; 0: none). What comes out: ``pdf``,
     ``handout``, ``answers``; ``progress_bar`` (a terminal's bar per chapter). Where it runs:
     ``workers`` (a local Dask cluster of that many) or ``scheduler`` (a running one's address).
-    A student's kernels: ``kernels`` (a folder of files named as the ``kernels_cu`` files they
-    replace, or that folder already read by ``core.submission.check``, whose bytes are then what is
-    staged, measured beside the reference in the chapters that launch them; never recorded),
+    A student's kernels: ``kernels`` (a student's folder as ``grading.submission.check`` read it,
+    its files named as the ``kernels_cu`` files they replace: the bytes checked are what is staged,
+    measured beside the reference in the chapters that launch them; never recorded),
     ``measuring`` (the chapters whose declared points launch one of its files, as
     ``grading.plan.chapters_measuring`` reads them from the chapters' point recipes: run where
     ``only`` names none, so that ``only`` is always what the command line asked for; a build with
@@ -63,7 +87,7 @@ class BuildOptions:
     answers: bool = False
     workers: int | None = None
     scheduler: str | None = None
-    kernels: Path | Submission | None = None
+    kernels: StudentFiles | None = None
     measuring: tuple[str, ...] = ()
     point_limit: float = POINT_LIMIT_S
     submission_limit: float = SUBMISSION_LIMIT_S

@@ -31,6 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
+from typing import Protocol
 
 import pandas as pd
 
@@ -39,7 +40,6 @@ from cudalab.core.errors import KernelCompileError, ToolUnavailable
 from cudalab.core.kernels import compile_error, include_options, source_digest
 from cudalab.core.launch import Launch
 from cudalab.core.paths import KERNELS_DIR
-from cudalab.core.submission import Submission
 from cudalab.toolchain.nvcc import cuda_tool, kernel_base_name, parse_ptxas
 from cudalab.toolchain.sass import parse_sass
 
@@ -530,9 +530,15 @@ def _compiled(
     return found
 
 
-def beside_reference(
-    sub: Submission, arch: str, points: Mapping[str, Sequence[PointBuild]] | None = None
-) -> pd.DataFrame:
+class Files(Protocol):
+    """A student's files as the grader read them: the folder they were staged in, and each kernel
+    file's name -> the project file it stands in for (``grading.submission.Submission``)."""
+
+    folder: Path
+    kernels: Mapping[str, Path]
+
+
+def beside_reference(sub: Files, arch: str, points: Mapping[str, Sequence[PointBuild]] | None = None) -> pd.DataFrame:
     """Every kernel file of ``sub`` and its reference, compiled for ``arch`` (``sm_90``): one row per
     (file, point, source, kernel function), ``status`` ok or "does not compile" / "does not fit the
     launch" with ``reason``. ``points``: per file, the points a chapter grades it at (each built with

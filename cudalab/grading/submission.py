@@ -14,7 +14,7 @@ refuses, one reason per file, what could reach beyond it:
   MACRO``), or a system header named with a path (``<../../x>``). The same holds for every other
   way a source makes the compiler open or look for a file (``#include_next``, ``#import``,
   ``#embed``, ``__has_include``), and a ``GCC dependency`` pragma is refused outright. They are
-  found as the preprocessor finds them (``core.directives``: spliced lines, comments as spaces,
+  found as the preprocessor finds them (``grading.directives``: spliced lines, comments as spaces,
   so ``#/**/include`` is one), not by how a line looks. No compiler message can then print a file
   of the grading machine, nor say whether one exists.
 
@@ -34,9 +34,9 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cudalab.core.directives import FileReference, file_references
 from cudalab.core.errors import CudalabError
 from cudalab.core.paths import KERNELS_DIR
+from cudalab.grading.directives import FileReference, file_references
 
 SUFFIXES = (".cu", ".cuh")
 MAX_FILE_BYTES = 1 << 20  # a kernel file larger than 1 MiB is not a student's kernel
@@ -74,6 +74,10 @@ class Submission:
     def ok(self) -> bool:
         """Something to compile and nothing refused."""
         return bool(self.kernels) and not self.refused
+
+    def stage(self, dest: Path) -> Path:
+        """``stage(self, dest)``: the accepted files, as they were checked, copied to ``dest``."""
+        return stage(self, dest)
 
 
 def plain_name(name: str) -> str | None:
@@ -207,9 +211,6 @@ def check(folder: str | Path, kernels_dir: Path = KERNELS_DIR) -> Submission:
 
 
 STAGED_MARK = ".cudalab-staged"
-# A student's build (build_report.py --kernels): the staged copy and what it holds, in the output folder.
-SUBMISSION_DIR = "submission"
-SUBMISSION_JSON = "submission.json"
 
 
 def stage(sub: Submission, dest: Path) -> Path:

@@ -13,7 +13,7 @@ for a file: ``#include``, ``#include_next``, ``#import`` (a GCC extension that i
 and the ``GCC dependency`` pragma (as a directive or in ``_Pragma``). It errs toward finding
 more: the text is also read with ``??/`` as a splice (a trigraph some compilers still honour), and
 as it is with no comment removed (``#include "/etc/passwd"`` inside a block comment is still found), and
-what any reading finds is returned. ``core.submission`` decides which of them a student's
+what any reading finds is returned. ``grading.submission`` decides which of them a student's
 kernel may keep.
 """
 
