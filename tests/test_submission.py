@@ -611,3 +611,46 @@ def test_a_file_swapped_for_a_link_is_refused_when_read(tmp_path, monkeypatch):
     sub = submission.check(folder)
     assert not sub.kernels and [r.name for r in sub.refused] == ["fw_blocked.cu"]
     assert sub.refused[0].reason.startswith("fw_blocked.cu cannot be read")
+
+
+def test_a_file_is_read_at_most_one_byte_past_its_limit(tmp_path, monkeypatch):
+    """Bugs: a file read whole before its size is judged (a file grown after its listing fills the
+    grader's memory), one byte too few read (a file of exactly the limit taken as over it, or one
+    byte over it taken whole), or the limit said in other units. The limit is 1 MiB here."""
+    import os
+
+    monkeypatch.setattr(submission, "MAX_FILE_BYTES", 1 << 20)
+    asked = []
+    real = os.fdopen
+
+    def spying(fd, mode="r", *args, **kwargs):
+        f = real(fd, mode, *args, **kwargs)
+        read = f.read
+        f.read = lambda size=-1: asked.append(size) or read(size)
+        return f
+
+    monkeypatch.setattr(os, "fdopen", spying)
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    body = b"// " + b"x" * ((1 << 20) - 4) + b"\n"
+    assert len(body) == 1 << 20
+    (folder / "fw_blocked.cu").write_bytes(body)
+    sub = submission.check(folder)
+    assert sub.ok and sub.data["fw_blocked.cu"] == body, "a file of exactly the limit is taken whole"
+    assert asked == [(1 << 20) + 1], "read at most one byte past the limit"
+    (folder / "fw_blocked.cu").write_bytes(body + b"/")
+    sub = submission.check(folder)
+    assert [(r.name, r.reason) for r in sub.refused] == [("fw_blocked.cu", "fw_blocked.cu is over 1 MiB")]
+
+
+def test_a_checked_submission_stages_itself(tmp_path):
+    """``Submission.stage``, which a build calls (report.options.StudentFiles), writes what
+    ``stage`` writes: the checked bytes and the project's headers."""
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "fw_blocked.cu").write_bytes((KERNELS_DIR / "fw_blocked.cu").read_bytes())
+    sub = submission.check(folder)
+    staged = sub.stage(tmp_path / "staged")
+    assert staged == tmp_path / "staged"
+    assert (staged / "fw_blocked.cu").read_bytes() == sub.data["fw_blocked.cu"]
+    assert {p.name for p in KERNELS_DIR.glob("*.cuh")} <= {p.name for p in staged.iterdir()}

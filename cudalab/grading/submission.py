@@ -29,6 +29,7 @@ nothing else of the project.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
 from dataclasses import dataclass, field
@@ -138,8 +139,6 @@ def _file_problem(path: Path, kernels_dir: Path) -> str | None:
         return f"{name} is a link: submit the file itself"
     if why is None and not path.is_file():
         return f"{name} is not a file"
-    if why is None and path.stat().st_size > MAX_FILE_BYTES:
-        return f"{name} is over {MAX_FILE_BYTES >> 20} MiB"
     if why is None and name.endswith(".cu") and not (kernels_dir / name).is_file():
         return f"{name} replaces no kernel file of the project (name it as the file it stands in for)"
     return why
@@ -148,12 +147,10 @@ def _file_problem(path: Path, kernels_dir: Path) -> str | None:
 def _read_once(path: Path) -> bytes | str:
     """A file's bytes, read once and never through a link (a file swapped for a link after its
     check is refused here), at most ``MAX_FILE_BYTES``; the reason it is refused otherwise."""
-    import os
-
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError as exc:
-        return f"{path.name} cannot be read ({exc.strerror or exc})"
+        return f"{path.name} cannot be read ({exc.strerror})"
     with os.fdopen(fd, "rb") as f:
         data = f.read(MAX_FILE_BYTES + 1)
     if len(data) > MAX_FILE_BYTES:
@@ -225,11 +222,8 @@ def stage(sub: Submission, dest: Path) -> Path:
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
     (dest / STAGED_MARK).write_text("a copy of a submission, made by cudalab; rebuilt by each run\n")
-    for name in sub.sha256:
-        if name in sub.data:  # the bytes that were checked, not the folder's file read again
-            (dest / name).write_bytes(sub.data[name])
-        else:
-            shutil.copyfile(sub.folder / name, dest / name)
+    for name in sub.sha256:  # the bytes that were checked, never the folder's file read again
+        (dest / name).write_bytes(sub.data[name])
     for header in KERNELS_DIR.glob("*.cuh"):
         if not (dest / header.name).exists():
             shutil.copyfile(header, dest / header.name)
