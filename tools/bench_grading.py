@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from cudalab.chapter.recorded import gpu_slug  # noqa: E402
 from cudalab.core import gpu  # noqa: E402
+from cudalab.core.files import atomic_write_text  # noqa: E402
 from cudalab.core.paths import KERNELS_DIR, RESULTS_DIR, ROOT  # noqa: E402
 from cudalab.core.provenance import commit_state  # noqa: E402
 from tests.grading_class import make_class  # noqa: E402
@@ -114,7 +115,7 @@ def main() -> int:
     if args.record:
         target = RESULTS_DIR / "grading" / f"{gpu_slug(record['gpu_name'])}-{record['gpus']}gpu.json"  # the newest
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(record, indent=2) + "\n")
+        atomic_write_text(target, json.dumps(record, indent=2) + "\n")
         print(f"recorded {target.relative_to(ROOT)}", file=sys.stderr)
     return 0
 

@@ -35,6 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from cudalab.core.files import atomic_write_text  # noqa: E402
 from cudalab.core.paths import RESULTS_DIR, ROOT  # noqa: E402
 from cudalab.core.provenance import commit_state  # noqa: E402
 
@@ -169,7 +170,7 @@ def main() -> int:
     if args.record:
         target = RESULTS_DIR / "mutation" / "scores.json"
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(rec, indent=2) + "\n")
+        atomic_write_text(target, json.dumps(rec, indent=2) + "\n")
         print(f"recorded {target.relative_to(ROOT)}", file=sys.stderr)
     return 0
 

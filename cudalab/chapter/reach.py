@@ -61,10 +61,6 @@ def parse(source: str) -> ast.Module | None:
 # ---- what a piece of code mentions
 
 
-def _strings(node: ast.AST) -> Iterable[str]:
-    return (n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str))
-
-
 def _facts(
     node: ast.AST, current: str = "", is_package: bool = False, skip: frozenset[int] = frozenset()
 ) -> tuple[set[str], set[str], set[str]]:
