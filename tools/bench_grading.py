@@ -36,7 +36,8 @@ from cudalab.core.paths import KERNELS_DIR, RESULTS_DIR, ROOT  # noqa: E402
 from cudalab.core.provenance import commit_state  # noqa: E402
 from tests.grading_class import make_class  # noqa: E402
 
-GOAL_S = 300.0  # issue 43: a class of 30 on one H100 in at most 5 minutes
+GOAL_S = 300.0  # issue 43: a class of 30 on one GPU in at most 5 minutes, every check but the sanitizer
+GOAL_WITH_RACES_S = 480.0  # issue 65: in at most 8 minutes on one GPU with compute-sanitizer's race checks
 
 
 def make(dest: Path, students: int) -> Path:
@@ -92,6 +93,10 @@ def main() -> int:
 
         frame = pd.read_csv(out / "scoreboard.csv")
     statuses = dict(collections.Counter(frame["status"]))
+    from cudalab.grading import races
+
+    no_races = races.unavailable()  # the grader runs the race checks wherever this is ""
+    goal = GOAL_S if no_races else GOAL_WITH_RACES_S
     record = {
         "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
         "git_commit": commit_state().get("git_commit", ""),
@@ -103,9 +108,10 @@ def main() -> int:
         "cases": given,
         "scoreboard_rows": len(board) - 1,
         "statuses": statuses,
+        "race_checks": not no_races,
         "wall_s": round(wall, 1),
-        "goal_s": GOAL_S,
-        "meets_goal": wall <= GOAL_S,
+        "goal_s": goal,
+        "meets_goal": wall <= goal,
         # the measured point's best, not a hidden case's (a V = 300 graph solves in a fraction of it)
         "best_time_ms": float(
             frame[frame["status"].eq("ok") & ~frame["point"].astype(str).str.startswith("case ")]["time_ms"].min()

@@ -349,6 +349,14 @@ def _cases_of(record: dict) -> str:
     return ", ".join(f"`{c}`" for c in record.get("cases", [])) or "none"
 
 
+def _races_of(record: dict) -> str:
+    """Whether the grading run checked races under compute-sanitizer (goal 8 minutes, not 5); a
+    run from before the grader had race checks has no such field."""
+    if "race_checks" not in record:
+        return "none (before them)"
+    return "racecheck, synccheck" if record["race_checks"] else "none (no compute-sanitizer)"
+
+
 def grading_times(results: Path = RESULTS_DIR) -> list[str]:
     """The section of the grading runs that ``tools/bench_grading.py --record`` measured: a class
     graded through ``build_report.py --grade``, its wall time beside the goal, and what became of
@@ -362,18 +370,20 @@ def grading_times(results: Path = RESULTS_DIR) -> list[str]:
         "Measured by `tools/bench_grading.py --record`: `build_report.py --grade` on a class of submissions of one "
         "chapter's kernel file (the fixture class of the tests: a correct and a slower kernel, a wrong result, a "
         "compile error, a signature mismatch, an endless loop, an out-of-bounds write, forbidden files; the rest "
-        "correct), each in a process of its own, with the grader's default limits, timed from the outside.",
+        "correct), each in a process of its own, with the grader's default limits, timed from the outside. Where the "
+        "host has compute-sanitizer, every submission's graded kernels also run under racecheck and synccheck, and "
+        "the goal is 8 minutes on one GPU rather than 5.",
         "",
-        "| machine | GPUs | date (UTC) | commit | chapter | students | hidden cases | seconds | goal (s) | meets it "
-        "| scoreboard rows |",
-        "|---|---:|---|---|---|---:|---|---:|---:|---|---|",
+        "| machine | GPUs | date (UTC) | commit | chapter | students | hidden cases | race checks | seconds "
+        "| goal (s) | meets it | scoreboard rows |",
+        "|---|---:|---|---|---|---:|---|---|---:|---:|---|---|",
     ]
     for path in files:
         r = json.loads(path.read_text())
         statuses = ", ".join(f"{n} {s}" for s, n in sorted(r["statuses"].items(), key=lambda x: -x[1]))
         out.append(
             f"| {r['gpu_name']} | {r['gpus']} | {r['date_utc']} | {_commit(r)} | {r['chapter']} "
-            f"(`{r['kernel_file']}`) | {r['students']} | {_cases_of(r)} | {r['wall_s']:.0f} | {r['goal_s']:.0f} | "
+            f"(`{r['kernel_file']}`) | {r['students']} | {_cases_of(r)} | {_races_of(r)} | {r['wall_s']:.0f} | {r['goal_s']:.0f} | "
             f"{'yes' if r['meets_goal'] else 'no'} | {statuses} |"
         )
     return out + [""]
