@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import shlex
 import sys
@@ -415,8 +414,6 @@ def main(argv: list[str] | None = None) -> int:
 
 NO_GPU = "no GPU: compiled only; nothing timed, no case solved"
 REPLAYED = "--replay: compiled only; nothing timed, no case solved"
-SHOWN_SPEEDS = 4  # more points than this, and the line gives their geometric mean alone
-REASON_CHARS = 240
 
 
 def _say_verdicts(out: Path, args: argparse.Namespace) -> tuple[bool, int | None]:
@@ -467,10 +464,11 @@ def _verdicts(out: Path, only_given: bool) -> tuple[list[str], bool]:
 
 
 def _verdict(out: Path, chapter: str, file: str, entry: dict[str, Any], timed: bool) -> tuple[str, bool]:
-    """One file's verdict in one chapter, from its rows (``source`` yours) of the chapter's
-    ``yours.csv``, and whether it is correct (or compiled only, untimed)."""
+    """One file's verdict in one chapter (``grading.file_verdicts``), from its rows (``source``
+    yours) of the chapter's ``yours.csv``, and whether it is correct (or compiled only, untimed)."""
     import pandas as pd
 
+    from cudalab.grading import file_verdicts
     from cudalab.grading import results as R
 
     if not entry.get("ok"):
@@ -482,65 +480,8 @@ def _verdict(out: Path, chapter: str, file: str, entry: dict[str, Any], timed: b
     rows = frame[frame["source"].astype(str).eq(R.YOURS) & frame["file"].astype(str).eq(file)]
     if not len(rows):
         return f"not judged: data/{chapter}/yours.csv has no row of your {file}", False
-    untimed = not timed or "point" not in rows
-    fine = (R.OK, R.COMPILED_ONLY) if untimed else (R.OK,)
-    bad = rows[~rows["status"].astype(str).isin(fine)]
-    if len(bad):
-        return _what_went_wrong(bad), False
-    if untimed:
-        return R.COMPILED_ONLY, True
-    return _how_fast(rows), True
-
-
-def _text(value: Any) -> str:
-    """A cell of yours.csv as text ("" for a missing one), on one line and not too long."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    one = " ".join(str(value).split())
-    return one if len(one) <= REASON_CHARS else one[: REASON_CHARS - 1] + "…"
-
-
-def _what_went_wrong(bad: Any) -> str:
-    """The statuses of the rows that are not correct, each once: a file's own (does not compile,
-    does not fit) with its reason, a point's with where (wrong, race, above the ceiling, timed out
-    and any other, named as the row names it)."""
-    from cudalab.grading import results as R
-
-    said = []
-    for _, row in bad.iterrows():
-        status, reason = str(row["status"]), _text(row.get("reason"))
-        if status == R.DOES_NOT_COMPILE:  # the reason is the compiler's FILE:LINE: message
-            words = f"does not compile {reason}" if reason else status
-        elif status == R.MISFIT:
-            words = f"{status}: {reason}" if reason else status
-        else:
-            where = _text(row.get("point"))
-            words = status + (f" at {where}" if where else "") + (f": {reason}" if reason else "")
-        if words not in said:
-            said.append(words)
-    return "; ".join(said)
-
-
-def _how_fast(rows: Any) -> str:
-    """A correct file's speed beside the reference at its graded points: the one ratio, or their
-    geometric mean with each (at most ``SHOWN_SPEEDS``)."""
-    speeds = [
-        (float(x), _text(p))
-        for x, p in zip(rows["speed_vs_reference"], rows["point"], strict=True)
-        if _text(x) and float(x) > 0
-    ]
-    if not speeds:
-        return "correct (the reference has no time to set beside it)"
-    mean = math.exp(sum(math.log(x) for x, _ in speeds) / len(speeds))
-    if len(speeds) == 1 and len(rows) == 1:
-        return f"correct and {mean:.2f}x the reference"
-    each = ", ".join(f"{x:.2f}x at {p}" for x, p in speeds) if len(speeds) <= SHOWN_SPEEDS else ""
-    untimed = f"; {len(rows) - len(speeds)} without a reference time" if len(speeds) < len(rows) else ""
-    return (
-        f"correct and {mean:.2f}x the reference (geometric mean of {len(speeds)} points"
-        + (f": {each}" if each else "")
-        + f"{untimed})"
-    )
+    verdict = file_verdicts.of_file(rows, file, chapter, timed)
+    return verdict.said, verdict.correct
 
 
 def _several(args: argparse.Namespace, command: str) -> int:

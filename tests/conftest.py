@@ -23,6 +23,36 @@ def _cuda_binary_tools() -> None:
 _cuda_binary_tools()
 
 
+def pytest_configure(config):
+    """One replay cache for the whole run (``cudalab.report.replay_cache``): the controller makes
+    its folder, and the xdist workers and every build they start inherit it. Left as it is where
+    the environment names one already (``CUDALAB_REPLAY_CACHE= make test`` runs every replay)."""
+    from cudalab.report import replay_cache
+
+    if os.environ.get("PYTEST_XDIST_WORKER") or replay_cache.ENV in os.environ:
+        return
+    import tempfile
+
+    config._replay_cache = tempfile.mkdtemp(prefix="cudalab-replay-cache-")
+    os.environ[replay_cache.ENV] = config._replay_cache
+
+
+def pytest_unconfigure(config):
+    folder = getattr(config, "_replay_cache", None)
+    if folder:
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def every_replay_runs(monkeypatch):
+    """For a test of what a chapter's run does (Ctrl-C, a hold, a failure): no kept replay."""
+    from cudalab.report import replay_cache
+
+    monkeypatch.delenv(replay_cache.ENV, raising=False)
+
+
 def pytest_addoption(parser):
     parser.addoption(
         "--kernel-resources",

@@ -108,7 +108,9 @@ def test_sigterm_keeps_the_finished_chapters_and_marks_the_report_incomplete(tmp
 
 
 @pytest.mark.parametrize("pause", [0.5, 2.0])
-def test_ctrl_c_from_a_terminal_is_quiet_leaves_no_partial_chapter_and_the_rerun_completes(tmp_path, pause):
+def test_ctrl_c_from_a_terminal_is_quiet_leaves_no_partial_chapter_and_the_rerun_completes(
+    tmp_path, pause, every_replay_runs
+):
     """A terminal's Ctrl-C is SIGINT to the build's whole process group, in the middle of a chapter
     (0.5 s after chapter 01 starts: its kernel starting; 2 s: its cells running, or on a fast
     machine chapter 02's start). Required: the interrupt message alone (no kernel's ZMQ traceback,
@@ -153,7 +155,7 @@ def test_ctrl_c_from_a_terminal_is_quiet_leaves_no_partial_chapter_and_the_rerun
     }
 
 
-def test_an_interrupted_rebuild_keeps_the_earlier_complete_chapter(tmp_path):
+def test_an_interrupted_rebuild_keeps_the_earlier_complete_chapter(tmp_path, every_replay_runs):
     """Issue 42: a chapter that a complete earlier build left in the folder is not lost when a
     rebuild of it is interrupted: its earlier notebook and tables stay, whole and marked kept."""
     out = tmp_path / "r"

@@ -29,10 +29,10 @@ import pandas as pd
 
 from cudalab.chapter.catalog import BATCH_ENV
 from cudalab.core.paths import KERNELS_DIR
-from cudalab.grading import isolate, plan, trials
+from cudalab.grading import file_verdicts, isolate, plan, trials
 from cudalab.grading import results as R
 from cudalab.grading.submission import Submission
-from cudalab.report.options import SUBMISSION_JSON
+from cudalab.report.options import SUBMISSION_JSON, YOURS_VERDICTS
 
 TABLE = "yours"  # <chapter data>/yours.csv
 
@@ -106,6 +106,7 @@ def measured(lab: Any, task: plan.ChapterTask, staged: Path, limits: isolate.Lim
                     "speed_vs_reference": ref_ms / time_ms if time_ms and ref_ms else None,
                     "rate_per_s": rate,
                     "fraction_of_ceiling": rate / ceiling if rate is not None and ceiling else None,
+                    "ceiling": task.yours.ceiling or "",
                     "reason": got.get("reason", ""),
                 }
             )
@@ -385,6 +386,8 @@ def yours(lab: Any) -> None:
         if len(occupancy):
             occupancy.to_csv(Path(lab.out_dir) / f"{TABLE}_occupancy.csv", index=False)
     frame.to_csv(Path(lab.out_dir) / f"{TABLE}.csv", index=False)
+    judged = file_verdicts.of_chapter(frame, lab.id, lab.mode == "measure", occupancy)
+    (Path(lab.out_dir) / YOURS_VERDICTS).write_text(json.dumps([v.as_dict() for v in judged], indent=1))
     files = list(dict.fromkeys(f for t in tasks for f in t.files))
     target = _sized_for(lab)
     show(frame, files, lab.mode == "measure", occupancy, target.name if target is not None else "")

@@ -33,10 +33,21 @@ from cudalab.core.errors import CudalabError
 from cudalab.core.files import atomic_write_text
 from cudalab.core.paths import BUILD_DIR, require_checkout
 from cudalab.report import handout as handouts
-from cudalab.report import order, outdir, recordings
-from cudalab.report.execute import run_notebook as _run_chapter
-from cudalab.report.options import SUBMISSION_DIR, SUBMISSION_JSON, BuildOptions, StudentFiles, dask_pool, options_from
+from cudalab.report import order, outdir, recordings, replay_cache
+from cudalab.report.execute import run_notebook
+from cudalab.report.options import (
+    SUBMISSION_DIR,
+    SUBMISSION_JSON,
+    YOURS_VERDICTS,
+    BuildOptions,
+    StudentFiles,
+    dask_pool,
+    options_from,
+)
 from cudalab.report.stitch import ChapterOutcome, cover_cell, references_cell, render_html, render_pdf, stitch
+
+# a serial build's chapter: papermill, or a replay kept by its inputs where CUDALAB_REPLAY_CACHE asks
+_run_chapter = replay_cache.cached(run_notebook)
 
 Log = Callable[[str], None]
 
@@ -182,6 +193,19 @@ def _scorecards(out: Path, outcomes: list[ChapterOutcome]) -> dict[str, dict[str
         path = out / "data" / o.id / SCORECARD
         if o.ok and path.is_file():
             found[o.id] = json.loads(path.read_text())
+    return found
+
+
+def _your_verdicts(out: Path, outcomes: list[ChapterOutcome]) -> list[dict[str, Any]]:
+    """A student's build: each chapter's verdict on each file it measured (its
+    ``yours_verdicts.json``), and a chapter that failed or wrote none as not judged."""
+    found: list[dict[str, Any]] = []
+    for o in outcomes:
+        path = out / "data" / o.id / YOURS_VERDICTS
+        if o.ok and path.is_file():
+            found += json.loads(path.read_text())
+        elif not o.ok and declarations.of(o.id).yours:
+            found.append({"file": "", "chapter": o.id, "said": "not judged: the chapter failed", "correct": False})
     return found
 
 
@@ -696,6 +720,7 @@ def _render_report(request: _Request, ran: _Ran, incomplete: str, command: str, 
             findings=_findings(request.out, outcomes),
             scorecards=_scorecards(request.out, outcomes),
             submission=json.loads((request.out / SUBMISSION_JSON).read_text()) if request.submission else None,
+            verdicts=_your_verdicts(request.out, outcomes) if request.submission else None,
         ),
     )
     book.cells.append(references_cell(prof, [(o.id, o.title) for o in outcomes]))

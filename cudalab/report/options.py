@@ -27,6 +27,8 @@ Log = Callable[[str], None]
 # A student's build: its staged copy and its record, in the build's output folder.
 SUBMISSION_DIR = "submission"
 SUBMISSION_JSON = "submission.json"
+# each chapter's verdict on each of the student's files it measured, which the first page leads with
+YOURS_VERDICTS = "yours_verdicts.json"  # in data/<chapter>/ (written by grading.file_verdicts' caller)
 
 
 class Refused(Protocol):

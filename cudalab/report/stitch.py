@@ -144,10 +144,11 @@ def _findings(outcomes: list[ChapterOutcome], findings: dict[str, list[str]]) ->
     )
 
 
-def _summary(outcomes: list[ChapterOutcome], scorecards: dict[str, dict[str, Any]]) -> str:
+def _summary(outcomes: list[ChapterOutcome], scorecards: dict[str, dict[str, Any]], reference: bool = False) -> str:
     """The summary page: a row per chapter from its recorded scorecard (best configuration, its
     speedup over the lab's baseline kernel, its fraction of the chapter's ceiling, the lab's own
-    figure). A figure a chapter has no measure for says so rather than leaving a gap."""
+    figure). A figure a chapter has no measure for says so rather than leaving a gap. In a
+    student's build (``reference``) it is titled as the chapters' own kernels, never the student's."""
     rows = []
     for o in outcomes:
         card = scorecards.get(o.id)
@@ -177,8 +178,14 @@ def _summary(outcomes: list[ChapterOutcome], scorecards: dict[str, dict[str, Any
         )
     if not rows:
         return ""
+    title = (
+        "<h2>The chapters' own kernels (the reference, not yours)</h2><p>What the project's kernels reach in "
+        "each chapter of this build; your files are judged in <i>Your results</i> above.</p>"
+        if reference
+        else "<h2>Summary</h2>"
+    )
     return (
-        "<h2>Summary</h2><table class='cudalab-summary'><tr><th>chapter</th><th>best in this run</th>"
+        title + "<table class='cudalab-summary'><tr><th>chapter</th><th>best in this run</th>"
         "<th>speedup over the lab's baseline</th><th>fraction of the ceiling (same run)</th>"
         "<th>the lab's published figure</th></tr>" + "".join(rows) + "</table>"
     )
@@ -215,13 +222,15 @@ def cover_cell(
     findings: dict[str, list[str]] | None = None,
     scorecards: dict[str, dict[str, Any]] | None = None,
     submission: dict[str, Any] | None = None,
+    verdicts: list[dict[str, Any]] | None = None,
 ) -> nbformat.NotebookNode:
     """The first page: measured or replayed (and from which recording), on which GPU, the contents;
     ``incomplete`` (why this report lacks chapters) is shown above everything else, and the build's
     ``notes`` (a request that could not take effect, chapters a recording lacks) under the contents,
     then ``findings``: each chapter's first headlines (its ``summary.json``), the run in brief.
     ``submission`` (a student's build, ``submission.json``) names the student's files and their
-    sha256, and what was refused, under the title."""
+    sha256, and what was refused; the page then leads with ``verdicts``, the student's results per
+    file and chapter, and the chapters' own summary follows, titled as the reference's."""
     rows = []
     several = len(gpu_models(outcomes)) > 1  # the contents name each chapter's model where they differ
     for o in outcomes:
@@ -251,6 +260,7 @@ def cover_cell(
     body = f"""<div class="cudalab-cover">
 <h1>{html.escape(title)}</h1>
 {f"<div class='cudalab-chapter-failed'><b>Incomplete report.</b> {html.escape(incomplete)}</div>" if incomplete else ""}
+{_your_results(verdicts) if submission else ""}
 <p>{_data_source(mode, outcomes, recording, scorecards)}</p>
 {_submission(submission)}
 <table>
@@ -261,7 +271,7 @@ def cover_cell(
 <tr><th style="text-align:left">Report built</th><td>{html.escape(built_utc)}</td></tr>
 <tr><th style="text-align:left">Command</th><td><code>{html.escape(command)}</code></td></tr>
 </table>
-{_summary(outcomes, scorecards or {})}
+{_summary(outcomes, scorecards or {}, reference=bool(submission))}
 <h2>Contents</h2>
 <table><tr><th>chapter</th><th>status</th><th>run time</th>{"<th>GPU</th>" if several else ""}</tr>
 {"".join(rows)}
@@ -273,6 +283,40 @@ def cover_cell(
 (<code>data/&lt;chapter&gt;/</code>) and executed notebook (<code>notebooks/</code>) sit beside this file.</p>
 </div>"""
     return nbformat.v4.new_markdown_cell(body)
+
+
+def _your_results(verdicts: list[dict[str, Any]] | None) -> str:
+    """The first thing a student reads: each file in each chapter that measured it, its verdict
+    (``grading.file_verdicts``), its best point with its fraction of the ceiling, the geometric mean
+    of its speed beside the reference and its slowest point; compiled only, the registers and
+    occupancy of the graded points' builds. A verdict that is not correct is in red and counts no speed."""
+    if not verdicts:
+        return (
+            "<div class='cudalab-yours'><h2>Your results</h2><p>No chapter of this build judged your files "
+            "(the contents say which chapters ran).</p></div>"
+        )
+    rows = []
+    for v in verdicts:
+        said = html.escape(v.get("said", ""))
+        verdict = said if v.get("correct") else f"<b style='color:#c00'>{said}</b>"
+        mean = f"{v['geomean_x']:.2f}x" if v.get("geomean_x") else "-"
+        if v.get("compiled"):
+            details = f"<td colspan='3'>{html.escape(v['compiled'])}</td>"
+        else:
+            details = (
+                f"<td>{html.escape(v.get('best') or '-')}</td><td>{mean}</td>"
+                f"<td>{html.escape(v.get('slowest') or '-')}</td>"
+            )
+        rows.append(
+            f"<tr><td><code>{html.escape(v.get('file') or '-')}</code></td>"
+            f"<td><a href='#{_anchor(v['chapter'])}'>{html.escape(v['chapter'][:2])}</a></td>"
+            f"<td>{verdict}</td>{details}</tr>"
+        )
+    return (
+        "<div class='cudalab-yours'><h2>Your results</h2><table class='cudalab-summary'><tr><th>your file</th>"
+        "<th>chapter</th><th>verdict</th><th>best point (of the ceiling)</th><th>speed vs reference "
+        "(geometric mean)</th><th>slowest point vs reference</th></tr>" + "".join(rows) + "</table></div>"
+    )
 
 
 def _submission(submission: dict[str, Any] | None) -> str:
