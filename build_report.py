@@ -464,15 +464,22 @@ def _verdicts(out: Path, only_given: bool) -> tuple[list[str], bool]:
 
 
 def _verdict(out: Path, chapter: str, file: str, entry: dict[str, Any], timed: bool) -> tuple[str, bool]:
-    """One file's verdict in one chapter (``grading.file_verdicts``), from its rows (``source``
-    yours) of the chapter's ``yours.csv``, and whether it is correct (or compiled only, untimed)."""
+    """One file's verdict in one chapter (``grading.file_verdicts``), as the chapter wrote it
+    (``yours_verdicts.json``: its graded points and its sweep's) or, from a build before it did, from
+    its rows (``source`` yours) of ``yours.csv``; and whether it is correct (or compiled only, untimed)."""
     import pandas as pd
 
     from cudalab.grading import file_verdicts
     from cudalab.grading import results as R
+    from cudalab.report.options import YOURS_VERDICTS
 
     if not entry.get("ok"):
         return "not judged: the chapter failed (the report shows its error)", False
+    judged = out / "data" / chapter / YOURS_VERDICTS  # the chapter's own judgement, its sweep's points too
+    if judged.is_file():
+        for v in json.loads(judged.read_text()):
+            if v.get("file") == file:
+                return v["said"], bool(v["correct"])
     path = out / "data" / chapter / "yours.csv"
     if not path.is_file():
         return f"not judged: the chapter wrote no data/{chapter}/yours.csv", False

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -51,6 +52,16 @@ def test_a_students_kernels_are_named_compiled_beside_the_reference_and_a_broken
     for name in ("fw_blocked.cu", "fw_shared_tile.cu"):
         assert hashlib.sha256((mine / name).read_bytes()).hexdigest() in html
     assert "Your kernels beside the reference" in html and "its timings need a GPU" in html
+    # issue 67, item 2: the first page leads with the student's results, the reference's summary after, so titled
+    results = html.index("<h2>Your results</h2>")
+    assert results < html.index("the reference, not yours") and "<h2>Summary</h2>" not in html
+    first_page = html[results : html.index("the reference, not yours")]
+    assert re.search(
+        r"fw_blocked\.cu</code></td><td>.*?04</a></td><td>compiled only</td><td colspan=[\"']3[\"']>[^<]*"
+        r"\d+ registers, \d+% occupancy \(reference \d+, \d+%\)",
+        first_page,
+    ), first_page
+    assert f"does not compile fw_shared_tile.cu:{at + 1}:" in first_page
     tile = pd.read_csv(out / "data" / "03_shared_memory" / "yours.csv")
     mine_rows = tile[tile["source"].eq("yours")]
     assert list(mine_rows["status"]) == ["does not compile"]

@@ -152,16 +152,14 @@ def compiled_at_points(rows: pd.DataFrame, occupancy: pd.DataFrame | None) -> st
     """Untimed: each graded point's launches of the file with their registers and theoretical
     occupancy, the student's beside the reference's (``section.occupancy_at_points``); without
     them, each kernel's registers as compiled."""
-    parts = []
+    by_point: dict[str, list[str]] = {}
     if occupancy is not None and len(occupancy) and "registers_per_thread" in occupancy:
         keys = [k for k in ("point", "kernel", "threads_per_block") if k in occupancy]
         kernels = set(rows["kernel"].astype(str)) if "kernel" in rows else None
         for key, group in occupancy.groupby(keys, sort=False):
             at = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
-            if kernels is not None and str(at.get("kernel")) not in kernels:
-                continue
             by = group.set_index("source")
-            if R.YOURS not in by.index:
+            if (kernels is not None and str(at.get("kernel")) not in kernels) or R.YOURS not in by.index:
                 continue
             mine, ref = by.loc[R.YOURS], by.loc[R.REFERENCE] if R.REFERENCE in by.index else None
             beside = (
@@ -169,11 +167,11 @@ def compiled_at_points(rows: pd.DataFrame, occupancy: pd.DataFrame | None) -> st
                 if ref is not None
                 else ""
             )
-            where = f"{at['point']}: " if at.get("point") else ""
-            parts.append(
-                f"{where}{at.get('kernel')} {int(mine['registers_per_thread'])} registers, "
+            by_point.setdefault(str(at.get("point") or ""), []).append(
+                f"{at.get('kernel')} {int(mine['registers_per_thread'])} registers, "
                 f"{float(mine['occupancy_fraction']):.0%} occupancy{beside}"
             )
+    parts = [(f"{p}: " if p else "") + ", ".join(dict.fromkeys(each)) for p, each in by_point.items()]
     if not parts and "registers_per_thread" in rows:
         for _, row in rows.drop_duplicates(["kernel", "registers_per_thread"]).iterrows():
             if pd.notna(row.get("registers_per_thread")):

@@ -29,7 +29,7 @@ import pandas as pd
 
 from cudalab.chapter.catalog import BATCH_ENV
 from cudalab.core.paths import KERNELS_DIR
-from cudalab.grading import file_verdicts, isolate, plan, trials
+from cudalab.grading import file_verdicts, isolate, plan, series, trials
 from cudalab.grading import results as R
 from cudalab.grading.submission import Submission
 from cudalab.report.options import SUBMISSION_JSON, YOURS_VERDICTS
@@ -386,11 +386,125 @@ def yours(lab: Any) -> None:
         if len(occupancy):
             occupancy.to_csv(Path(lab.out_dir) / f"{TABLE}_occupancy.csv", index=False)
     frame.to_csv(Path(lab.out_dir) / f"{TABLE}.csv", index=False)
-    judged = file_verdicts.of_chapter(frame, lab.id, lab.mode == "measure", occupancy)
+    swept, sweep_failed = pd.DataFrame(), ""
+    if lab.mode == "measure":
+        try:
+            swept = across_the_sweep(lab, tasks, staged, limits, int(record.get("seed") or 0), frame, record["files"])
+        except Exception as exc:  # the sweep is more than the graded points: its failure costs them nothing
+            sweep_failed = R.scrubbed(f"{type(exc).__name__}: {exc}")
+    every = frame  # the verdict and the first page count every point measured: the graded ones and the sweep's
+    if len(swept):
+        series.write(swept, Path(lab.out_dir))
+        more = swept[swept["from_sweep"]].drop(columns=["series", "from_sweep", *_point_keys(tasks, swept)])
+        every = pd.concat([frame, more], ignore_index=True)
+    judged = file_verdicts.of_chapter(every, lab.id, lab.mode == "measure", occupancy)
     (Path(lab.out_dir) / YOURS_VERDICTS).write_text(json.dumps([v.as_dict() for v in judged], indent=1))
     files = list(dict.fromkeys(f for t in tasks for f in t.files))
     target = _sized_for(lab)
     show(frame, files, lab.mode == "measure", occupancy, target.name if target is not None else "")
+    if len(swept):
+        show_sweep(lab.id, tasks, swept)
+    elif sweep_failed:
+        display(Markdown(f"Your kernel across the chapter's sweep could not be measured ({sweep_failed}); "
+                         "the graded points above stand."))  # fmt: skip
+
+
+def _point_keys(tasks: list[plan.ChapterTask], swept: pd.DataFrame) -> list[str]:
+    """The point columns the sweep's rows carry (its recipes' axes and choices)."""
+    return list(dict.fromkeys(k for t in tasks for k in series.point_keys(t, swept)))
+
+
+def _builds_for(yours: Any, cc: str):
+    """Whether a point builds from its file: where the family's kit lists a point's launches, a
+    point with none is one the file does not build for (``fw_blocked.cu`` at BF 128); elsewhere
+    every point of the sweep is taken."""
+    from cudalab.grading.trials import kit_of
+
+    kit = kit_of(yours.checks.kit) if yours.checks is not None else None
+    if kit is None or kit.launches is None:
+        return None
+    return lambda point: bool(point_launches(yours, point, cc))
+
+
+def across_the_sweep(
+    lab: Any,
+    tasks: list[plan.ChapterTask],
+    staged: Path,
+    limits: isolate.Limits,
+    seed: int,
+    graded: pd.DataFrame,
+    sha256: dict[str, str],
+) -> pd.DataFrame:
+    """The student's files over the chapter's own sweep (``grading.series``): for each group, every
+    point of its recipe's table in this build that builds from a submitted file, the graded points
+    (already measured, ``graded``) joined by the others, measured here the same way; a row per point
+    and source, with the point's keys, ``series`` and ``from_sweep``. Empty where the chapter's
+    table is not in this build's data."""
+    from cudalab.core import gpu
+
+    cc = gpu.compute_capability() or _cc(lab)  # the GPU measured on
+    parts = []
+    for task in tasks:
+        recipe = plan.recipe_of(task.yours.recipe)
+        path = Path(lab.out_dir) / f"{recipe.table}.csv"
+        if not path.is_file():
+            continue
+        whole = series.sweep_task(task, pd.read_csv(path), set(task.files), _builds_for(task.yours, cc))
+        if whole is None:
+            continue
+        done = {plan.point_label(p) for p, _ in task.points}
+        rest = whole.keeping(tuple((p, f) for p, f in whole.points if plan.point_label(p) not in done))
+        mine = graded[graded["point"].isin(done)]
+        parts.append(series.as_table(mine, task, sha256).assign(from_sweep=False))
+        if rest.points:
+            rows = measured(lab, rest, staged, limits, seed)
+            # a point the reference itself does not run at on this GPU (a launch it refuses) is no
+            # point of the sweep: nothing to set the student's beside, nor to hold against them
+            ref_ok = rows[rows["source"].eq(R.REFERENCE) & rows["status"].eq(R.OK)]["point"]
+            rows = rows[rows["point"].isin(set(ref_ok))]
+            parts.append(series.as_table(rows, rest, sha256).assign(from_sweep=True))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def show_sweep(chapter: str, tasks: list[plan.ChapterTask], swept: pd.DataFrame) -> None:
+    """The student's series in the chapter's declared figures of each sweep's table, beside the
+    reference measured the same way, and the sweep's rows."""
+    import matplotlib.pyplot as plt
+    from IPython.display import Markdown, display
+
+    from cudalab.core import plots
+
+    wrong = swept[swept["series"].ne(R.REFERENCE) & swept["status"].ne(R.OK)]
+    display(
+        Markdown(
+            "#### Your kernel across the chapter's sweep\n\nEvery point of the chapter's sweep that your file "
+            f"builds for ({swept['point'].nunique()} points), measured and checked as the graded points are, "
+            "your series beside the reference's (dashed: yours"
+            + (f"; a red cross: {len(wrong)} point(s) not correct, with no time" if len(wrong) else "")
+            + ")."
+        )
+    )
+    for task in tasks:
+        recipe = plan.recipe_of(task.yours.recipe)
+        keys = series.point_keys(task, swept)
+        for spec in series.figures_of(chapter, recipe.table):
+            if spec.x not in keys or spec.y not in swept:
+                continue
+            fig = series.draw(
+                swept, spec.x, spec.y, title=spec.title, ylabel=spec.ylabel, logx=spec.logx, logy=spec.logy, by=keys
+            )
+            plt.show()
+            plt.close(fig)
+    shown = [
+        c for c in ("series", "point", "status", "time_ms", "speed_vs_reference", "fraction_of_ceiling") if c in swept
+    ]
+    display(
+        plots.styled(
+            swept[shown].rename(columns=READABLE),
+            {"time (ms)": "{:.3f}", "speed vs reference": "{:.2f}x", "fraction of the ceiling": "{:.1%}"},
+            small_print=True,
+        )
+    )
 
 
 SAME_WITHIN = 0.02  # a ratio closer to 1 than this is "as fast as", whatever the spreads say

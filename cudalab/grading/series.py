@@ -1,0 +1,130 @@
+"""A student's file across a chapter's whole sweep (``--kernels``, issue 67): besides the few graded
+points, every point of the table the chapter's point recipe measures (``PointRecipe.table``, rows
+keyed by the recipe's axes and choices) that builds from the student's file and that the file
+builds for (its family's kit lists the point's launches: ``fw_blocked.cu`` builds BF 8-64, so
+BF 128 is no point of its series).
+
+Each such point is measured as a graded point is (``section.measured``: the reference file and the
+student's, each in a process of its own, every timed call on an input of its own, the answers
+judged outside it on the last timed input, a fresh one and the chapter's check inputs), and drawn in
+the chapter's declared figures of that table beside the reference, as its own series: "yours" and
+the first 8 hex digits of the file's sha256. A point that is not correct is a red cross at the foot
+of the axes, never a time.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from cudalab.grading import plan
+from cudalab.grading import results as R
+
+TABLE = "yours_sweep"  # <chapter data>/yours_sweep.csv
+
+
+def label(sha256: str) -> str:
+    """A student's series in a legend: "yours" and the first 8 hex digits of the file's sha256."""
+    return f"{R.YOURS} {sha256[:8]}"
+
+
+def _plain(value: Any) -> Any:
+    """A table cell as a point's value: numpy scalars as Python's, whole floats as int."""
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def point_keys(task: plan.ChapterTask, table: pd.DataFrame) -> list[str]:
+    """The columns of the recipe's table that make a point: its axes and choices the table holds."""
+    recipe = plan.recipe_of(task.yours.recipe)
+    return [k for k in (*recipe.axes, *recipe.kernel_choices) if k in table]
+
+
+def sweep_task(
+    task: plan.ChapterTask, table: pd.DataFrame, files: set[str], builds: Any = None
+) -> plan.ChapterTask | None:
+    """``task`` (one ``yours`` group) over every point of the chapter's measured ``table`` that
+    builds from one of ``files`` and that ``builds(point)`` allows (the file builds for it), in the
+    table's order; None where there is none."""
+    recipe = plan.recipe_of(task.yours.recipe)
+    keys = point_keys(task, table)
+    if not keys:
+        return None
+    points = []
+    for values in table[keys].dropna().drop_duplicates().itertuples(index=False):
+        point = {k: _plain(v) for k, v in zip(keys, values, strict=True)}
+        file = recipe.kernel_file_for(point)
+        if file in files and (builds is None or builds(point)):
+            points.append((point, file))
+    return task.keeping(tuple(points)) if points else None
+
+
+def as_table(measured: pd.DataFrame, task: plan.ChapterTask, sha256: dict[str, str]) -> pd.DataFrame:
+    """``section.measured``'s rows (a row per point and source) with each point's keys as columns
+    and ``series``: "reference" or the student's label (``label``) for the file at that point."""
+    by_label = {plan.point_label(p): p for p, _ in task.points}
+    rows = []
+    for _, row in measured.iterrows():
+        point = by_label.get(str(row["point"]), {})
+        mine = row["source"] == R.YOURS
+        rows.append(
+            {
+                **point,
+                **row.to_dict(),
+                "series": label(sha256.get(str(row["file"]), "")) if mine else R.REFERENCE,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def draw(frame: pd.DataFrame, x: str, y: str, *, title: str, ylabel: str, logx: bool, logy: bool, by: list[str]):
+    """One declared figure over the sweep: a line per source and value of ``by`` (the other keys
+    of a point), the student's dashed; a point that is not correct a red cross at the foot of the
+    axes, labelled with its status, never a time. Returns the figure."""
+    import matplotlib.pyplot as plt
+    import matplotlib.transforms as transforms
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    good = frame[frame["status"].eq(R.OK) & frame[y].notna()] if y in frame else frame.iloc[0:0]
+    groups = ["series", *[b for b in by if b != x and b in frame]]
+    for key, part in good.groupby(groups, sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        name = ", ".join(str(k) for k in key)
+        mine = str(key[0]) != R.REFERENCE
+        part = part.sort_values(x)
+        ax.plot(part[x], part[y], marker="o", linestyle="--" if mine else "-", linewidth=2 if mine else 1.2, label=name)
+    bad = frame[frame["series"].ne(R.REFERENCE) & frame["status"].ne(R.OK)]
+    if len(bad):
+        foot = transforms.blended_transform_factory(ax.transData, ax.transAxes)
+        for status, part in bad.groupby("status", sort=False):
+            ax.scatter(part[x], [0.03] * len(part), transform=foot, marker="x", s=90, color="#c00", zorder=5,
+                       label=f"yours: {status} (no time)", clip_on=False)  # fmt: skip
+    ax.set_xlabel(x.replace("_", " "))
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    if logx:
+        ax.set_xscale("log", base=2)
+    if logy:
+        ax.set_yscale("log")
+    ax.legend(fontsize=7, ncol=2, loc="best")
+    fig.tight_layout()
+    return fig
+
+
+def figures_of(chapter: str, table: str) -> list[Any]:
+    """The chapter's declared figures (``declarations.Figure``) drawn from ``table``, as lines."""
+    from cudalab.chapter import declarations
+
+    return [f for f in declarations.of(chapter).figures if f.table == table and f.kind == "line"]
+
+
+def write(frame: pd.DataFrame, out_dir: Path) -> Path:
+    """The series kept beside the chapter's tables: ``yours_sweep.csv``."""
+    path = Path(out_dir) / f"{TABLE}.csv"
+    frame.to_csv(path, index=False)
+    return path

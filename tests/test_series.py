@@ -1,0 +1,112 @@
+"""A student's file across the chapter's sweep (``grading.series``, issue 67 item 1), without a GPU:
+the sweep's points are the rows of the recipe's table that build from the submitted file and that
+the file builds for; the measuring is stood in for; what is drawn and judged is real."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import matplotlib
+import pandas as pd
+import pytest
+
+from cudalab.grading import file_verdicts, plan, section, series
+from cudalab.grading import results as R
+
+matplotlib.use("Agg")
+
+SHA = "0123456789abcdef" * 4
+
+
+def _table() -> pd.DataFrame:
+    """Chapter 04's blocking-factor sweep as an H200 build writes it: the shared kernel at BF 8-128,
+    the register-tiled one beside it."""
+    rows = [
+        {"n": n, "block_factor": bf, "kernel": k, "variant": f"{k} BF {bf}", "time_ms": 1.0, "status": "ok"}
+        for n in (8192, 16384)
+        for k, bfs in (("shared", (8, 16, 32, 64, 128)), ("registers", (64, 128)))
+        for bf in bfs
+    ]
+    return pd.DataFrame(rows)
+
+
+def _task() -> plan.ChapterTask:
+    (task,) = plan.chapter_tasks("04_blocking_factor", ["fw_blocked.cu"])
+    return task
+
+
+def test_the_sweep_is_every_point_of_the_table_the_file_builds_for():
+    builds = section._builds_for(_task().yours, "9.0")
+    whole = series.sweep_task(_task(), _table(), {"fw_blocked.cu"}, builds)
+    assert [(p["n"], p["block_factor"], p["kernel"]) for p, _ in whole.points] == [
+        (n, bf, "shared") for n in (8192, 16384) for bf in (8, 16, 32, 64, 128)
+    ], "the register-tiled rows are another file's (BF 128 builds on a 9.0 GPU: 128 KiB of shared memory)"
+    assert {f for _, f in whole.points} == {"fw_blocked.cu"}
+    assert series.sweep_task(_task(), _table(), {"fw_blocked_minplus.cu"}, builds) is None
+    only_small = series.sweep_task(_task(), _table(), {"fw_blocked.cu"}, lambda p: p["block_factor"] <= 64)
+    assert {p["block_factor"] for p, _ in only_small.points} == {8, 16, 32, 64}
+
+
+def _measured(task, wrong_at=()):
+    """What ``section.measured`` returns: a row per point and source."""
+    rows = []
+    for point, file in task.points:
+        bad = point["block_factor"] in wrong_at
+        for source, ms in ((R.REFERENCE, 2.0), (R.YOURS, 1.0)):
+            mine = source == R.YOURS
+            if point["block_factor"] == 128:  # a point neither file builds for on this GPU
+                rows.append({"point": plan.point_label(point), "file": file, "source": source,
+                             "status": R.MISFIT, "time_ms": None, "reason": "too much shared memory"})  # fmt: skip
+                continue
+            rows.append(
+                {
+                    "point": plan.point_label(point),
+                    "file": file,
+                    "source": source,
+                    "status": R.WRONG if mine and bad else R.OK,
+                    "time_ms": None if mine and bad else ms * point["block_factor"],
+                    "speed_vs_reference": None if mine and bad else (2.0 if mine else None),
+                    "fraction_of_ceiling": None,
+                    "reason": "2 entries differ" if mine and bad else "",
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture
+def lab(tmp_path, monkeypatch):
+    _table().to_csv(tmp_path / "blocking_factor_sweep.csv", index=False)
+    monkeypatch.setattr(section, "measured", lambda lab, task, staged, limits, seed: _measured(task, (32,)))
+    return SimpleNamespace(id="04_blocking_factor", out_dir=str(tmp_path), mode="measure", profile=None)
+
+
+def test_the_series_is_measured_labelled_and_a_wrong_point_counts_against_the_file(lab, tmp_path):
+    task = _task()
+    graded = _measured(task)
+    swept = section.across_the_sweep(lab, [task], tmp_path, None, 7, graded, {"fw_blocked.cu": SHA})
+    mine = swept[swept["series"].eq("yours 01234567")]
+    assert set(swept["series"]) == {"yours 01234567", R.REFERENCE}
+    assert len(mine) == 1 + 8, "the graded point, then the sweep's eight (BF 128: the reference refused it)"
+    assert list(mine[mine["from_sweep"]]["block_factor"].unique()) == [8, 16, 32, 64]
+    assert (mine[mine["block_factor"].eq(32) & mine["from_sweep"]]["status"] == R.WRONG).all()
+    # the verdict counts the sweep: wrong at BF 32 is the file's verdict, and no speed is counted
+    rows = pd.concat([graded, swept[swept["from_sweep"]]], ignore_index=True)
+    (v,) = file_verdicts.of_chapter(rows, task.chapter, timed=True)
+    assert not v.correct and v.said.startswith("wrong at n=8192, block_factor=32, kernel=shared")
+    assert v.geomean_x is None
+
+
+def test_a_wrong_point_is_a_cross_at_the_foot_never_a_time(lab, tmp_path):
+    task = _task()
+    swept = section.across_the_sweep(lab, [task], tmp_path, None, 7, _measured(task), {"fw_blocked.cu": SHA})
+    (spec,) = [f for f in series.figures_of(task.chapter, "blocking_factor_sweep")]
+    fig = series.draw(swept, spec.x, spec.y, title=spec.title, ylabel=spec.ylabel, logx=False, logy=True,
+                      by=series.point_keys(task, swept))  # fmt: skip
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    lines = {line.get_label(): list(line.get_xdata()) for line in ax.get_lines()}
+    assert lines["yours 01234567, 32, shared"] == [3000], "BF 32: the graded point alone; the wrong ones draw no time"
+    assert lines["yours 01234567, 16, shared"] == [8192, 16384] and "reference, 16, shared" in labels
+    assert "yours: wrong (no time)" in labels
+    (crosses,) = [c for c in ax.collections if c.get_label() == "yours: wrong (no time)"]
+    assert [tuple(xy) for xy in crosses.get_offsets()] == [(8192, 0.03), (16384, 0.03)]
