@@ -295,27 +295,33 @@ def _your_results(verdicts: list[dict[str, Any]] | None) -> str:
             "<div class='cudalab-yours'><h2>Your results</h2><p>No chapter of this build judged your files "
             "(the contents say which chapters ran).</p></div>"
         )
+    timed = not all(v.get("compiled") or not v.get("correct") for v in verdicts)
     rows = []
     for v in verdicts:
         said = html.escape(v.get("said", ""))
         verdict = said if v.get("correct") else f"<b style='color:#c00'>{said}</b>"
-        mean = f"{v['geomean_x']:.2f}x" if v.get("geomean_x") else "-"
-        if v.get("compiled"):
-            details = f"<td colspan='3'>{html.escape(v['compiled'])}</td>"
-        else:
+        if timed:
+            mean = f"{v['geomean_x']:.2f}x" if v.get("geomean_x") else "-"
             details = (
                 f"<td>{html.escape(v.get('best') or '-')}</td><td>{mean}</td>"
                 f"<td>{html.escape(v.get('slowest') or '-')}</td>"
             )
+        else:
+            details = f"<td>{html.escape(v.get('compiled') or '-')}</td>"
         rows.append(
             f"<tr><td><code>{html.escape(v.get('file') or '-')}</code></td>"
             f"<td><a href='#{_anchor(v['chapter'])}'>{html.escape(v['chapter'][:2])}</a></td>"
             f"<td>{verdict}</td>{details}</tr>"
         )
+    heads = (
+        "<th>best point (of the ceiling)</th><th>speed vs reference (geometric mean)</th>"
+        "<th>slowest point vs reference</th>"
+        if timed
+        else "<th style='width:50%'>registers and theoretical occupancy at the graded points (the reference's in brackets)</th>"
+    )
     return (
         "<div class='cudalab-yours'><h2>Your results</h2><table class='cudalab-summary'><tr><th>your file</th>"
-        "<th>chapter</th><th>verdict</th><th>best point (of the ceiling)</th><th>speed vs reference "
-        "(geometric mean)</th><th>slowest point vs reference</th></tr>" + "".join(rows) + "</table></div>"
+        f"<th>chapter</th><th>verdict</th>{heads}</tr>" + "".join(rows) + "</table></div>"
     )
 
 
