@@ -13,9 +13,12 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def built_once(tmp_path_factory, name: str, make: Callable[[Path], dict]) -> tuple[Path, dict]:
@@ -42,3 +45,21 @@ def as_result(proc: subprocess.CompletedProcess) -> dict:
 def as_proc(result: dict) -> SimpleNamespace:
     """``as_result`` read back, with a CompletedProcess's attribute names."""
     return SimpleNamespace(**result)
+
+
+def replay_gtx680(tmp_path_factory, pdf: bool) -> tuple[Path, dict]:
+    """The gtx680 replay of every chapter with its handouts, in HTML and (``pdf``: Chromium and
+    poppler are here) PDF: the report's tests (``test_build_report``) and the handouts' page count
+    (``test_handout``) read the same build, made once per run."""
+
+    def make(out: Path) -> dict:
+        formats = "html,pdf" if pdf else "html"
+        proc = subprocess.run(
+            [sys.executable, str(ROOT / "build_report.py"), "--gpu", "gtx680", "--replay", "--handout",
+             "--format", formats, "--out", str(out)],
+            cwd=ROOT, capture_output=True, text=True, timeout=900,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return as_result(proc)
+
+    return built_once(tmp_path_factory, f"replay-gtx680-{'pdf' if pdf else 'html'}", make)

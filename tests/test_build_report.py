@@ -7,7 +7,6 @@ import re
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -91,16 +90,9 @@ def pdf_tools() -> bool:
 
 @pytest.fixture(scope="module")
 def replay_report(tmp_path_factory):
-    from tests.shared_builds import as_proc, as_result, built_once
+    from tests.shared_builds import as_proc, replay_gtx680
 
-    def make(out: Path) -> dict:
-        proc = build(
-            "--gpu", "gtx680", "--replay", "--format", "html,pdf" if pdf_tools() else "html", "--out", str(out)
-        )
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        return as_result(proc)
-
-    out, result = built_once(tmp_path_factory, "replay-gtx680", make)
+    out, result = replay_gtx680(tmp_path_factory, pdf=pdf_tools())
     return out, as_proc(result)
 
 

@@ -137,7 +137,7 @@ def test_a_handout_lists_the_students_kernels_and_whole_tables_and_the_key_fills
 
 
 @pytest.mark.slow
-def test_every_chapter_handout_prints_on_six_a4_pages_at_most(tmp_path):
+def test_every_chapter_handout_prints_on_six_a4_pages_at_most(tmp_path_factory):
     """A teacher prints a chapter: six A4 pages at most, every chapter (PDF, where Chromium is here)."""
     import shutil
 
@@ -147,17 +147,11 @@ def test_every_chapter_handout_prints_on_six_a4_pages_at_most(tmp_path):
         pytest.skip("poppler-utils is not installed")
     if find_browser() is None:  # asked before the minute-long build, not after it
         pytest.skip("Chromium is not installed: no PDF to count")
-    out = tmp_path / "r"
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "build_report.py"), "--gpu", "gtx680", "--replay", "--handout", "--out", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    from tests.shared_builds import replay_gtx680
+
+    out, result = replay_gtx680(tmp_path_factory, pdf=True)  # the report's tests read the same build
     pdfs = sorted((out / "handout").glob("[0-9]*.pdf"))
-    assert len(pdfs) == len(catalog.discover()), proc.stderr[-3000:]
+    assert len(pdfs) == len(catalog.discover()), result["stderr"][-3000:]
     for pdf in pdfs:
         info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True).stdout
         pages = int(re.search(r"Pages:\s+(\d+)", info).group(1))
