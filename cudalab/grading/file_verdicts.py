@@ -72,7 +72,7 @@ def of_file(
     if untimed:
         return FileVerdict(file, chapter, R.COMPILED_ONLY, True, compiled=compiled_at_points(rows, occupancy))
     speeds = _speeds(rows)
-    mean = math.exp(sum(math.log(x) for x, _ in speeds) / len(speeds)) if speeds else None
+    mean = geomean(speeds)
     slowest = min(speeds) if speeds else None
     return FileVerdict(
         file,
@@ -113,13 +113,18 @@ def _speeds(rows: pd.DataFrame) -> list[tuple[float, str]]:
     ]
 
 
+def geomean(speeds: list[tuple[float, str]]) -> float | None:
+    """The geometric mean of the speeds (``_speeds``), or None where there is none."""
+    return math.exp(sum(math.log(x) for x, _ in speeds) / len(speeds)) if speeds else None
+
+
 def how_fast(rows: pd.DataFrame, speeds: list[tuple[float, str]] | None = None) -> str:
     """A correct file's speed beside the reference at its points: the one ratio, or their
     geometric mean with each (at most ``SHOWN_SPEEDS``)."""
     speeds = _speeds(rows) if speeds is None else speeds
     if not speeds:
         return "correct (the reference has no time to set beside it)"
-    mean = math.exp(sum(math.log(x) for x, _ in speeds) / len(speeds))
+    mean = geomean(speeds)
     if len(speeds) == 1 and len(rows) == 1:
         return f"correct and {mean:.2f}x the reference"
     each = ", ".join(f"{x:.2f}x at {p}" for x, p in speeds) if len(speeds) <= SHOWN_SPEEDS else ""
