@@ -259,3 +259,38 @@ def test_imports_are_read_once_before_the_first_timed_build_and_a_missing_one_is
 
     got = _bench().warm_imports({**os.environ}, ("json", "pandas", "no_such_module_here", "cudalab.chapter"))
     assert got == ["json", "pandas", "cudalab.chapter"]
+
+
+def test_a_students_build_is_held_to_twice_the_plain_build_of_the_same_chapters(tmp_path, monkeypatch):
+    """--yours: the same command twice, the second with --kernels; its goal is 2x the first's seconds,
+    and a student's build that exits 1 (a wrong file: a verdict) still counts as measured."""
+    import json
+
+    from cudalab.report.benchmarks import build_times
+
+    bench = _bench()
+    calls, seconds = [], iter([100.0, 150.0])
+
+    def fake_build(args, env):
+        calls.append(args)
+        return next(seconds), 0 if "--kernels" not in args else 1, ""
+
+    monkeypatch.setattr(bench, "_build", fake_build)
+    monkeypatch.setattr(bench, "warm_imports", lambda env: [])
+    monkeypatch.setattr(bench, "machine", lambda: {"gpu_name": "NVIDIA H200", "gpu_count": 1, "cpu_count": 16})
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "fw_blocked.cu").write_text("// a student's file\n")
+    record = tmp_path / "build_times" / "h200-h200-yours-04.json"
+    result = bench.yours_builds("h200", tmp_path / "mine", ["04_blocking_factor"], "html", record)
+    assert calls[0][:4] == ["--gpu", "h200", "--only", "04_blocking_factor"] and "--kernels" not in calls[0]
+    assert calls[1][-2:] == ["--kernels", str(tmp_path / "mine")] and calls[1][:4] == calls[0][:4]
+    plain, yours = result["builds"]["plain"], result["builds"]["yours"]
+    assert yours["goal_s"] == 200.0 and yours["meets_goal"] and plain["meets_goal"]
+    text = "\n".join(build_times(tmp_path))
+    assert "| yours, chapters 04 with fw_blocked.cu (goal 2x plain) | 150 | 200 | yes |" in text
+    assert "| plain, chapters 04 | 100 | — | — |" in text  # the yardstick: no goal of its own
+    json.loads(record.read_text())  # written as it went
+    seconds = iter([100.0, 201.0])  # past twice the plain build: missed
+    assert not bench.yours_builds("h200", tmp_path / "mine", ["04_blocking_factor"], "html")["builds"]["yours"][
+        "meets_goal"
+    ]

@@ -17,6 +17,11 @@
   GPUs: 0.60x the serial build), each chapter's seconds both ways, and the cells that grew most
   under Dask (papermill's duration of each cell, serial against workers): where a chapter's time
   went when it ran beside others.
+- **plain / yours** (``--yours DIR``, GPU only): the chapters that measure DIR's files (``--only``
+  narrows them), measured into a fresh folder with fresh caches, then the same command with
+  ``--kernels DIR``, fresh again: what a student's series over each chapter's sweep costs (issue
+  67: at most ``YOURS_GOAL`` times the plain build). Recorded apart, in
+  ``results/build_times/<machine>-<profile>-yours-<chapters>.json``.
 
 Each build is timed from the outside (wall clock of the ``build_report.py`` process). Before the
 first, the notebook stack is imported once (``WARM_IMPORTS``): cold means empty kernel caches, and
@@ -50,6 +55,7 @@ GOALS_S = {"cold": 300.0, "cached": 30.0, "replay": 90.0}
 PER_CHAPTER_GOAL = 1.10  # a chapter's seconds under --workers N, at most this times its serial seconds
 CRITICAL_PATH_GOAL = 1.15  # 3+ GPUs: the build, at most this times chapter 00 plus the slowest chapter (serial)
 TWO_GPU_GOAL = 0.60  # 2 GPUs: the build, at most this times the serial build
+YOURS_GOAL = 2.0  # --yours: the build with a student's files, at most this times the same build without
 FIRST = "00_gpu_capabilities"
 BUILD_TIMES = "build_times"
 
@@ -312,6 +318,58 @@ def _workers_build(
     }
 
 
+def yours_builds(
+    profile: str, folder: Path, chapters: list[str], formats: str, record_to: Path | None = None
+) -> dict[str, object]:
+    """The ``chapters`` measured twice on this GPU, cold each time (fresh output folder, CuPy and
+    compiler-report caches): plain, then with ``--kernels folder``; the second's goal is
+    ``YOURS_GOAL`` times the first's seconds. Written to ``record_to`` after each build."""
+    times: dict[str, dict[str, object]] = {}
+    result = {
+        "profile": profile,
+        "formats": formats,
+        "machine": machine(),
+        "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        **commit_state(),
+        "yours": {"files": sorted(p.name for p in folder.glob("*.cu")), "chapters": chapters},
+        "builds": times,
+    }
+    work = Path(tempfile.mkdtemp(prefix="cudalab-bench-yours-"))
+    try:
+        print(f"imports read once before timing: {', '.join(warm_imports(dict(os.environ)))}", file=sys.stderr)
+        for label, extra in (("plain", []), ("yours", ["--kernels", str(folder)])):
+            out = work / label
+            env = {
+                **os.environ,
+                "CUPY_CACHE_DIR": str(work / f"cupy-cache-{label}"),
+                "CUDALAB_CACHE_DIR": str(work / f"cudalab-cache-{label}"),
+            }
+            print(f"{label}: chapters {' '.join(chapters)} of {profile} (measuring) ...", file=sys.stderr, flush=True)
+            seconds, rc, tail = _build(
+                ["--gpu", profile, "--only", *chapters, "--format", formats, "--out", str(out), *extra], env
+            )
+            print(f"{label}: {seconds:.1f} s (exit status {rc})", file=sys.stderr, flush=True)
+            goal = YOURS_GOAL * float(times["plain"]["seconds"]) if label == "yours" else 0.0
+            build = {
+                "seconds": round(seconds, 1),
+                "exit_status": rc,
+                "log_tail": tail,
+                "chapter_seconds": chapter_seconds(out),
+                "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "goal_s": round(goal, 1),
+            }
+            # the plain build has no goal of its own; the student's build is held to YOURS_GOAL of it
+            # (its exit status is 1 where a file was wrong: a verdict, not a failed build, so not read)
+            build["meets_goal"] = label == "plain" and rc == 0 or label == "yours" and seconds <= goal
+            times[label] = build
+            if record_to is not None:
+                record_to.parent.mkdir(parents=True, exist_ok=True)
+                record_to.write_text(json.dumps(result, indent=2) + "\n")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return result
+
+
 def slowest_cells(folder: Path, count: int = 12) -> list[tuple[float, str, int, str]]:
     """(seconds, notebook, cell index, first line) of the ``count`` slowest cells of the executed
     notebooks under ``folder`` (papermill records each cell's duration): where a build's time went."""
@@ -384,8 +442,18 @@ def main(argv: list[str] | None = None) -> int:
         "serial one of an earlier run on the same host, where one run would not fit a time limit); give the "
         "earlier run's --keep DIR to set the cells that grew beside its serial notebooks",
     )
+    parser.add_argument(
+        "--yours",
+        type=Path,
+        metavar="DIR",
+        help=f"on a GPU: the chapters that measure DIR's .cu files, plain and then with --kernels DIR, cold "
+        f"each time (goal: at most {YOURS_GOAL:.0f}x); --only narrows the chapters",
+    )
+    parser.add_argument("--only", nargs="+", default=[], metavar="CHAPTER", help="with --yours: these chapters")
     args = parser.parse_args(argv)
     slug = machine()["slug"]
+    if args.yours is not None:
+        return _main_yours(parser, args, slug)
     dest = RESULTS_DIR / BUILD_TIMES / f"{slug}-{args.profile}.json"
     earlier = None
     if args.add:
@@ -441,6 +509,34 @@ def main(argv: list[str] | None = None) -> int:
     if args.record:
         print(f"recorded: {BUILD_TIMES}/{slug}-{args.profile}.json")
     return 0 if all(t["exit_status"] == 0 for t in result["builds"].values()) else 1
+
+
+def _main_yours(parser: argparse.ArgumentParser, args: argparse.Namespace, slug: str) -> int:
+    """``--yours DIR``: the plain and the student's build, side by side."""
+    from cudalab.grading.plan import chapters_measuring
+
+    if not gpu.gpu_available():
+        parser.error("--yours measures: it needs a CUDA device")
+    files = sorted(p.name for p in args.yours.glob("*.cu")) if args.yours.is_dir() else []
+    chapters = chapters_measuring(files)
+    if args.only:
+        chapters = [c for c in chapters if any(c == o or c.split("_")[0] == o for o in args.only)]
+    if not chapters:
+        parser.error(f"--yours {args.yours}: no .cu file there is measured by a chapter (of --only)")
+    tag = "all" if not args.only else "-".join(c.split("_")[0] for c in chapters)
+    dest = RESULTS_DIR / BUILD_TIMES / f"{slug}-{args.profile}-yours-{tag}.json"
+    result = yours_builds(args.profile, args.yours.resolve(), chapters, args.formats, dest if args.record else None)
+    plain, yours = result["builds"].get("plain"), result["builds"].get("yours")
+    if plain and yours:
+        print(
+            f"{' '.join(chapters)} on {result['machine']['gpu_name']}: plain {plain['seconds']:.0f} s, with "
+            f"{', '.join(result['yours']['files'])} {yours['seconds']:.0f} s = "
+            f"{yours['seconds'] / plain['seconds']:.2f}x (goal {YOURS_GOAL:.1f}x: "
+            f"{'met' if yours['meets_goal'] else 'missed'})"
+        )
+    if args.record:
+        print(f"recorded: {dest.relative_to(ROOT)}")
+    return 0 if plain and plain["exit_status"] == 0 and yours else 1
 
 
 if __name__ == "__main__":

@@ -261,7 +261,8 @@ def build_times(results: Path = RESULTS_DIR) -> list[str]:
         "",
         "Measured by `make bench` (`tools/bench_build.py --record`): the wall time of `build_report.py`, cold "
         "(every chapter measured, fresh CuPy kernel cache), cached (the same build again: unchanged chapters "
-        "kept) and replayed (from `results/`, no GPU used).",
+        "kept) and replayed (from `results/`, no GPU used). `--yours DIR`: the chapters that measure a student's "
+        "files, plain and then with `--kernels DIR` (each student's series over the chapter's sweep), both cold.",
         "",
         "| profile | machine | date (UTC) | commit | build | seconds | goal (s) | meets it |",
         "|---|---|---|---|---|---:|---:|---|",
@@ -272,10 +273,19 @@ def build_times(results: Path = RESULTS_DIR) -> list[str]:
         where = (f"{m['gpu_name']}" if m["gpu_name"] != "none" else "no GPU") + f", {m['cpu_count']} CPU cores"
         if "compiler_report_cache_files" in r and "replay" in r["builds"]:
             where += f" ({r['compiler_report_cache_files']} compiler reports cached before the replay)"
+        yours = r.get("yours")  # bench_build --yours: the chapters plain, then with a student's files
         for label, t in r["builds"].items():
+            if yours:
+                chapters = " ".join(c.split("_")[0] for c in yours["chapters"])
+                label = f"{label}, chapters {chapters}" + (
+                    f" with {', '.join(yours['files'])} (goal {t['goal_s'] / r['builds']['plain']['seconds']:.0f}x plain)"
+                    if label == "yours" and "plain" in r["builds"]
+                    else ""
+                )
             out.append(
                 f"| `{r['profile']}` | {where} | {t.get('date_utc', r['date_utc'])} | {_commit(r)} | {label} | "
-                f"{t['seconds']:.0f} | {t['goal_s']:.0f} | {'yes' if t['meets_goal'] else 'no'} |"
+                f"{t['seconds']:.0f} | "
+                + (f"{t['goal_s']:.0f} | {'yes' if t['meets_goal'] else 'no'} |" if t["goal_s"] else "— | — |")
             )
     spent = _where_the_time_went(files)
     return out + ([""] + spent if spent else []) + [""] + several_gpus(files)
