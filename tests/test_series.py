@@ -76,8 +76,14 @@ def _measured(task, wrong_at=()):
 @pytest.fixture
 def lab(tmp_path, monkeypatch):
     _table().to_csv(tmp_path / "blocking_factor_sweep.csv", index=False)
-    monkeypatch.setattr(section, "measured", lambda lab, task, staged, limits, seed: _measured(task, (32,)))
-    return SimpleNamespace(id="04_blocking_factor", out_dir=str(tmp_path), mode="measure", profile=None)
+    calls = []
+
+    def measured(lab, task, staged, limits, seed, race_checks=True):
+        calls.append((task, race_checks))
+        return _measured(task, (32,))
+
+    monkeypatch.setattr(section, "measured", measured)
+    return SimpleNamespace(id="04_blocking_factor", out_dir=str(tmp_path), mode="measure", profile=None, calls=calls)
 
 
 def test_the_series_is_measured_labelled_and_a_wrong_point_counts_against_the_file(lab, tmp_path):
@@ -110,3 +116,36 @@ def test_a_wrong_point_is_a_cross_at_the_foot_never_a_time(lab, tmp_path):
     assert "yours: wrong (no time)" in labels
     (crosses,) = [c for c in ax.collections if c.get_label() == "yours: wrong (no time)"]
     assert [tuple(xy) for xy in crosses.get_offsets()] == [(8192, 0.03), (16384, 0.03)]
+
+
+def test_a_point_the_chapter_skipped_is_no_point_of_the_series():
+    """The chapter's sweep skips a solve over its time budget (16384 at BF 8-32 on an H200): it is in
+    none of its figures, so the student's series does not spend minutes measuring it."""
+    table = _table()
+    over = table["n"].eq(16384) & table["block_factor"].le(32)
+    table.loc[over, ["status", "time_ms"]] = ["skipped", None]
+    whole = series.sweep_task(_task(), table, {"fw_blocked.cu"})
+    got = {(p["n"], p["block_factor"]) for p, _ in whole.points}
+    assert (16384, 8) not in got and (16384, 64) in got and (8192, 8) in got
+    assert len(got) == 5 + 2
+
+
+def test_sweep_points_are_checked_on_a_timed_and_a_fresh_input_the_graded_ones_on_every_check(lab, tmp_path):
+    """Issue 67: a sweep point is checked on its timed input and a fresh one, without the race checks;
+    the graded points keep the chapter's check inputs (measured before, by the section)."""
+    task = _task()
+    assert task.yours.checks.inputs, "chapter 04 declares check inputs"
+    section.across_the_sweep(lab, [task], tmp_path, None, 7, _measured(task), {"fw_blocked.cu": SHA})
+    ((swept, race_checks),) = lab.calls
+    assert swept.yours.checks.inputs == () and race_checks is False
+    assert swept.yours.checks.kit == task.yours.checks.kit and swept.yours.points == task.yours.points
+    assert series.checked_lightly(task).points == task.points
+
+
+def test_a_slow_call_draws_five_inputs_a_fast_one_the_pool():
+    """What sizes a point's pool of timed inputs: a warm-up, a pace call and the repeats."""
+    from cudalab.grading import trials
+
+    assert trials.calls_needed(500.0) == 5  # 16384 at BF 64 on an H200: three timed calls
+    assert trials.calls_needed(100.0) == 5 and trials.calls_needed(99.0) == 6
+    assert trials.calls_needed(0.176) == trials.POOL  # k-means at 4Mi: every input the pool holds

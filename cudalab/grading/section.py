@@ -59,12 +59,15 @@ def _judged(
     return result
 
 
-def measured(lab: Any, task: plan.ChapterTask, staged: Path, limits: isolate.Limits, seed: int = 0) -> pd.DataFrame:
+def measured(
+    lab: Any, task: plan.ChapterTask, staged: Path, limits: isolate.Limits, seed: int = 0, race_checks: bool = True
+) -> pd.DataFrame:
     """The task's points with the reference files and with the student's, each source in a process
     of its own and its answers judged in this one: a row per point and source (``source``:
     reference, yours). A result past the chapter's ceiling beyond its spread is "above the
     ceiling"; a kernel file that races (``grading.races``, where the host has compute-sanitizer)
-    is "race" with its file:line."""
+    is "race" with its file:line (``race_checks``: the graded points; a sweep's others are not run
+    under the sanitizer)."""
     ceiling = lab.ceilings().get(task.yours.ceiling) if task.yours.ceiling else None
     rows = []
     misfits = _misfits(task, staged)
@@ -76,7 +79,7 @@ def measured(lab: Any, task: plan.ChapterTask, staged: Path, limits: isolate.Lim
         R.REFERENCE: _judged(lab, task, None, limits, seed, expected),
         R.YOURS: {"points": [misfits[f] if f in misfits else next(remaining) for _, f in task.points]},
     }
-    raced = _races(lab, fitting, staged, seed) if fitting.points else {}
+    raced = _races(lab, fitting, staged, seed) if fitting.points and race_checks else {}
     for i, (point, file) in enumerate(task.points):
         ref = results[R.REFERENCE]["points"][i]
         for source, result in results.items():
@@ -457,7 +460,7 @@ def across_the_sweep(
         mine = graded[graded["point"].isin(done)]
         parts.append(series.as_table(mine, task, sha256).assign(from_sweep=False))
         if rest.points:
-            rows = measured(lab, rest, staged, limits, seed)
+            rows = measured(lab, series.checked_lightly(rest), staged, limits, seed, race_checks=False)
             # a point the reference itself does not run at on this GPU (a launch it refuses) is no
             # point of the sweep: nothing to set the student's beside, nor to hold against them
             ref_ok = rows[rows["source"].eq(R.REFERENCE) & rows["status"].eq(R.OK)]["point"]

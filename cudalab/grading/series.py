@@ -1,12 +1,13 @@
 """A student's file across a chapter's whole sweep (``--kernels``, issue 67): besides the few graded
 points, every point of the table the chapter's point recipe measures (``PointRecipe.table``, rows
-keyed by the recipe's axes and choices) that builds from the student's file and that the file
-builds for (its family's kit lists the point's launches: ``fw_blocked.cu`` builds BF 8-64, so
+keyed by the recipe's axes and choices) that the chapter measured, that builds from the student's
+file and that the file builds for (its family's kit lists the point's launches: ``fw_blocked.cu`` builds BF 8-64, so
 BF 128 is no point of its series).
 
 Each such point is measured as a graded point is (``section.measured``: the reference file and the
 student's, each in a process of its own, every timed call on an input of its own, the answers
-judged outside it on the last timed input, a fresh one and the chapter's check inputs), and drawn in
+judged outside it on the last timed input and a fresh one; the graded points alone also get the
+chapter's check inputs and the race checks), and drawn in
 the chapter's declared figures of that table beside the reference, as its own series: "yours" and
 the first 8 hex digits of the file's sha256. A point that is not correct is a red cross at the foot
 of the axes, never a time.
@@ -55,6 +56,8 @@ def sweep_task(
     keys = point_keys(task, table)
     if not keys:
         return None
+    if "status" in table:  # a point the chapter skipped (over its time budget, refused) is not in its figures
+        table = table[table["status"].eq(R.OK)]
     points = []
     for values in table[keys].dropna().drop_duplicates().itertuples(index=False):
         point = {k: _plain(v) for k, v in zip(keys, values, strict=True)}
@@ -62,6 +65,16 @@ def sweep_task(
         if file in files and (builds is None or builds(point)):
             points.append((point, file))
     return task.keeping(tuple(points)) if points else None
+
+
+def checked_lightly(task: plan.ChapterTask) -> plan.ChapterTask:
+    """``task`` with its points checked on their last timed input and one fresh input only: a sweep
+    point, not a graded one (those get every check input the chapter declares, and the race checks)."""
+    checks = task.yours.checks
+    if checks is None or not checks.inputs:
+        return task
+    yours = task.yours.model_copy(update={"checks": checks.model_copy(update={"inputs": ()})})
+    return plan.ChapterTask(task.chapter, yours, task.points, task.group)
 
 
 def as_table(measured: pd.DataFrame, task: plan.ChapterTask, sha256: dict[str, str]) -> pd.DataFrame:

@@ -4,8 +4,9 @@ timed on fresh inputs in the submission's process, its answers judged in the gra
 In the submission's process (``_worker_target``), ``measure_point``:
 
 1. builds the point's ``Trial`` (its compile, its launches captured);
-2. draws ``POOL`` distinct inputs of the chapter's timed kind from the run's seed and times one call
-   per input (``core.timing.time_gpu``, the harness every chapter times with: CUDA events, a
+2. draws distinct inputs of the chapter's timed kind from the run's seed, as many as the timing
+   uses (``POOL`` for a fast call, five for a slow one: one untimed call first says which), and
+   times one call per input (``core.timing.time_gpu``, the harness every chapter times with: CUDA events, a
    warm-up, repeats, median and quartiles), each call's input copied in by the untimed setup, so no
    call solves an input a call before it solved; the last timed call's answer is kept;
 3. solves, in the same process, a fresh input of the timed kind that no call was timed on, then each
@@ -21,6 +22,7 @@ grader's: the worker only says which of the pool's inputs came last.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,6 +111,30 @@ def pool_size(input_bytes: int) -> int:
     return int(max(5, min(POOL, free // 4 // max(1, input_bytes))))
 
 
+MIN_REPEATS, MIN_TOTAL_S = 3, 0.3  # a point's timed calls: at least three, and 0.3 s of them
+
+
+def calls_needed(call_ms: float) -> int:
+    """How many inputs the timing of a call of ``call_ms`` uses: a warm-up, a pace call and the
+    repeats ``time_gpu`` makes (``MIN_REPEATS``, more until ``MIN_TOTAL_S``), at most ``POOL``."""
+    repeats = max(MIN_REPEATS, math.ceil(MIN_TOTAL_S * 1e3 / max(call_ms, 1e-3)))
+    return int(min(POOL, 2 + repeats))
+
+
+def _probe_ms(trial: Any, staged: Any) -> float:
+    """One untimed call on the first input, its GPU time (CUDA events): what sizes the pool."""
+    from cudalab.core.gpu import require_cupy
+
+    cp = require_cupy()
+    start, end = cp.cuda.Event(), cp.cuda.Event()
+    trial.load(staged)
+    start.record(trial.stream)
+    trial.run()
+    end.record(trial.stream)
+    end.synchronize()
+    return float(cp.cuda.get_elapsed_time(start, end))
+
+
 def measure_point(
     kit: Checks,
     point: dict[str, Any],
@@ -129,8 +155,11 @@ def measure_point(
     cp.get_default_memory_pool().free_all_blocks()
     trial = kit.trial(point, kernel_file, params)
     first = kit.draw(kit.timed, point, timed_seed(run_seed, key, kit.timed, 0))
-    pool = pool_size(_nbytes(first))
-    staged = [trial.upload(first)] + [
+    staged = [trial.upload(first)]
+    # as many inputs as the timing will use, all drawn before it: a slow call is timed MIN_REPEATS
+    # times, so a 1 GiB graph at n = 16384 (a draw of seconds) is drawn five times, not POOL
+    pool = min(pool_size(_nbytes(first)), calls_needed(_probe_ms(trial, staged[0])))
+    staged += [
         trial.upload(kit.draw(kit.timed, point, timed_seed(run_seed, key, kit.timed, i))) for i in range(1, pool)
     ]
     used: list[int] = []
@@ -146,9 +175,9 @@ def measure_point(
         trial.run,
         setup=setup,
         warmup=1,
-        min_repeats=3,
+        min_repeats=MIN_REPEATS,
         max_repeats=pool - 2,
-        min_total_s=0.3,  # fast calls up to the pool's repeats, a slow one three
+        min_total_s=MIN_TOTAL_S,  # fast calls up to the pool's repeats, a slow one three
         stream=trial.stream,
         time_limit_s=params.get("point_time_limit_s"),
     )
