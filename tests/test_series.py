@@ -130,14 +130,17 @@ def test_a_point_the_chapter_skipped_is_no_point_of_the_series():
     assert len(got) == 5 + 2
 
 
-def test_sweep_points_are_checked_on_a_timed_and_a_fresh_input_the_graded_ones_on_every_check(lab, tmp_path):
-    """Issue 67: a sweep point is checked on its timed input and a fresh one, without the race checks;
-    the graded points keep the chapter's check inputs (measured before, by the section)."""
+def test_sweep_points_are_checked_on_a_timed_a_fresh_and_a_harsh_input_the_graded_ones_on_every_check(lab, tmp_path):
+    """Issue 67: a sweep point is checked on its timed input, a fresh one and one harsh input of its
+    size (a GenMatrix graph alone passed a kernel wrong at BF 16 on the H200), without the race
+    checks; the graded points keep every check input (measured before, by the section)."""
     task = _task()
     assert task.yours.checks.inputs, "chapter 04 declares check inputs"
     section.across_the_sweep(lab, [task], tmp_path, None, 7, _measured(task), {"fw_blocked.cu": SHA})
     ((swept, race_checks),) = lab.calls
-    assert swept.yours.checks.inputs == () and race_checks is False
+    # the first harsh input at the point's own size (chapter 04: a sparse graph), no other
+    assert [c.input for c in swept.yours.checks.inputs] == ["sparse"] and race_checks is False
+    assert swept.yours.checks.inputs[0].n is None
     assert swept.yours.checks.kit == task.yours.checks.kit and swept.yours.points == task.yours.points
     assert series.checked_lightly(task).points == task.points
 
@@ -149,3 +152,16 @@ def test_a_slow_call_draws_five_inputs_a_fast_one_the_pool():
     assert trials.calls_needed(500.0) == 5  # 16384 at BF 64 on an H200: three timed calls
     assert trials.calls_needed(100.0) == 5 and trials.calls_needed(99.0) == 6
     assert trials.calls_needed(0.176) == trials.POOL  # k-means at 4Mi: every input the pool holds
+
+
+def test_the_section_says_what_the_sweep_cost_each_source():
+    swept = pd.DataFrame(
+        {
+            "series": ["reference", "yours 01234567", "reference", "yours 01234567", "yours 01234567"],
+            "file": ["fw_blocked.cu"] * 5,
+            "from_sweep": [True, True, True, True, False],
+            "source_s": [41.0, 52.4, 41.0, 52.4, 9.0],  # one process per source for the whole sweep
+        }
+    )
+    assert section._cost(swept) == " Measuring them took 41 s for reference, 52 s for yours 01234567."
+    assert section._cost(swept.drop(columns="source_s")) == ""

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -73,13 +74,19 @@ def measured(
     misfits = _misfits(task, staged)
     fitting = task.keeping(tuple(p for p in task.points if p[1] not in misfits))
     expected = trials.Expected()
+    started = time.monotonic()
     mine = _judged(lab, fitting, staged, limits, seed, expected) if fitting.points else {"points": []}
+    seconds = {R.YOURS: time.monotonic() - started}
     remaining = iter(mine["points"])
+    started = time.monotonic()
     results = {
         R.REFERENCE: _judged(lab, task, None, limits, seed, expected),
         R.YOURS: {"points": [misfits[f] if f in misfits else next(remaining) for _, f in task.points]},
     }
+    seconds[R.REFERENCE] = time.monotonic() - started
+    started = time.monotonic()
     raced = _races(lab, fitting, staged, seed) if fitting.points and race_checks else {}
+    seconds[R.YOURS] += time.monotonic() - started
     for i, (point, file) in enumerate(task.points):
         ref = results[R.REFERENCE]["points"][i]
         for source, result in results.items():
@@ -111,6 +118,9 @@ def measured(
                     "fraction_of_ceiling": rate / ceiling if rate is not None and ceiling else None,
                     "ceiling": task.yours.ceiling or "",
                     "reason": got.get("reason", ""),
+                    # what this source's points cost, all of them: its process (compile, draws, timed
+                    # calls, answers), the judging of its answers and, for yours, the race checks
+                    "source_s": round(seconds[source], 1),
                 }
             )
     return pd.DataFrame(rows)
@@ -469,6 +479,17 @@ def across_the_sweep(
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
+def _cost(swept: pd.DataFrame) -> str:
+    """What the sweep's points beyond the graded ones took, per source (``source_s``), as a sentence."""
+    if "source_s" not in swept or "from_sweep" not in swept:
+        return ""
+    extra = swept[swept["from_sweep"].astype(bool)].drop_duplicates(["series", "file"])
+    if extra.empty:
+        return ""
+    per = extra.groupby("series", sort=False)["source_s"].sum()
+    return " Measuring them took " + ", ".join(f"{s:.0f} s for {name}" for name, s in per.items()) + "."
+
+
 def show_sweep(chapter: str, tasks: list[plan.ChapterTask], swept: pd.DataFrame) -> None:
     """The student's series in the chapter's declared figures of each sweep's table, beside the
     reference measured the same way, and the sweep's rows."""
@@ -481,10 +502,12 @@ def show_sweep(chapter: str, tasks: list[plan.ChapterTask], swept: pd.DataFrame)
     display(
         Markdown(
             "#### Your kernel across the chapter's sweep\n\nEvery point of the chapter's sweep that your file "
-            f"builds for ({swept['point'].nunique()} points), measured and checked as the graded points are, "
-            "your series beside the reference's (dashed: yours"
+            f"builds for ({swept['point'].nunique()} points), measured as the graded points are and checked on "
+            "its timed input, a fresh one and one harsh input of its size, your series beside the reference's "
+            "(dashed: yours"
             + (f"; a red cross: {len(wrong)} point(s) not correct, with no time" if len(wrong) else "")
             + ")."
+            + _cost(swept)
         )
     )
     for task in tasks:

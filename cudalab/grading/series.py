@@ -6,8 +6,8 @@ BF 128 is no point of its series).
 
 Each such point is measured as a graded point is (``section.measured``: the reference file and the
 student's, each in a process of its own, every timed call on an input of its own, the answers
-judged outside it on the last timed input and a fresh one; the graded points alone also get the
-chapter's check inputs and the race checks), and drawn in
+judged outside it on the last timed input, a fresh one and one harsh input of the point's size
+(``checked_lightly``); the graded points alone get every check input and the race checks), and drawn in
 the chapter's declared figures of that table beside the reference, as its own series: "yours" and
 the first 8 hex digits of the file's sha256. A point that is not correct is a red cross at the foot
 of the axes, never a time.
@@ -68,12 +68,18 @@ def sweep_task(
 
 
 def checked_lightly(task: plan.ChapterTask) -> plan.ChapterTask:
-    """``task`` with its points checked on their last timed input and one fresh input only: a sweep
-    point, not a graded one (those get every check input the chapter declares, and the race checks)."""
+    """``task`` as a sweep point is checked, not a graded one (those get every check input the
+    chapter declares, and the race checks): on its last timed input, a fresh input of the timed
+    kind, and the first of the chapter's harsh check inputs drawn at the point's own size. The
+    timed kind alone can pass a wrong kernel: the labs' GenMatrix graphs have so many zero-weight
+    edges that a Floyd-Warshall that skips a pivot at one blocking factor still finds every
+    distance on them."""
     checks = task.yours.checks
     if checks is None or not checks.inputs:
         return task
-    yours = task.yours.model_copy(update={"checks": checks.model_copy(update={"inputs": ()})})
+    at_the_point = [c for c in checks.inputs if c.n is None]
+    kept = tuple(at_the_point[:1])
+    yours = task.yours.model_copy(update={"checks": checks.model_copy(update={"inputs": kept})})
     return plan.ChapterTask(task.chapter, yours, task.points, task.group)
 
 
