@@ -228,3 +228,31 @@ def test_a_linked_or_hidden_student_folder_is_a_refused_row_with_why(tmp_path):
     assert set(refused) == {".bob", "carol"}
     assert "hidden" in refused[".bob"] and "link" in refused["carol"]
     assert [p.name for p in grade.students(klass)] == ["alice"]
+
+
+def test_an_input_is_drawn_once_a_process_read_only_and_never_for_another_launch():
+    """``trials.Drawn``: the same kind, point and seed give the same array without a second draw; a
+    point that differs only in its launch draws its own (a kind may read the launch); what is kept
+    cannot be written, and the oldest goes first past the byte limit."""
+    import numpy as np
+
+    from cudalab.labs.checks import Checks, InputKind
+
+    draws = []
+
+    def make(point, seed):
+        draws.append((point["blocks"], seed))
+        return np.full(1000, seed, dtype=np.int32)  # 4000 bytes
+
+    kit = Checks(timed="t", kinds={"t": InputKind("an array", make)}, trial=None, expected=None, verdict=None,
+                 small=None, input_axes=("n",))  # fmt: skip
+    cache = trials.Drawn(limit=10_000)
+    a = cache.draw(kit, "t", {"n": 1000, "blocks": 4}, 1)
+    assert cache.draw(kit, "t", {"n": 1000, "blocks": 4}, 1) is a and draws == [(4, 1)]
+    cache.draw(kit, "t", {"n": 1000, "blocks": 8}, 1)  # the same seed, another launch: drawn for it
+    assert draws == [(4, 1), (8, 1)]
+    with pytest.raises(ValueError):
+        a[0] = 7
+    cache.draw(kit, "t", {"n": 1000, "blocks": 4}, 2)  # 12,000 bytes: the oldest (blocks 4, seed 1) goes
+    cache.draw(kit, "t", {"n": 1000, "blocks": 4}, 1)
+    assert draws[-1] == (4, 1) and len(draws) == 4

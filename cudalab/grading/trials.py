@@ -23,6 +23,7 @@ grader's: the worker only says which of the pool's inputs came last.
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +57,53 @@ class Answer:
     n: int
     seed: int
     about: str
+
+
+DRAWN_BYTES = 4 << 30  # the inputs a process keeps for its later points, at most
+
+
+class Drawn:
+    """The inputs drawn in the grader's process (``Expected``: the submission's process draws each
+    of its inputs once already), by kit, kind, the whole point and seed. The grader judges
+    the reference's answers and the student's on the same inputs, so each is drawn once, not once
+    a source: a 1 GiB graph at n = 16384 takes seconds to draw. The whole point, not the kit's
+    ``input_axes``: those decide the seeds, and a kind may also read the launch (vecmax's "last
+    block"). Kept read-only (a kit that wrote into one would raise, never change the next use), at
+    most ``limit`` bytes, the oldest dropped first."""
+
+    def __init__(self, limit: int = DRAWN_BYTES) -> None:
+        self.limit, self._bytes = limit, 0
+        self._kept: OrderedDict[tuple, Any] = OrderedDict()
+
+    def draw(self, kit: Checks, kind: str, point: Mapping[str, Any], seed: int) -> Any:
+        key = (id(kit), kind, point_key("", point), int(seed))
+        if key in self._kept:
+            self._kept.move_to_end(key)
+            return self._kept[key]
+        value = kit.draw(kind, dict(point), seed)
+        size = _nbytes(value)
+        if size <= self.limit:
+            _read_only(value)
+            self._kept[key] = value
+            self._bytes += size
+            while self._bytes > self.limit:
+                _, old = self._kept.popitem(last=False)
+                self._bytes -= _nbytes(old)
+        return value
+
+
+def _read_only(value: Any) -> None:
+    if isinstance(value, np.ndarray):
+        value.flags.writeable = False
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            _read_only(v)
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            _read_only(v)
+
+
+DRAWN = Drawn()  # the grader process's
 
 
 def kit_of(spec: str) -> Checks:
@@ -236,7 +284,7 @@ class Expected:
 
     def of(self, kit: Checks, point: Mapping[str, Any], answer: Answer) -> tuple[Any, dict[str, Any]]:
         at = {**point, "n": answer.n}
-        host_input = kit.draw(answer.kind, at, answer.seed)
+        host_input = DRAWN.draw(kit, answer.kind, at, answer.seed)
         key = (id(kit), answer.kind, point_key("", at), answer.seed)
         if key not in self._found:
             self._found[key] = kit.expected(at, host_input)
