@@ -59,7 +59,7 @@ class Answer:
     about: str
 
 
-DRAWN_BYTES = 4 << 30  # the inputs a process keeps for its later points, at most
+DRAWN_BYTES = 4 << 30  # the inputs the grader keeps drawn, at most (bytes)
 
 
 class Drawn:
