@@ -273,6 +273,12 @@ def test_a_students_build_is_held_to_twice_the_plain_build_of_the_same_chapters(
 
     def fake_build(args, env):
         calls.append(args)
+        out = Path(args[args.index("--out") + 1])  # what a build writes: its notebooks and data
+        (out / "notebooks").mkdir(parents=True)
+        (out / "notebooks" / "04_blocking_factor.ipynb").write_text("{}")
+        (out / "data" / "04_blocking_factor").mkdir(parents=True)
+        if "--kernels" in args:
+            (out / "data" / "04_blocking_factor" / "yours_sweep.csv").write_text("series,source_s\n")
         return next(seconds), 0 if "--kernels" not in args else 1, ""
 
     monkeypatch.setattr(bench, "_build", fake_build)
@@ -281,7 +287,8 @@ def test_a_students_build_is_held_to_twice_the_plain_build_of_the_same_chapters(
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "fw_blocked.cu").write_text("// a student's file\n")
     record = tmp_path / "build_times" / "h200-h200-yours-04.json"
-    result = bench.yours_builds("h200", tmp_path / "mine", ["04_blocking_factor"], "html", record)
+    kept = tmp_path / "kept"
+    result = bench.yours_builds("h200", tmp_path / "mine", ["04_blocking_factor"], "html", record, kept)
     assert calls[0][:4] == ["--gpu", "h200", "--only", "04_blocking_factor"] and "--kernels" not in calls[0]
     assert calls[1][-2:] == ["--kernels", str(tmp_path / "mine")] and calls[1][:4] == calls[0][:4]
     plain, yours = result["builds"]["plain"], result["builds"]["yours"]
@@ -290,6 +297,11 @@ def test_a_students_build_is_held_to_twice_the_plain_build_of_the_same_chapters(
     assert "| yours, chapters 04 with fw_blocked.cu (goal 2x plain) | 150 | 200 | yes |" in text
     assert "| plain, chapters 04 | 100 | — | — |" in text  # the yardstick: no goal of its own
     json.loads(record.read_text())  # written as it went
+    import tarfile
+
+    with tarfile.open(kept / "keep.tgz") as tar:  # both builds' notebooks and data, in one file
+        names = set(tar.getnames())
+    assert {"plain/notebooks/04_blocking_factor.ipynb", "yours/data/04_blocking_factor/yours_sweep.csv"} <= names
     seconds = iter([100.0, 201.0])  # past twice the plain build: missed
     assert not bench.yours_builds("h200", tmp_path / "mine", ["04_blocking_factor"], "html")["builds"]["yours"][
         "meets_goal"

@@ -319,11 +319,19 @@ def _workers_build(
 
 
 def yours_builds(
-    profile: str, folder: Path, chapters: list[str], formats: str, record_to: Path | None = None
+    profile: str,
+    folder: Path,
+    chapters: list[str],
+    formats: str,
+    record_to: Path | None = None,
+    keep: Path | None = None,
 ) -> dict[str, object]:
     """The ``chapters`` measured twice on this GPU, cold each time (fresh output folder, CuPy and
     compiler-report caches): plain, then with ``--kernels folder``; the second's goal is
-    ``YOURS_GOAL`` times the first's seconds. Written to ``record_to`` after each build."""
+    ``YOURS_GOAL`` times the first's seconds. Written to ``record_to`` after each build. ``keep``:
+    each build's executed notebooks (every cell's duration) and chapter data (the student's
+    ``yours_sweep.csv`` with each source's seconds) copied to ``keep/<plain|yours>``, as one
+    ``keep.tgz`` beside them (a device returns a few files, not a folder of many)."""
     times: dict[str, dict[str, object]] = {}
     result = {
         "profile": profile,
@@ -365,9 +373,25 @@ def yours_builds(
             if record_to is not None:
                 record_to.parent.mkdir(parents=True, exist_ok=True)
                 record_to.write_text(json.dumps(result, indent=2) + "\n")
+            if keep is not None:
+                _keep_build(out, keep / label)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return result
+
+
+def _keep_build(out: Path, dest: Path) -> None:
+    """A build's executed notebooks and chapter data (not its report) copied to ``dest``, and the
+    whole of ``dest``'s parent packed again into ``keep.tgz`` there."""
+    import tarfile
+
+    for part in ("notebooks", "data"):
+        if (out / part).is_dir():
+            shutil.copytree(out / part, dest / part, dirs_exist_ok=True)
+    with tarfile.open(dest.parent / "keep.tgz", "w:gz") as tar:
+        for child in sorted(dest.parent.iterdir()):
+            if child.is_dir():
+                tar.add(child, arcname=child.name)
 
 
 def slowest_cells(folder: Path, count: int = 12) -> list[tuple[float, str, int, str]]:
@@ -424,7 +448,8 @@ def main(argv: list[str] | None = None) -> int:
         "--keep",
         type=Path,
         metavar="DIR",
-        help="copy the measured builds' output (executed notebooks with each cell's duration) into DIR/measured",
+        help="copy the measured builds' output (executed notebooks with each cell's duration) into DIR/measured "
+        "(with --yours: DIR/plain and DIR/yours, packed into DIR/keep.tgz)",
     )
     parser.add_argument(
         "--workers",
@@ -525,7 +550,9 @@ def _main_yours(parser: argparse.ArgumentParser, args: argparse.Namespace, slug:
         parser.error(f"--yours {args.yours}: no .cu file there is measured by a chapter (of --only)")
     tag = "all" if not args.only else "-".join(c.split("_")[0] for c in chapters)
     dest = RESULTS_DIR / BUILD_TIMES / f"{slug}-{args.profile}-yours-{tag}.json"
-    result = yours_builds(args.profile, args.yours.resolve(), chapters, args.formats, dest if args.record else None)
+    result = yours_builds(
+        args.profile, args.yours.resolve(), chapters, args.formats, dest if args.record else None, args.keep
+    )
     plain, yours = result["builds"].get("plain"), result["builds"].get("yours")
     if plain and yours:
         print(
