@@ -253,6 +253,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "computed in the grader's own process",
     )
     yours.add_argument(
+        "--sweep",
+        action="store_true",
+        help="with --grade, on a GPU: each submission also at every point of its chapter's sweep that builds from "
+        "its file (the points the profile's recording on this GPU measured), checked as the graded points are, "
+        "and drawn on the student's page beside the reference and the ceiling. Without it, grading keeps to the "
+        "graded points (minutes for a class); with it, expect many times longer (--submission-limit still holds)",
+    )
+    yours.add_argument(
         "--seed",
         type=int,
         metavar="N",
@@ -546,6 +554,8 @@ def _clash(args: argparse.Namespace) -> str:
     """Options that do not go together, said in one line ("" where none)."""
     if args.cases is not None and args.grade is None:
         return "--cases adds hidden inputs to a class graded: give --grade SUBMISSIONS too"
+    if args.sweep and args.grade is None:
+        return "--sweep widens a class's grading to each chapter's sweep: give --grade SUBMISSIONS too (--kernels always sweeps)"
     if args.grade is not None and (args.kernels is not None or args.compare or args.record or args.handout):
         return "--grade writes a scoreboard; it takes none of --kernels, --compare, --record, --handout"
     if args.kernels is not None and args.compare:
@@ -563,6 +573,8 @@ def _grade(args: argparse.Namespace) -> int:
             submissions=args.grade,
             out=args.out,  # absolute (``_absolute``): the submissions' processes run in folders of their own
             arch=grade.arch_for(_one_profile(args, "--grade")),
+            sweep=args.sweep,
+            profile=_one_profile(args, "--grade"),
             only=tuple(args.only or ()),
             limits=isolate.Limits(args.point_limit or 1e9, args.submission_limit or 1e9),
             workers=args.workers,

@@ -16,7 +16,7 @@ from cudalab.chapter import catalog
 from cudalab.chapter.profiles import available_profiles, load_profile
 from cudalab.core.occupancy import occupancy
 from cudalab.core.paths import KERNELS_DIR, PARAMS_DIR
-from cudalab.grading import plan, section, submission
+from cudalab.grading import plan, section, series, submission
 from cudalab.toolchain import compile_only
 from cudalab.toolchain.nvcc import cuda_tool, nvcc_check
 
@@ -44,7 +44,7 @@ def test_every_graded_point_lists_its_launches_without_a_gpu():
     for info in catalog.discover():
         for task in plan.chapter_tasks(info.id):
             for point, file in task.points:
-                launches = section.point_launches(task.yours, point, "9.0")
+                launches = series.point_launches(task.yours, point, "9.0")
                 assert any(Path(x.file).name == file for x in launches), (info.id, point, file)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from cudalab.core.paths import KERNELS_DIR
+from cudalab.core.paths import KERNELS_DIR, RESULTS_DIR
 from cudalab.grading import grade, isolate, pages, plan
 from cudalab.grading import results as R
 from cudalab.labs import checks
@@ -564,3 +564,61 @@ def test_a_measured_class_is_scored_beside_its_reference_serially_and_on_a_pool(
     assert a["ceiling_per_s"] == 4.0e12 and 0 < a["fraction_of_ceiling"] < 1
     assert any(line.startswith("graded reference 04_blocking_factor") for line in said), said
     assert any("LocalCluster" in line for line in said) == bool(workers), said
+
+
+@needs_nvcc
+def test_a_class_graded_with_sweep_takes_each_chapters_sweep_and_draws_it_on_the_page(tmp_path, monkeypatch):
+    """Issue 67 item 5, ``--grade --sweep`` (a stand-in for each process, no GPU here): a student's
+    chapter 04 is graded at its declared point and at every point of the sweep that the H200
+    recording of profile h200 measured with the shared kernel and that the file builds for; a
+    point wrong at BF 16 is wrong on the scoreboard and a red cross on the student's page, beside
+    the reference's series and the ceiling. Without --sweep, the declared point alone."""
+    from cudalab.core import gpu as gpu_module
+
+    monkeypatch.setattr(gpu_module, "gpu_name", lambda: "NVIDIA H200")
+    monkeypatch.setattr(gpu_module, "compute_capability", lambda: "9.0")
+
+    def wrong_at_bf16_for_students(task, result, run_seed, folder, expected):
+        for (point, _), p in zip(task.points, result["points"], strict=True):
+            if p.get("status") == "measured":
+                bad = point.get("block_factor") == 16 and grade.REFERENCE_ANSWERS not in str(folder)
+                p.update(status=R.WRONG if bad else R.OK, reason="2 entries differ" if bad else "")
+                p.pop("last_timed", None)
+
+    monkeypatch.setattr(grade.trials, "judge_task", wrong_at_bf16_for_students)
+    klass = tmp_path / "class"
+    (klass / "a").mkdir(parents=True)
+    (klass / "a" / "fw_blocked.cu").write_text((KERNELS_DIR / "fw_blocked.cu").read_text())
+    body = (
+        "if request.get('ceiling'):\n"
+        + "    print(json.dumps({'event': 'ceiling', 'name': request['ceiling'], 'value': 2.0e13}), file=events, flush=True)\n"
+        + "for i, (point, _) in enumerate(request['points']):\n"
+        + "    ms = point['n'] ** 3 / 1e10 * (1.0 if request.get('folder') else 1.1)\n"
+        + "    print(json.dumps({'event': 'start', 'index': i}), file=events, flush=True)\n"
+        + "    print(json.dumps({'event': 'point', 'index': i, 'status': 'measured', 'time_ms': ms, 'last_timed': 0}), "
+        "file=events, flush=True)\n"
+    )
+
+    def graded(sweep: bool):
+        out = pages.prepare(tmp_path / f"out-{sweep}")
+        options = grade.GradeOptions(klass, out, only=("04",), measure=True, worker=_fake(tmp_path, body), races=False,
+                                     sweep=sweep, profile="h200")  # fmt: skip
+        result = grade.grade(options, log=lambda line: None)
+        return result, pages.write(result, out, title="sweep")
+
+    plain, _ = graded(False)
+    assert list(plain.scoreboard["point"]) == ["n=3000, block_factor=32, kernel=shared"]
+    result, written = graded(True)
+    board = result.scoreboard
+    recorded = pd.read_csv(RESULTS_DIR / "nvidia-h200" / "h200" / "04_blocking_factor" / "blocking_factor_sweep.csv")
+    measured = recorded[recorded["kernel"].eq("shared") & recorded["status"].eq("ok")]
+    want = {f"n={n}, block_factor={bf}, kernel=shared" for n, bf in zip(measured["n"], measured["block_factor"])}
+    assert set(board["point"]) == want | {"n=3000, block_factor=32, kernel=shared"}
+    assert "n=16384, block_factor=8, kernel=shared" not in set(board["point"]), "the recording skipped it"
+    at16 = board[board["point"].str.contains("block_factor=16")]
+    assert (at16["status"] == R.WRONG).all() and at16["speed_vs_reference"].isna().all()
+    verdict = result.students.set_index("student").loc["a"]
+    assert verdict["verdict"] == R.WRONG and pd.isna(verdict["speed_vs_reference_geomean"]), "no speed for a wrong file"
+    page = written["students/a.html"].read_text()
+    assert "04_blocking_factor across its sweep" in page and "data:image/png;base64," in page
+    assert "a red cross: 1 point(s) not correct" in page

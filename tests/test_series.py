@@ -36,7 +36,7 @@ def _task() -> plan.ChapterTask:
 
 
 def test_the_sweep_is_every_point_of_the_table_the_file_builds_for():
-    builds = section._builds_for(_task().yours, "9.0")
+    builds = series.builds_for(_task().yours, "9.0")
     whole = series.sweep_task(_task(), _table(), {"fw_blocked.cu"}, builds)
     assert [(p["n"], p["block_factor"], p["kernel"]) for p, _ in whole.points] == [
         (n, bf, "shared") for n in (8192, 16384) for bf in (8, 16, 32, 64, 128)

@@ -87,6 +87,10 @@ class GradeOptions:
     worker: tuple[str, ...] = isolate.WORKER  # what each submission's process runs (a test's stand-in)
     seed: int | None = None  # the inputs' seed (--seed): None draws a fresh one, printed
     races: bool = True  # each graded point's kernels once under racecheck and synccheck, where the host has them
+    # --sweep: each submission also at every point of its chapter's sweep that builds from its file
+    # (the profile's recorded table on this GPU: ``grading.series``), checked as the graded points are
+    sweep: bool = False
+    profile: str | None = None  # the profile whose recorded sweep that is (None: this GPU's)
 
 
 @dataclass
@@ -100,6 +104,8 @@ class Graded:
     students: pd.DataFrame = field(default_factory=pd.DataFrame)  # the verdict, a row per student
     seed: int = 0  # the seed every input of the run was drawn from
     failures: list[str] = field(default_factory=list)  # the grader's own: a reference that failed
+    # --sweep: each student's measured tasks, their points with the axes a page draws them over
+    swept: dict[str, list[plan.ChapterTask]] = field(default_factory=dict)
 
 
 STUDENT_COLUMNS = (
@@ -228,6 +234,9 @@ def _graded(
             continue
         bad, graded.resources[name] = verdicts[name]
         tasks = plan.tasks_for(sub.kernels, options.only)
+        if options.sweep and measure:
+            tasks = [_with_the_sweep(task, options, log) for task in tasks]
+            graded.swept[name] = tasks
         measured = {f for t in tasks for f in t.files}
         for file in sorted(set(sub.kernels) - measured):
             where = "" if options.only else " (no chapter declares a point built from it)"
@@ -327,6 +336,22 @@ def _graded(
     graded.scoreboard = scoreboard(rows)
     graded.students = verdicts_of(graded.scoreboard)
     return graded
+
+
+def _with_the_sweep(task: plan.ChapterTask, options: GradeOptions, log: Log) -> plan.ChapterTask:
+    """``--sweep``: ``task`` with the other points of its chapter's sweep, as the recording of the
+    profile (``options.profile``, else this GPU's) holds its table; said in the log where none."""
+    from cudalab.chapter.profiles import profile_for_gpu
+    from cudalab.grading import series
+
+    name = gpu.gpu_name() or ""
+    profile = options.profile or profile_for_gpu(name)
+    recipe = plan.recipe_of(task.yours.recipe)
+    table = series.recorded_table(task.chapter, recipe.table, profile, name)
+    if table is None:
+        log(f"--sweep: no recording of {task.chapter}'s {recipe.table} for profile {profile}: its graded points only")
+        return task
+    return series.with_the_sweep(task, table, gpu.compute_capability() or "9.0")
 
 
 def _judge(task: plan.ChapterTask, result: dict[str, Any], who: str, options: GradeOptions, answers: Any) -> None:
@@ -599,7 +624,8 @@ _VERDICT_ORDER = (
 def verdicts_of(board: pd.DataFrame) -> pd.DataFrame:
     """One row per student, the verdict first (``STUDENT_COLUMNS``): "correct" where every point and
     case is ok, else the worst status with its first reason; the geometric mean of the speed
-    against the reference over the student's points, their best fraction of the ceiling, and the
+    against the reference over the student's points (a correct student's only: a student wrong
+    anywhere counts no speed), their best fraction of the ceiling, and the
     rank by that mean among the correct students (1 = fastest). Sorted: ranked first, by rank."""
     out = []
     if not len(board):
@@ -627,7 +653,10 @@ def verdicts_of(board: pd.DataFrame) -> pd.DataFrame:
                 "verdict": verdict,
                 "points": int(len(points)),
                 "correct_points": int(points["status"].eq(R.OK).sum()),
-                "speed_vs_reference_geomean": float(math.exp(speeds.map(math.log).mean())) if len(speeds) else None,
+                # a student wrong anywhere gets no speed: a wrong result is never counted as one
+                "speed_vs_reference_geomean": float(math.exp(speeds.map(math.log).mean()))
+                if len(speeds) and student in good
+                else None,
                 "best_fraction_of_ceiling": float(fractions.max()) if len(fractions) else None,
                 "reason": R.scrubbed(reason),
             }

@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -123,6 +124,72 @@ def _shown_verdicts(frame: pd.DataFrame) -> list[str]:
     return [c for c in keep if c in ("student", "status") or (c in frame and frame[c].notna().any())]
 
 
+def sweep_frame(task: Any, rows: pd.DataFrame, sha256: dict[str, str]) -> pd.DataFrame:
+    """``--sweep``: a student's scoreboard ``rows`` of ``task``'s chapter as ``series.draw`` reads
+    them: a row per point and source (the student's, labelled by the file's sha256, and the
+    reference's time at that point in this run), with the point's axes as columns."""
+    from cudalab.grading import plan, series
+
+    by_label = {plan.point_label(p): p for p, _ in task.points}
+    mine = rows[rows["chapter"].eq(task.chapter) & rows["point"].isin(list(by_label))]
+    out = []
+    for _, row in mine.iterrows():
+        point = by_label[row["point"]]
+        ref_ms = row["reference_time_ms"]
+        out.append({**point, "series": series.label(sha256.get(row["file"], "")), "status": row["status"],
+                    "time_ms": row["time_ms"], "rate_per_s": row["rate_per_s"]})  # fmt: skip
+        if pd.notna(ref_ms) and ref_ms:
+            out.append({**point, "series": R.REFERENCE, "status": R.OK, "time_ms": ref_ms,
+                        "rate_per_s": R.rate_of(point, ref_ms, task.yours.rate)})  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def sweep_figure(task: Any, rows: pd.DataFrame, sha256: dict[str, str]) -> str:
+    """``--sweep``: the student's series over the chapter's sweep beside the reference's and the
+    ceiling measured in this run, as the chapter's main figure of that table draws it (its x
+    axis; the declared rate where the chapter declares one, else the time), an inline PNG."""
+    import base64
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from cudalab.grading import plan, series
+
+    frame = sweep_frame(task, rows, sha256)
+    recipe = plan.recipe_of(task.yours.recipe)
+    keys = [k for k in (*recipe.axes, *recipe.kernel_choices) if k in frame]
+    if frame.empty or not keys:
+        return ""
+    specs = series.figures_of(task.chapter, recipe.table)
+    x = next((f.x for f in specs if f.x in keys), keys[0])
+    rated = frame["rate_per_s"].notna().any()
+    y = "rate_per_s" if rated else "time_ms"
+    unit = task.yours.rate_unit or "per s"
+    ceilings = rows[rows["chapter"].eq(task.chapter)]["ceiling_per_s"].dropna()
+    ceiling = (
+        (float(ceilings.iloc[0]), f"the {task.yours.ceiling} ceiling, this run") if rated and len(ceilings) else None
+    )
+    fig = series.draw(
+        frame, x, y, title=f"{task.chapter}: your file over the chapter's sweep", ylabel=unit if rated else "time (ms)",
+        logx=False, logy=not rated, by=keys, ceiling=ceiling,
+    )  # fmt: skip
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=90)
+    plt.close(fig)
+    png = base64.b64encode(buffer.getvalue()).decode()
+    points = frame[frame["series"].ne(R.REFERENCE)]
+    wrong = int(points["status"].ne(R.OK).sum())
+    return (
+        f"<h2>{html.escape(task.chapter)} across its sweep</h2><p class='note'>{len(points)} point(s) of the chapter's "
+        "sweep that build from your file, each checked as a graded point is; dashed: yours, solid: the reference "
+        "in this run" + (f"; a red cross: {wrong} point(s) not correct, with no time" if wrong else "") + ".</p>"
+        f"<img alt='{html.escape(task.chapter)}: your series beside the reference' src='data:image/png;base64,{png}'>"
+    )
+
+
 def write(graded: Graded, out: Path, *, title: str, klass: str = "") -> dict[str, Path]:
     """Write the scoreboard (CSV and HTML) and each student's page into ``out``; return their paths.
     ``title`` heads the scoreboard; a student's page is headed by their name and ``klass``."""
@@ -200,6 +267,8 @@ def write(graded: Graded, out: Path, *, title: str, klass: str = "") -> dict[str
             )
             body.append(f"<h2>Refused</h2><ul>{refused}</ul>")
         measured = mine[~mine["status"].eq(R.REFUSED)]
+        for task in graded.swept.get(name, []):
+            body.append(sweep_figure(task, measured, sub.sha256))
         if len(measured):
             body.append(
                 "<h2>Results beside the reference</h2>" + table_html(measured, ["chapter", *_shown(measured)[1:]])

@@ -172,28 +172,6 @@ def _misfits(task: plan.ChapterTask, staged: Path) -> dict[str, dict[str, str]]:
 # ---- each graded point's launches, known without a GPU
 
 
-def point_launches(yours: Any, point: dict[str, Any], cc: str) -> list:
-    """The ``core.launch.Launch``es one point of a chapter's ``yours`` declaration makes on the GPU of
-    compute capability ``cc``, as its family's checks kit builds them (``labs.checks.Checks.launches``)
-    or, without one, its point recipe (a ``launches(point)`` of its own); empty where they cannot be
-    known (then the file builds with its defaults)."""
-    from cudalab.core.errors import CudalabError
-    from cudalab.grading.trials import kit_of
-
-    kit = kit_of(yours.checks.kit) if yours.checks is not None else None
-    own = getattr(plan.recipe_of(yours.recipe), "launches", None)
-    if kit is not None and kit.launches is not None:
-        make = kit.launches
-    elif callable(own):
-        make = lambda p, _cc: own(p)  # noqa: E731
-    else:
-        return []
-    try:
-        return list(make(dict(point), cc))
-    except (CudalabError, KeyError, ValueError, TypeError):
-        return []  # a point its family cannot build: the sweep would skip it, saying why
-
-
 def point_builds(tasks: list[plan.ChapterTask], cc: str) -> dict[str, list]:
     """Per kernel file, the points ``tasks`` grade it at, each as ``compile_only.PointBuild`` (its
     label and the launches it makes of that file) on the GPU of ``cc`` (``"9.0"`` or ``"sm_90"``)."""
@@ -204,7 +182,7 @@ def point_builds(tasks: list[plan.ChapterTask], cc: str) -> dict[str, list]:
     found: dict[str, list] = {}
     for task in tasks:
         for point, file in task.points:
-            launches = tuple(x for x in point_launches(task.yours, point, key) if Path(x.file).name == file)
+            launches = tuple(x for x in series.point_launches(task.yours, point, key) if Path(x.file).name == file)
             found.setdefault(file, []).append(PointBuild(plan.point_label(point), launches))
     return found
 
@@ -427,18 +405,6 @@ def _point_keys(tasks: list[plan.ChapterTask], swept: pd.DataFrame) -> list[str]
     return list(dict.fromkeys(k for t in tasks for k in series.point_keys(t, swept)))
 
 
-def _builds_for(yours: Any, cc: str):
-    """Whether a point builds from its file: where the family's kit lists a point's launches, a
-    point with none is one the file does not build for (``fw_blocked.cu`` at BF 128); elsewhere
-    every point of the sweep is taken."""
-    from cudalab.grading.trials import kit_of
-
-    kit = kit_of(yours.checks.kit) if yours.checks is not None else None
-    if kit is None or kit.launches is None:
-        return None
-    return lambda point: bool(point_launches(yours, point, cc))
-
-
 def across_the_sweep(
     lab: Any,
     tasks: list[plan.ChapterTask],
@@ -462,7 +428,7 @@ def across_the_sweep(
         path = Path(lab.out_dir) / f"{recipe.table}.csv"
         if not path.is_file():
             continue
-        whole = series.sweep_task(task, pd.read_csv(path), set(task.files), _builds_for(task.yours, cc))
+        whole = series.sweep_task(task, pd.read_csv(path), set(task.files), series.builds_for(task.yours, cc))
         if whole is None:
             continue
         done = {plan.point_label(p) for p, _ in task.points}

@@ -46,6 +46,40 @@ def point_keys(task: plan.ChapterTask, table: pd.DataFrame) -> list[str]:
     return [k for k in (*recipe.axes, *recipe.kernel_choices) if k in table]
 
 
+def point_launches(yours: Any, point: dict[str, Any], cc: str) -> list:
+    """The ``core.launch.Launch``es one point of a chapter's ``yours`` declaration makes on the GPU of
+    compute capability ``cc``, as its family's checks kit builds them (``labs.checks.Checks.launches``)
+    or, without one, its point recipe (a ``launches(point)`` of its own); empty where they cannot be
+    known (then the file builds with its defaults)."""
+    from cudalab.core.errors import CudalabError
+    from cudalab.grading.trials import kit_of
+
+    kit = kit_of(yours.checks.kit) if yours.checks is not None else None
+    own = getattr(plan.recipe_of(yours.recipe), "launches", None)
+    if kit is not None and kit.launches is not None:
+        make = kit.launches
+    elif callable(own):
+        make = lambda p, _cc: own(p)  # noqa: E731
+    else:
+        return []
+    try:
+        return list(make(dict(point), cc))
+    except (CudalabError, KeyError, ValueError, TypeError):
+        return []  # a point its family cannot build: the sweep would skip it, saying why
+
+
+def builds_for(yours: Any, cc: str):
+    """Whether a point builds from its file: where the family's kit lists a point's launches, a
+    point with none is one the file does not build for (``fw_blocked.cu`` at BF 128); elsewhere
+    every point of the sweep is taken."""
+    from cudalab.grading.trials import kit_of
+
+    kit = kit_of(yours.checks.kit) if yours.checks is not None else None
+    if kit is None or kit.launches is None:
+        return None
+    return lambda point: bool(point_launches(yours, point, cc))
+
+
 def sweep_task(
     task: plan.ChapterTask, table: pd.DataFrame, files: set[str], builds: Any = None
 ) -> plan.ChapterTask | None:
@@ -65,6 +99,39 @@ def sweep_task(
         if file in files and (builds is None or builds(point)):
             points.append((point, file))
     return task.keeping(tuple(points)) if points else None
+
+
+def recorded_table(chapter: str, table: str, profile: str, gpu_name: str | None, results: Path | None = None):
+    """``--grade --sweep``: the chapter's ``table`` as the recording of ``profile`` holds it (that of
+    this GPU where there is one, else the profile's newest), from which the sweep's points are
+    taken (a grading run measures no chapter); None where the profile has no recording of it."""
+    from cudalab.chapter import recorded
+    from cudalab.core.errors import NoRecordedResults
+    from cudalab.core.paths import RESULTS_DIR
+
+    results = results or RESULTS_DIR
+    found = None
+    for gpu in (gpu_name, None) if gpu_name else (None,):
+        try:
+            found, _ = recorded.find(profile, results, gpu=gpu)
+            break
+        except NoRecordedResults:
+            continue
+    path = found.path / chapter / f"{table}.csv" if found is not None else None
+    return pd.read_csv(path) if path is not None and path.is_file() else None
+
+
+def with_the_sweep(task: plan.ChapterTask, table: pd.DataFrame | None, cc: str) -> plan.ChapterTask:
+    """``task`` (a submission's graded points) followed by the other points of the chapter's sweep
+    in ``table`` that build from its files on the GPU of ``cc`` (``--grade --sweep``); ``task``
+    itself where there are none. Every point is then checked as a graded one."""
+    if table is None:
+        return task
+    whole = sweep_task(task, table, set(task.files), builds_for(task.yours, cc))
+    if whole is None:
+        return task
+    done = {plan.point_label(p) for p, _ in task.points}
+    return task.keeping(task.points + tuple((p, f) for p, f in whole.points if plan.point_label(p) not in done))
 
 
 def checked_lightly(task: plan.ChapterTask) -> plan.ChapterTask:
@@ -101,10 +168,22 @@ def as_table(measured: pd.DataFrame, task: plan.ChapterTask, sha256: dict[str, s
     return pd.DataFrame(rows)
 
 
-def draw(frame: pd.DataFrame, x: str, y: str, *, title: str, ylabel: str, logx: bool, logy: bool, by: list[str]):
+def draw(
+    frame: pd.DataFrame,
+    x: str,
+    y: str,
+    *,
+    title: str,
+    ylabel: str,
+    logx: bool,
+    logy: bool,
+    by: list[str],
+    ceiling: tuple[float, str] | None = None,
+):
     """One declared figure over the sweep: a line per source and value of ``by`` (the other keys
     of a point), the student's dashed; a point that is not correct a red cross at the foot of the
-    axes, labelled with its status, never a time. Returns the figure."""
+    axes, labelled with its status, never a time; ``ceiling`` (value, what it is) a dotted line
+    across. Returns the figure."""
     import matplotlib.pyplot as plt
     import matplotlib.transforms as transforms
 
@@ -123,6 +202,8 @@ def draw(frame: pd.DataFrame, x: str, y: str, *, title: str, ylabel: str, logx: 
         for status, part in bad.groupby("status", sort=False):
             ax.scatter(part[x], [0.03] * len(part), transform=foot, marker="x", s=90, color="#c00", zorder=5,
                        label=f"yours: {status} (no time)", clip_on=False)  # fmt: skip
+    if ceiling is not None:
+        ax.axhline(ceiling[0], color="black", linestyle=":", linewidth=1.2, label=ceiling[1])
     ax.set_xlabel(x.replace("_", " "))
     ax.set_ylabel(ylabel)
     ax.set_title(title)
