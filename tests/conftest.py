@@ -46,11 +46,15 @@ def pytest_unconfigure(config):
 
 
 @pytest.fixture
-def every_replay_runs(monkeypatch):
-    """For a test of what a chapter's run does (Ctrl-C, a hold, a failure): no kept replay."""
+def every_replay_runs(monkeypatch) -> dict[str, str]:
+    """For a test of what a chapter's run does (Ctrl-C, a hold, a failure): no kept replay. Returns
+    the environment with the run's cache, for the builds around the one under test (one that only
+    sets a folder up, or checks that a rerun completes), which may copy kept chapters in."""
     from cudalab.report import replay_cache
 
+    cached = {**os.environ}
     monkeypatch.delenv(replay_cache.ENV, raising=False)
+    return cached
 
 
 def pytest_addoption(parser):
