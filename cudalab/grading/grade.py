@@ -222,6 +222,8 @@ def _graded(
     """The scoreboard from the checked submissions and the compiler's verdicts: each submission's
     points measured beside the reference (on ``pool`` where there is one), or compiled only."""
     graded = Graded(pd.DataFrame(), seed=int(options.seed or 0))
+    if options.sweep and not measure:
+        log("--sweep: no GPU here, so no sweep: the graded points are compiled only")
     rows: list[dict[str, Any]] = [
         _row(name, "", "", "", compiled=False, status=R.REFUSED, reason=why)
         for name, why in refused_folders(options.submissions)
