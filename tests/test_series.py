@@ -143,6 +143,11 @@ def test_sweep_points_are_checked_on_a_timed_a_fresh_and_a_harsh_input_the_grade
     assert swept.yours.checks.inputs[0].n is None
     assert swept.yours.checks.kit == task.yours.checks.kit and swept.yours.points == task.yours.points
     assert series.checked_lightly(task).points == task.points
+    # a chapter whose harsh inputs all name their size keeps the first, at that size
+    sized = tuple(c for c in task.yours.checks.inputs if c.n is not None)
+    only_sized = task.yours.model_copy(update={"checks": task.yours.checks.model_copy(update={"inputs": sized})})
+    light = series.checked_lightly(plan.ChapterTask(task.chapter, only_sized, task.points, task.group))
+    assert light.yours.checks.inputs == sized[:1]
 
 
 def test_a_slow_call_draws_five_inputs_a_fast_one_the_pool():

@@ -1,8 +1,8 @@
 """A student's file across a chapter's whole sweep (``--kernels``, issue 67): besides the few graded
 points, every point of the table the chapter's point recipe measures (``PointRecipe.table``, rows
 keyed by the recipe's axes and choices) that the chapter measured, that builds from the student's
-file and that the file builds for (its family's kit lists the point's launches: ``fw_blocked.cu`` builds BF 8-64, so
-BF 128 is no point of its series).
+file and that the file builds for (its family's kit lists the point's launches: ``fw_blocked.cu``
+at BF 128 needs 128 KiB of shared memory, so on a GPU with less that is no point of its series).
 
 Each such point is measured as a graded point is (``section.measured``: the reference file and the
 student's, each in a process of its own, every timed call on an input of its own, the answers
@@ -137,7 +137,8 @@ def with_the_sweep(task: plan.ChapterTask, table: pd.DataFrame | None, cc: str) 
 def checked_lightly(task: plan.ChapterTask) -> plan.ChapterTask:
     """``task`` as a sweep point is checked, not a graded one (those get every check input the
     chapter declares, and the race checks): on its last timed input, a fresh input of the timed
-    kind, and the first of the chapter's harsh check inputs drawn at the point's own size. The
+    kind, and the first of the chapter's harsh check inputs drawn at the point's own size (else the
+    first, at the size it names). The
     timed kind alone can pass a wrong kernel: the labs' GenMatrix graphs have so many zero-weight
     edges that a Floyd-Warshall that skips a pivot at one blocking factor still finds every
     distance on them."""
@@ -145,7 +146,7 @@ def checked_lightly(task: plan.ChapterTask) -> plan.ChapterTask:
     if checks is None or not checks.inputs:
         return task
     at_the_point = [c for c in checks.inputs if c.n is None]
-    kept = tuple(at_the_point[:1])
+    kept = tuple((at_the_point or list(checks.inputs))[:1])  # else the first, at the size it names
     yours = task.yours.model_copy(update={"checks": checks.model_copy(update={"inputs": kept})})
     return plan.ChapterTask(task.chapter, yours, task.points, task.group)
 
