@@ -41,7 +41,7 @@ from cudalab.chapter import catalog
 from cudalab.chapter.parameters import check_one
 from cudalab.core import gpu
 from cudalab.core.errors import CudalabError, ToolUnavailable
-from cudalab.grading import cases, isolate, plan, trials
+from cudalab.grading import cases, isolate, plan, series, trials
 from cudalab.grading import results as R
 from cudalab.grading.submission import Submission, check, stage
 
@@ -229,6 +229,7 @@ def _graded(
         for name, why in refused_folders(options.submissions)
     ]
     jobs: list[tuple[str, plan.ChapterTask, Path]] = []
+    tables: dict[str, tuple[pd.DataFrame | None, str]] = {}  # --sweep: each chapter's recorded table, read once
     for name, sub in checked.items():
         graded.submissions[name] = sub
         rows += [_row(name, "", r.name, "", compiled=False, status=R.REFUSED, reason=r.reason) for r in sub.refused]
@@ -237,7 +238,7 @@ def _graded(
         bad, graded.resources[name] = verdicts[name]
         tasks = plan.tasks_for(sub.kernels, options.only)
         if options.sweep and measure:
-            tasks = [_with_the_sweep(task, options, log) for task in tasks]
+            tasks = [series.with_the_sweep(task, *_sweep_table(task, options, tables, log)) for task in tasks]
             graded.swept[name] = tasks
         measured = {f for t in tasks for f in t.files}
         for file in sorted(set(sub.kernels) - measured):
@@ -340,20 +341,26 @@ def _graded(
     return graded
 
 
-def _with_the_sweep(task: plan.ChapterTask, options: GradeOptions, log: Log) -> plan.ChapterTask:
-    """``--sweep``: ``task`` with the other points of its chapter's sweep, as the recording of the
-    profile (``options.profile``, else this GPU's) holds its table; said in the log where none."""
+def _sweep_table(
+    task: plan.ChapterTask, options: GradeOptions, tables: dict[str, tuple[pd.DataFrame | None, str]], log: Log
+) -> tuple[pd.DataFrame | None, str]:
+    """``--sweep``: the table of ``task``'s chapter whose points its sweep takes, as the recording of
+    the profile (``options.profile``, else this GPU's) holds it, and this GPU's compute capability;
+    read once a chapter into ``tables`` (None, said once in the log, where there is no recording)."""
     from cudalab.chapter.profiles import profile_for_gpu
-    from cudalab.grading import series
 
-    name = gpu.gpu_name() or ""
-    profile = options.profile or profile_for_gpu(name)
     recipe = plan.recipe_of(task.yours.recipe)
-    table = series.recorded_table(task.chapter, recipe.table, profile, name)
-    if table is None:
-        log(f"--sweep: no recording of {task.chapter}'s {recipe.table} for profile {profile}: its graded points only")
-        return task
-    return series.with_the_sweep(task, table, gpu.compute_capability() or "9.0")
+    key = f"{task.chapter}/{recipe.table}"
+    if key not in tables:
+        name = gpu.gpu_name() or ""
+        profile = options.profile or profile_for_gpu(name)
+        table = series.recorded_table(task.chapter, recipe.table, profile, name)
+        if table is None:
+            log(
+                f"--sweep: no recording of {task.chapter}'s {recipe.table} for profile {profile}: its graded points only"
+            )
+        tables[key] = (table, gpu.compute_capability() or "9.0")
+    return tables[key]
 
 
 def _judge(task: plan.ChapterTask, result: dict[str, Any], who: str, options: GradeOptions, answers: Any) -> None:
