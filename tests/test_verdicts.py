@@ -256,3 +256,42 @@ def test_an_input_is_drawn_once_a_process_read_only_and_never_for_another_launch
     cache.draw(kit, "t", {"n": 1000, "blocks": 4}, 2)  # 12,000 bytes: the oldest (blocks 4, seed 1) goes
     cache.draw(kit, "t", {"n": 1000, "blocks": 4}, 1)
     assert draws[-1] == (4, 1) and len(draws) == 4
+
+
+def test_a_kit_whose_inputs_read_only_their_axes_shares_each_input_and_answer_across_launches():
+    """``Checks.inputs_only``: a Floyd-Warshall graph is the same at every blocking factor, so the
+    points at one n share each input and its answer (``trials.input_key``), drawn and computed once;
+    ``draw_many`` draws each missing input once however often it is wanted, and keeps the order."""
+    import numpy as np
+
+    from cudalab.labs.checks import Checks, InputKind
+
+    draws, solves = [], []
+
+    def make(point, seed):
+        draws.append((point["n"], seed))
+        return np.full(10, seed, dtype=np.int32)
+
+    def expected(point, host_input):
+        solves.append(point["bf"])
+        return {"sum": host_input.sum()}
+
+    kit = Checks(timed="t", kinds={"t": InputKind("an array", make)}, trial=None, expected=expected, verdict=None,
+                 small=None, input_axes=("n",), inputs_only=True)  # fmt: skip
+    cache = trials.Drawn()
+    got = cache.draw_many(kit, [("t", {"n": 10, "bf": 8}, 1), ("t", {"n": 10, "bf": 16}, 1), ("t", {"n": 10, "bf": 8}, 2)])
+    assert [int(g[0]) for g in got] == [1, 1, 2] and got[0] is got[1]
+    assert sorted(draws) == [(10, 1), (10, 2)]
+    assert cache.draw(kit, "t", {"n": 10, "bf": 32}, 2) is got[2] and len(draws) == 2
+    assert cache.draw(kit, "t", {"n": 20, "bf": 8}, 2) is not got[2] and len(draws) == 3  # another n: its own
+
+    answer = trials.Answer("t", 10, 1, "a check input")
+    expected_once = trials.Expected()
+    first = expected_once.of(kit, {"n": 10, "bf": 8}, answer)[1]
+    assert expected_once.of(kit, {"n": 10, "bf": 64}, answer)[1] is first and solves == [8]
+    # the same kit without the promise keys both by the whole point
+    whole = Checks(timed="t", kinds=kit.kinds, trial=None, expected=expected, verdict=None, small=None,
+                   input_axes=("n",))  # fmt: skip
+    other = trials.Expected()
+    other.of(whole, {"n": 10, "bf": 8}, answer), other.of(whole, {"n": 10, "bf": 64}, answer)
+    assert solves == [8, 8, 64]

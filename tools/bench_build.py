@@ -326,8 +326,9 @@ def yours_builds(
     record_to: Path | None = None,
     keep: Path | None = None,
 ) -> dict[str, object]:
-    """The ``chapters`` measured twice on this GPU, cold each time (fresh output folder, CuPy and
-    compiler-report caches): plain, then with ``--kernels folder``; the second's goal is
+    """The ``chapters`` (and chapter 00, whose ceilings judge a student's rates) measured twice on
+    this GPU, cold each time (fresh output folder, CuPy and compiler-report caches): plain, then
+    with ``--kernels folder``; the second's goal is
     ``YOURS_GOAL`` times the first's seconds. Written to ``record_to`` after each build. ``keep``:
     each build's executed notebooks (every cell's duration) and chapter data (the student's
     ``yours_sweep.csv`` with each source's seconds) copied to ``keep/<plain|yours>``, as one
@@ -342,6 +343,9 @@ def yours_builds(
         "yours": {"files": sorted(p.name for p in folder.glob("*.cu")), "chapters": chapters},
         "builds": times,
     }
+    # --kernels measures chapter 00 as well (a student's rates are judged by its ceilings): the plain
+    # build measures it too, so that the two builds differ by the student's series alone
+    measured = list(dict.fromkeys([FIRST, *chapters]))
     work = Path(tempfile.mkdtemp(prefix="cudalab-bench-yours-"))
     try:
         print(f"imports read once before timing: {', '.join(warm_imports(dict(os.environ)))}", file=sys.stderr)
@@ -352,9 +356,9 @@ def yours_builds(
                 "CUPY_CACHE_DIR": str(work / f"cupy-cache-{label}"),
                 "CUDALAB_CACHE_DIR": str(work / f"cudalab-cache-{label}"),
             }
-            print(f"{label}: chapters {' '.join(chapters)} of {profile} (measuring) ...", file=sys.stderr, flush=True)
+            print(f"{label}: chapters {' '.join(measured)} of {profile} (measuring) ...", file=sys.stderr, flush=True)
             seconds, rc, tail = _build(
-                ["--gpu", profile, "--only", *chapters, "--format", formats, "--out", str(out), *extra], env
+                ["--gpu", profile, "--only", *measured, "--format", formats, "--out", str(out), *extra], env
             )
             print(f"{label}: {seconds:.1f} s (exit status {rc})", file=sys.stderr, flush=True)
             goal = YOURS_GOAL * float(times["plain"]["seconds"]) if label == "yours" else 0.0

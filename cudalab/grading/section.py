@@ -139,8 +139,11 @@ def _races(lab: Any, task: plan.ChapterTask, staged: Path, seed: int) -> dict[st
 
 def _misfits(task: plan.ChapterTask, staged: Path) -> dict[str, dict[str, str]]:
     """Each of the task's files whose kernels do not fit the chapter's launch (or do not compile), by
-    nvcc before anything runs, at each point's own build options: the result its points get. Empty
-    where nvcc is not installed (then NVRTC's own error says it at the first launch)."""
+    nvcc before anything runs, at each point's own build options (``-DBF=8`` .. ``-DBF=64``: one
+    compile each, run at once): the result its points get. Empty where nvcc is not installed (then
+    NVRTC's own error says it at the first launch)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from cudalab.core.errors import KernelCompileError, ToolUnavailable
     from cudalab.core.gpu import compute_capability
     from cudalab.toolchain import compile_only
@@ -148,22 +151,38 @@ def _misfits(task: plan.ChapterTask, staged: Path) -> dict[str, dict[str, str]]:
 
     cc = compute_capability() or "9.0"
     builds = point_builds([task], cc)
-    found: dict[str, dict[str, str]] = {}
-    for file in task.files:
-        problems: list[str] = []
+    jobs = [
+        (file, options, kernels)
+        for file in task.files
+        for options, kernels in dict.fromkeys(
+            (o, tuple(k) if k else None) for at in builds.get(file, []) for o, k in at.builds(file)
+        )
+        or [((), None)]
+    ]
+
+    def problems_of(job: tuple) -> list[str] | KernelCompileError:
+        file, options, kernels = job
         try:
             arch = compile_arch(cc)[0]
-            for options, kernels in dict.fromkeys(
-                (o, tuple(k) if k else None) for at in builds.get(file, []) for o, k in at.builds(file)
-            ) or [((), None)]:
-                problems += compile_only.signature_problems(
-                    KERNELS_DIR / file, staged / file, arch, (f"-I{staged}",), options, kernels
-                )
-        except ToolUnavailable:
-            return {}
+            return compile_only.signature_problems(
+                KERNELS_DIR / file, staged / file, arch, (f"-I{staged}",), options, kernels
+            )
         except KernelCompileError as exc:
-            found[file] = {"status": R.DOES_NOT_COMPILE, "reason": R.compile_failure(exc)}
+            return exc
+
+    try:
+        with ThreadPoolExecutor(max(1, min(len(jobs), os.cpu_count() or 1, 8))) as pool:
+            done = list(pool.map(problems_of, jobs))
+    except ToolUnavailable:
+        return {}
+    found: dict[str, dict[str, str]] = {}
+    for file in task.files:
+        mine = [d for (f, _, _), d in zip(jobs, done, strict=True) if f == file]
+        failed = next((d for d in mine if isinstance(d, KernelCompileError)), None)
+        if failed is not None:
+            found[file] = {"status": R.DOES_NOT_COMPILE, "reason": R.compile_failure(failed)}
             continue
+        problems = [m for d in mine for m in d]
         if problems:
             found[file] = {"status": R.MISFIT, "reason": R.scrubbed("; ".join(dict.fromkeys(problems)))}
     return found

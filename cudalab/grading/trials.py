@@ -59,37 +59,63 @@ class Answer:
     about: str
 
 
-DRAWN_BYTES = 4 << 30  # the inputs the grader keeps drawn, at most (bytes)
+DRAWN_BYTES = 4 << 30  # the inputs a process keeps drawn, at most (bytes)
+DRAW_THREADS = 8  # inputs drawn at once (numpy's generators release the GIL while they fill)
+
+
+def input_key(kit: Checks, kind: str, point: Mapping[str, Any], seed: int) -> tuple:
+    """What one input, and its answer, is: the kit, the kind, the seed and the point, all of it, or
+    only its ``input_axes`` where the kit reads no other (``Checks.inputs_only``)."""
+    return (id(kit), kind, point_key("", point, kit if kit.inputs_only else None), int(seed))
 
 
 class Drawn:
-    """The inputs drawn in the grader's process (``Expected``: the submission's process draws each
-    of its inputs once already), by kit, kind, the whole point and seed. The grader judges
-    the reference's answers and the student's on the same inputs, so each is drawn once, not once
-    a source: a 1 GiB graph at n = 16384 takes seconds to draw. The whole point, not the kit's
-    ``input_axes``: those decide the seeds, and a kind may also read the launch (vecmax's "last
-    block"). Kept read-only (a kit that wrote into one would raise, never change the next use), at
-    most ``limit`` bytes, the oldest dropped first."""
+    """The inputs a process has drawn, by ``input_key``. The grader judges the reference's answers
+    and the student's on the same inputs, and a submission's process times every point at one n on
+    the same pool: a 1 GiB graph at n = 16384 takes seconds to draw, so each is drawn once, not once
+    a source or a point; several wanted at once are drawn in parallel (``draw_many``). The whole
+    point keys an input unless the kit says its kinds read only its ``input_axes``: a kind may read
+    the launch (vecmax's "last block"). Kept read-only (a kit that wrote into one would raise, never
+    change the next use), at most ``limit`` bytes, the oldest dropped first."""
 
     def __init__(self, limit: int = DRAWN_BYTES) -> None:
         self.limit, self._bytes = limit, 0
         self._kept: OrderedDict[tuple, Any] = OrderedDict()
 
     def draw(self, kit: Checks, kind: str, point: Mapping[str, Any], seed: int) -> Any:
-        key = (id(kit), kind, point_key("", point), int(seed))
-        if key in self._kept:
-            self._kept.move_to_end(key)
-            return self._kept[key]
-        value = kit.draw(kind, dict(point), seed)
+        return self.draw_many(kit, [(kind, point, seed)])[0]
+
+    def draw_many(self, kit: Checks, wanted: Iterable[tuple[str, Mapping[str, Any], int]]) -> list[Any]:
+        """The inputs ``wanted`` ((kind, point, seed) each), in order: those not kept drawn at once
+        on up to ``DRAW_THREADS`` threads, each once."""
+        wanted = [(kind, dict(point), int(seed)) for kind, point, seed in wanted]
+        keys = [input_key(kit, *w) for w in wanted]
+        have = {k: self._kept[k] for k in keys if k in self._kept}
+        for k in have:
+            self._kept.move_to_end(k)
+        missing = {k: w for k, w in zip(keys, wanted, strict=True) if k not in have}
+        if len(missing) > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(min(len(missing), DRAW_THREADS)) as pool:
+                have |= dict(zip(missing, pool.map(lambda w: kit.draw(*w), missing.values()), strict=True))
+        elif missing:
+            ((k, w),) = missing.items()
+            have[k] = kit.draw(*w)
+        for k in missing:
+            self._keep(k, have[k])
+        return [have[k] for k in keys]
+
+    def _keep(self, key: tuple, value: Any) -> None:
         size = _nbytes(value)
-        if size <= self.limit:
-            _read_only(value)
-            self._kept[key] = value
-            self._bytes += size
-            while self._bytes > self.limit:
-                _, old = self._kept.popitem(last=False)
-                self._bytes -= _nbytes(old)
-        return value
+        _read_only(value)
+        if size > self.limit:
+            return
+        self._kept[key] = value
+        self._bytes += size
+        while self._bytes > self.limit:
+            _, old = self._kept.popitem(last=False)
+            self._bytes -= _nbytes(old)
 
 
 def _read_only(value: Any) -> None:
@@ -103,7 +129,7 @@ def _read_only(value: Any) -> None:
             _read_only(v)
 
 
-DRAWN = Drawn()  # the grader process's
+DRAWN = Drawn()  # this process's: the grader's, or a submission's (its points at one n share a pool)
 
 
 def kit_of(spec: str) -> Checks:
@@ -202,14 +228,20 @@ def measure_point(
     cp = require_cupy()
     cp.get_default_memory_pool().free_all_blocks()
     trial = kit.trial(point, kernel_file, params)
-    first = kit.draw(kit.timed, point, timed_seed(run_seed, key, kit.timed, 0))
+    # the first timed input and every untimed one this point owes, drawn at once (``DRAWN``: in
+    # parallel, and once for all the points at one n where the kit allows)
+    owed = answers_expected(kit, run_seed, key, point, 0, inputs)[1:]
+    first, *later = DRAWN.draw_many(
+        kit,
+        [(kit.timed, point, timed_seed(run_seed, key, kit.timed, 0))]
+        + [(a.kind, {**point, "n": a.n}, a.seed) for a in owed],
+    )
     staged = [trial.upload(first)]
     # as many inputs as the timing will use, all drawn before it: a slow call is timed MIN_REPEATS
     # times, so a 1 GiB graph at n = 16384 (a draw of seconds) is drawn five times, not POOL
     pool = min(pool_size(_nbytes(first)), calls_needed(_probe_ms(trial, staged[0])))
-    staged += [
-        trial.upload(kit.draw(kit.timed, point, timed_seed(run_seed, key, kit.timed, i))) for i in range(1, pool)
-    ]
+    more = DRAWN.draw_many(kit, [(kit.timed, point, timed_seed(run_seed, key, kit.timed, i)) for i in range(1, pool)])
+    staged += [trial.upload(x) for x in more]
     used: list[int] = []
 
     def setup() -> None:
@@ -231,17 +263,16 @@ def measure_point(
     )
     trial.stream.synchronize()
     last = used[-1]
-    owed = answers_expected(kit, run_seed, key, point, last, inputs)
     _save(trial.output(), answer_file(folder, index, 0))
     staged.clear()
     cp.get_default_memory_pool().free_all_blocks()
     trials = {int(point["n"]): trial}  # one trial per size: a check input at another n builds its own, once
-    for j, answer in enumerate(owed[1:], start=1):
+    for j, (answer, host_input) in enumerate(zip(owed, later, strict=True), start=1):
         at = {**point, "n": answer.n}
         if answer.n not in trials:
             trials[answer.n] = kit.trial(at, kernel_file, params)
         trial = trials[answer.n]
-        trial.load(trial.upload(kit.draw(answer.kind, at, answer.seed)))
+        trial.load(trial.upload(host_input))
         trial.run()
         trial.stream.synchronize()
         _save(trial.output(), answer_file(folder, index, j))
@@ -276,8 +307,8 @@ def _save(output: Mapping[str, Any], path: Path) -> None:
 
 
 class Expected:
-    """The answers the grader computed, by input: every student's point is checked on the same
-    inputs, so each is computed once a run."""
+    """The answers the grader computed, by input (``input_key``): every student's point is checked
+    on the same inputs, so each is computed once a run."""
 
     def __init__(self) -> None:
         self._found: dict[tuple, dict[str, Any]] = {}
@@ -285,7 +316,7 @@ class Expected:
     def of(self, kit: Checks, point: Mapping[str, Any], answer: Answer) -> tuple[Any, dict[str, Any]]:
         at = {**point, "n": answer.n}
         host_input = DRAWN.draw(kit, answer.kind, at, answer.seed)
-        key = (id(kit), answer.kind, point_key("", at), answer.seed)
+        key = input_key(kit, answer.kind, at, answer.seed)
         if key not in self._found:
             self._found[key] = kit.expected(at, host_input)
         return host_input, self._found[key]
@@ -325,7 +356,9 @@ def judge(
         return {**got, "status": R.WRONG, "reason": "the worker did not say which input its last timed call solved"}
     out = {k: v for k, v in got.items() if k != "last_timed"}
     verdict = {"status": R.OK, "reason": ""}
-    for j, answer in enumerate(answers_expected(kit, run_seed, key, point, last, inputs)):
+    owed = answers_expected(kit, run_seed, key, point, last, inputs)
+    DRAWN.draw_many(kit, [(a.kind, {**point, "n": a.n}, a.seed) for a in owed])  # at once, in parallel
+    for j, answer in enumerate(owed):
         path = answer_file(folder, index, j)
         answered = _load(path) if path.is_file() else None
         path.unlink(missing_ok=True)  # judged (or unreadable): the folder keeps only what is still to judge

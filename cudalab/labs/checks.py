@@ -78,6 +78,10 @@ class Checks:
     the point makes on the GPU of compute capability ``cc``, built by the family's own launch recipes
     without compiling or a GPU: the builds (``-DBF=32``), blocks and dynamic shared memory a grade
     without a GPU compiles and reports (none: the file compiles with its defaults).
+    ``inputs_only``: every kind's draw and ``expected`` read no axis of the point but its
+    ``input_axes`` (a Floyd-Warshall graph and its distances are the same at every blocking
+    factor), so an input is drawn, and its answer computed, once for all the points that share
+    them; False (the default) keys both by the whole point (vecmax's "last block" reads the launch).
 
     ``Trial.run`` must only enqueue work, never wait for it: the timing may hold the stream behind a
     spin so that the host's dispatch never lands inside a timed region."""
@@ -90,6 +94,7 @@ class Checks:
     small: Callable[[Point], Point]
     input_axes: tuple[str, ...] = ()
     launches: Callable[[Point, str], list] | None = None
+    inputs_only: bool = False
 
     def draw(self, kind: str, point: Point, seed: int) -> Any:
         """The input of ``kind`` at ``point`` for ``seed``, as both processes draw it."""

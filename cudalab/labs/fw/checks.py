@@ -178,6 +178,7 @@ def kit(
         small=lambda p: {**p, "n": 3 * tile(p)},
         input_axes=("n",),
         launches=launches_of,
+        inputs_only=True,  # a graph and its distances read only n
     )
 
 
