@@ -130,24 +130,40 @@ def test_a_point_the_chapter_skipped_is_no_point_of_the_series():
     assert len(got) == 5 + 2
 
 
-def test_sweep_points_are_checked_on_a_timed_a_fresh_and_a_harsh_input_the_graded_ones_on_every_check(lab, tmp_path):
-    """Issue 67: a sweep point is checked on its timed input, a fresh one and one harsh input of its
+def test_sweep_points_are_checked_on_a_timed_and_a_fresh_harsh_input_the_graded_ones_on_every_check(lab, tmp_path):
+    """Issue 67: a sweep point is checked on its timed input and one fresh input, a harsh one of its
     size (a GenMatrix graph alone passed a kernel wrong at BF 16 on the H200), without the race
-    checks; the graded points keep every check input (measured before, by the section)."""
+    checks; the graded points keep every check input and a fresh one of the timed kind (measured
+    before, by the section). The worker is asked for those answers and no others."""
+    from cudalab.grading import trials
+
     task = _task()
     assert task.yours.checks.inputs, "chapter 04 declares check inputs"
     section.across_the_sweep(lab, [task], tmp_path, None, 7, _measured(task), {"fw_blocked.cu": SHA})
     ((swept, race_checks),) = lab.calls
     # the first harsh input at the point's own size (chapter 04: a sparse graph), no other
     assert [c.input for c in swept.yours.checks.inputs] == ["sparse"] and race_checks is False
-    assert swept.yours.checks.inputs[0].n is None
+    assert swept.yours.checks.inputs[0].n is None and swept.yours.checks.fresh is False
     assert swept.yours.checks.kit == task.yours.checks.kit and swept.yours.points == task.yours.points
     assert series.checked_lightly(task).points == task.points
-    # a chapter whose harsh inputs all name their size keeps the first, at that size
+    kit = trials.kit_of(task.yours.checks.kit)
+    point = dict(task.points[0][0])
+    owed = trials.answers_expected(kit, 7, "k", point, 2, swept.yours.checks.inputs, swept.yours.checks.fresh)
+    assert [(a.kind, a.n) for a in owed] == [("lab GenMatrix", point["n"]), ("sparse", point["n"])]
+    full = trials.answers_expected(kit, 7, "k", point, 2, task.yours.checks.inputs, task.yours.checks.fresh)
+    assert len(full) == 2 + len(task.yours.checks.inputs)  # a graded point: a fresh GenMatrix and every check
+    # the worker solves what the request asks (no 1 GiB answer nobody judges)
+    request = swept.request(None, {}, seed=7, answers=tmp_path)
+    assert request["checks"] == {
+        "kit": task.yours.checks.kit,
+        "inputs": [{"input": "sparse", "n": None}],
+        "fresh": False,
+    }
+    # a chapter whose harsh inputs all name their size keeps the first, at that size, and a fresh timed one
     sized = tuple(c for c in task.yours.checks.inputs if c.n is not None)
     only_sized = task.yours.model_copy(update={"checks": task.yours.checks.model_copy(update={"inputs": sized})})
     light = series.checked_lightly(plan.ChapterTask(task.chapter, only_sized, task.points, task.group))
-    assert light.yours.checks.inputs == sized[:1]
+    assert light.yours.checks.inputs == sized[:1] and light.yours.checks.fresh is True
 
 
 def test_a_slow_call_draws_five_inputs_a_fast_one_the_pool():

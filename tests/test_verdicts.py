@@ -279,7 +279,9 @@ def test_a_kit_whose_inputs_read_only_their_axes_shares_each_input_and_answer_ac
     kit = Checks(timed="t", kinds={"t": InputKind("an array", make)}, trial=None, expected=expected, verdict=None,
                  small=None, input_axes=("n",), inputs_only=True)  # fmt: skip
     cache = trials.Drawn()
-    got = cache.draw_many(kit, [("t", {"n": 10, "bf": 8}, 1), ("t", {"n": 10, "bf": 16}, 1), ("t", {"n": 10, "bf": 8}, 2)])
+    got = cache.draw_many(
+        kit, [("t", {"n": 10, "bf": 8}, 1), ("t", {"n": 10, "bf": 16}, 1), ("t", {"n": 10, "bf": 8}, 2)]
+    )
     assert [int(g[0]) for g in got] == [1, 1, 2] and got[0] is got[1]
     assert sorted(draws) == [(10, 1), (10, 2)]
     assert cache.draw(kit, "t", {"n": 10, "bf": 32}, 2) is got[2] and len(draws) == 2

@@ -164,6 +164,7 @@ class CheckKit(_Strict):
 
     kit: str
     inputs: tuple[CheckInput, ...] = ()
+    fresh: bool = True  # also a fresh input of the timed kind (a sweep's other points: their first harsh input is it)
 
 
 class Yours(_Strict):

@@ -10,7 +10,8 @@ The request: ``chapter`` and ``group`` (which of its ``yours`` declarations), ``
 seed, time limit, ...), ``ceiling`` (a ceiling to measure first, or null), ``seed`` (the grading
 run's seed) and ``answers`` (the folder this process writes its answers to, for the grader to judge:
 ``grading.trials``; where the chapter declares ``yours.checks``, a point is timed on fresh inputs and
-answered there, and no answer is computed here). Events, in order: one
+answered there, and no answer is computed here) and ``checks`` (the inputs to answer: the chapter's
+``yours.checks``, fewer for a sweep's points). Events, in order: one
 ``ceiling``; then per point a ``start`` (the watchdog's clock restarts) and a ``point`` with its
 result. After a fault the process stops: its context is no longer to be trusted.
 """
@@ -105,13 +106,16 @@ def _checked_point(
     index: int,
 ) -> dict[str, Any]:
     """One point timed on fresh inputs and its answers written for the grader (``grading.trials``)."""
+    from cudalab.chapter.declarations import CheckKit
     from cudalab.grading import trials
 
-    kit = trials.kit_of(yours.checks.kit)
+    checks = CheckKit.model_validate(request["checks"]) if request.get("checks") else yours.checks
+    kit = trials.kit_of(yours.checks.kit)  # the chapter's kit, whatever the request says
     key = trials.point_key(request["chapter"], point, kit)
     return trials.measure_point(
-        kit, point, kernel_file, params, int(request["seed"]), key, yours.checks.inputs, Path(request["answers"]), index
-    )
+        kit, point, kernel_file, params, int(request["seed"]), key, checks.inputs, Path(request["answers"]), index,
+        checks.fresh,
+    )  # fmt: skip
 
 
 def _solve_cases(request: dict[str, Any], yours: Any, folder: Path | None, params: dict[str, Any], first: int) -> int:

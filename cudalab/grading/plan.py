@@ -63,6 +63,8 @@ class ChapterTask:
             "cases": [[str(c), str(a)] for c, a in cases],
             "seed": int(seed),
             "answers": str(answers) if answers is not None else None,
+            # what each point is checked on: the worker solves these, no more (a sweep's points, fewer)
+            "checks": self.yours.checks.model_dump(mode="json") if self.yours.checks is not None else None,
         }
 
     def keeping(self, points: tuple[tuple[dict[str, Any], str], ...]) -> ChapterTask:

@@ -6,7 +6,7 @@ at BF 128 needs 128 KiB of shared memory, so on a GPU with less that is no point
 
 Each such point is measured as a graded point is (``section.measured``: the reference file and the
 student's, each in a process of its own, every timed call on an input of its own, the answers
-judged outside it on the last timed input, a fresh one and one harsh input of the point's size
+judged outside it on the last timed input and one fresh input, a harsh one of the point's size
 (``checked_lightly``); the graded points alone get every check input and the race checks), and drawn in
 the chapter's declared figures of that table beside the reference, as its own series: "yours" and
 the first 8 hex digits of the file's sha256. A point that is not correct is a red cross at the foot
@@ -136,18 +136,20 @@ def with_the_sweep(task: plan.ChapterTask, table: pd.DataFrame | None, cc: str) 
 
 def checked_lightly(task: plan.ChapterTask) -> plan.ChapterTask:
     """``task`` as a sweep point is checked, not a graded one (those get every check input the
-    chapter declares, and the race checks): on its last timed input, a fresh input of the timed
-    kind, and the first of the chapter's harsh check inputs drawn at the point's own size (else the
-    first, at the size it names). The
-    timed kind alone can pass a wrong kernel: the labs' GenMatrix graphs have so many zero-weight
-    edges that a Floyd-Warshall that skips a pivot at one blocking factor still finds every
-    distance on them."""
+    chapter declares, a fresh input of the timed kind, and the race checks): on its last timed
+    input and one fresh input, the first of the chapter's harsh check inputs drawn at the point's
+    own size. Where none is drawn at the point's size, the fresh input is of the timed kind, beside
+    the first harsh input at the size it names. The timed kind alone can pass a wrong kernel: the
+    labs' GenMatrix graphs have so many zero-weight edges that a Floyd-Warshall that skips a pivot
+    at one blocking factor still finds every distance on them. The worker solves these and no
+    others (the request's ``checks``): at n = 16384 each is a 1 GiB answer."""
     checks = task.yours.checks
     if checks is None or not checks.inputs:
         return task
     at_the_point = [c for c in checks.inputs if c.n is None]
     kept = tuple((at_the_point or list(checks.inputs))[:1])  # else the first, at the size it names
-    yours = task.yours.model_copy(update={"checks": checks.model_copy(update={"inputs": kept})})
+    lighter = checks.model_copy(update={"inputs": kept, "fresh": not at_the_point})
+    yours = task.yours.model_copy(update={"checks": lighter})
     return plan.ChapterTask(task.chapter, yours, task.points, task.group)
 
 

@@ -10,7 +10,8 @@ In the submission's process (``_worker_target``), ``measure_point``:
    warm-up, repeats, median and quartiles), each call's input copied in by the untimed setup, so no
    call solves an input a call before it solved; the last timed call's answer is kept;
 3. solves, in the same process, a fresh input of the timed kind that no call was timed on, then each
-   check input the chapter declares (``yours.checks.inputs``), once each;
+   check input the grader asks (the request's ``checks``: the chapter's ``yours.checks.inputs`` at
+   a graded point; at a sweep's other points only the first, which is then its fresh input), once each;
 4. writes each answer to the answers folder the grader gave (``answer_file``) and reports the time
    and which pool input the last timed call solved. No answer is ever computed in this process.
 
@@ -153,15 +154,23 @@ def timed_seed(run_seed: int, key: str, kind: str, index: int) -> int:
 
 
 def answers_expected(
-    kit: Checks, run_seed: int, key: str, point: Mapping[str, Any], last_timed: int, inputs: Iterable[Any]
+    kit: Checks,
+    run_seed: int,
+    key: str,
+    point: Mapping[str, Any],
+    last_timed: int,
+    inputs: Iterable[Any],
+    fresh: bool = True,
 ) -> list[Answer]:
     """The answers a point owes, in the order the worker writes them: the last timed call's, the
-    untimed fresh input's, then one per declared check input (``CheckInput``: kind and n)."""
+    untimed fresh input's (where ``fresh``: a sweep's points have a harsh check input as their fresh
+    one), then one per check input (``CheckInput``: kind and n)."""
     n = int(point["n"])
-    out = [
-        Answer(kit.timed, n, timed_seed(run_seed, key, kit.timed, last_timed), "the last timed call's input"),
-        Answer(kit.timed, n, input_seed(run_seed, key, kit.timed, UNTIMED), "a fresh input no timed call solved"),
-    ]
+    out = [Answer(kit.timed, n, timed_seed(run_seed, key, kit.timed, last_timed), "the last timed call's input")]
+    if fresh:
+        out.append(
+            Answer(kit.timed, n, input_seed(run_seed, key, kit.timed, UNTIMED), "a fresh input no timed call solved")
+        )
     for check in inputs:
         size = int(check.n if check.n is not None else n)
         out.append(Answer(check.input, size, input_seed(run_seed, key, check.input, size), "a check input"))
@@ -169,8 +178,10 @@ def answers_expected(
 
 
 def answer_file(folder: Path, index: int, j: int) -> Path:
-    """Where point ``index``'s answer ``j`` is written (named by the grader's count, never the worker's)."""
-    return Path(folder) / f"point{index}-answer{j}.npz"
+    """Where point ``index``'s answer ``j`` is written (named by the grader's count, never the
+    worker's): a folder of one ``.npy`` per array, written and read without an archive's checksum
+    (a 1 GiB distance matrix at n = 16384 is written, copied back and read once each)."""
+    return Path(folder) / f"point{index}-answer{j}"
 
 
 # ------------------------------------------------------------------------------ in the submission's process
@@ -219,6 +230,7 @@ def measure_point(
     inputs: Iterable[Any],
     folder: Path,
     index: int,
+    fresh: bool = True,
 ) -> dict[str, Any]:
     """Time the point on fresh inputs and write every answer it owes (see the module docstring);
     the result's status is ``MEASURED`` until the grader judges the answers."""
@@ -230,7 +242,7 @@ def measure_point(
     trial = kit.trial(point, kernel_file, params)
     # the first timed input and every untimed one this point owes, drawn at once (``DRAWN``: in
     # parallel, and once for all the points at one n where the kit allows)
-    owed = answers_expected(kit, run_seed, key, point, 0, inputs)[1:]
+    owed = answers_expected(kit, run_seed, key, point, 0, inputs, fresh)[1:]
     first, *later = DRAWN.draw_many(
         kit,
         [(kit.timed, point, timed_seed(run_seed, key, kit.timed, 0))]
@@ -299,8 +311,11 @@ def _nbytes(host_input: Any) -> int:
 
 
 def _save(output: Mapping[str, Any], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez(path, **{k: np.asarray(v) for k, v in output.items()})
+    path.mkdir(parents=True, exist_ok=True)
+    for name, value in output.items():
+        if not name.isidentifier():
+            raise ValueError(f"an answer's array is named {name!r}: a name of letters, digits and _ only")
+        np.save(path / f"{name}.npy", np.asarray(value), allow_pickle=False)
 
 
 # ------------------------------------------------------------------------------ in the grader's process
@@ -323,11 +338,21 @@ class Expected:
 
 
 def _load(path: Path) -> dict[str, Any] | None:
+    """An answer folder's arrays by name (its regular ``.npy`` files), or None where one is unreadable."""
     try:
-        with np.load(path, allow_pickle=False) as data:
-            return {k: data[k] for k in data.files}
+        files = [f for f in sorted(path.iterdir()) if f.suffix == ".npy" and f.is_file() and not f.is_symlink()]
+        return {f.stem: np.load(f, allow_pickle=False) for f in files}
     except (OSError, ValueError, EOFError):
         return None
+
+
+def _remove(path: Path) -> None:
+    import shutil
+
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def judge(
@@ -340,6 +365,7 @@ def judge(
     folder: Path,
     index: int,
     expected: Expected,
+    fresh: bool = True,
 ) -> dict[str, Any]:
     """The worker's result for a point with its answers judged: ok, or wrong with the first wrong
     answer's input and why. Anything but ``MEASURED`` (crashed, timed out, ...) is returned as it is."""
@@ -356,12 +382,12 @@ def judge(
         return {**got, "status": R.WRONG, "reason": "the worker did not say which input its last timed call solved"}
     out = {k: v for k, v in got.items() if k != "last_timed"}
     verdict = {"status": R.OK, "reason": ""}
-    owed = answers_expected(kit, run_seed, key, point, last, inputs)
+    owed = answers_expected(kit, run_seed, key, point, last, inputs, fresh)
     DRAWN.draw_many(kit, [(a.kind, {**point, "n": a.n}, a.seed) for a in owed])  # at once, in parallel
     for j, answer in enumerate(owed):
         path = answer_file(folder, index, j)
-        answered = _load(path) if path.is_file() else None
-        path.unlink(missing_ok=True)  # judged (or unreadable): the folder keeps only what is still to judge
+        answered = _load(path) if path.is_dir() and not path.is_symlink() else None
+        _remove(path)  # judged (or unreadable): the folder keeps only what is still to judge
         if verdict["status"] != R.OK:
             continue
         where = f"on {kit.kinds[answer.kind].about} at n = {answer.n:,} ({answer.about})"
@@ -392,4 +418,5 @@ def judge_task(task: Any, result: dict[str, Any], run_seed: int, folder: Path, e
             folder,
             index,
             expected,
+            task.yours.checks.fresh,
         )
