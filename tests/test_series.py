@@ -186,3 +186,36 @@ def test_the_section_says_what_the_sweep_cost_each_source():
     )
     assert section._cost(swept) == " Measuring them took 41 s for reference, 52 s for yours 01234567."
     assert section._cost(swept.drop(columns="source_s")) == ""
+
+
+def test_the_worker_solves_the_checks_its_request_names_not_the_chapters_whole_list(monkeypatch, tmp_path):
+    """Found on the H200 (issue 67): the worker read the chapter's check inputs from its
+    declarations, so at every sweep point it solved each harsh input (a 1 GiB answer at n = 16384)
+    that the grader never judged. It takes the request's ``checks``; a request without them (an
+    older grader's) gets the chapter's; the kit is always the chapter's own."""
+    from cudalab.grading import _worker_target as W
+    from cudalab.grading import trials
+
+    asked = []
+
+    def fake_measure_point(kit, point, kernel_file, params, seed, key, inputs, folder, index, fresh=True):
+        asked.append((kit, [c.input for c in inputs], fresh))
+        return {"status": trials.MEASURED, "time_ms": 1.0, "last_timed": 0}
+
+    monkeypatch.setattr(trials, "measure_point", fake_measure_point)
+    monkeypatch.setattr(W, "_emit", lambda *a, **k: None)
+    task = _task()
+    light = series.checked_lightly(task)
+    point = dict(task.points[0][0])
+    for checks in (light, task):
+        request = checks.request(None, {}, seed=3, answers=tmp_path)
+        W._checked_point(request, task.yours, point, None, {}, 0)
+    declared = [c.input for c in task.yours.checks.inputs]
+    assert [a[1:] for a in asked] == [(["sparse"], False), (declared, True)]
+    older = {k: v for k, v in task.request(None, {}, seed=3, answers=tmp_path).items() if k != "checks"}
+    W._checked_point(older, task.yours, point, None, {}, 0)
+    assert asked[-1][1:] == (declared, True)
+    forged = {**light.request(None, {}, seed=3, answers=tmp_path)}
+    forged["checks"] = {**forged["checks"], "kit": "cudalab.labs.vecmax_checks:VECMAX"}
+    W._checked_point(forged, task.yours, point, None, {}, 0)
+    assert asked[-1][0] is trials.kit_of(task.yours.checks.kit)
