@@ -297,3 +297,22 @@ def test_a_kit_whose_inputs_read_only_their_axes_shares_each_input_and_answer_ac
     other = trials.Expected()
     other.of(whole, {"n": 10, "bf": 8}, answer), other.of(whole, {"n": 10, "bf": 64}, answer)
     assert solves == [8, 8, 64]
+
+
+def test_an_answer_is_a_folder_of_npy_arrays_read_without_links_or_pickles(tmp_path):
+    """``trials._save`` / ``_load``: one ``.npy`` per array (no archive's checksum over a 1 GiB
+    answer); a link or another file in the folder is not read, an array of objects (a pickle) makes
+    the answer unreadable, and an array's name must be a plain identifier."""
+    import numpy as np
+
+    path = trials.answer_file(tmp_path, 0, 1)
+    trials._save({"distances": np.arange(6, dtype=np.int32).reshape(2, 3), "count": np.int64(2)}, path)
+    got = trials._load(path)
+    assert set(got) == {"distances", "count"} and got["distances"].tolist() == [[0, 1, 2], [3, 4, 5]]
+    (path / "stolen.npy").symlink_to(path / "count.npy")
+    (path / "notes.txt").write_text("ignored")
+    assert set(trials._load(path)) == {"distances", "count"}
+    np.save(path / "evil.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    assert trials._load(path) is None
+    with pytest.raises(ValueError):
+        trials._save({"../escape": np.int64(1)}, trials.answer_file(tmp_path, 0, 2))
