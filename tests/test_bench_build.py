@@ -279,6 +279,8 @@ def test_a_students_build_is_held_to_twice_the_plain_build_of_the_same_chapters(
         (out / "data" / "04_blocking_factor").mkdir(parents=True)
         if "--kernels" in args:
             (out / "data" / "04_blocking_factor" / "yours_sweep.csv").write_text("series,source_s\n")
+        chapters = {c: {"seconds": 10.0} for c in args[args.index("--only") + 1 : args.index("--format")]}
+        (out / "build.json").write_text(json.dumps({"chapters": chapters}))
         return next(seconds), 0 if "--kernels" not in args else 1, ""
 
     monkeypatch.setattr(bench, "_build", fake_build)
@@ -296,8 +298,9 @@ def test_a_students_build_is_held_to_twice_the_plain_build_of_the_same_chapters(
     plain, yours = result["builds"]["plain"], result["builds"]["yours"]
     assert yours["goal_s"] == 200.0 and yours["meets_goal"] and plain["meets_goal"]
     text = "\n".join(build_times(tmp_path))
-    assert "| yours, chapters 04 with fw_blocked.cu (goal 2x plain) | 150 | 200 | yes |" in text
-    assert "| plain, chapters 04 | 100 | — | — |" in text  # the yardstick: no goal of its own
+    # each row names the chapters its build measured: chapter 00 besides the student's
+    assert "| yours, chapters 00 04 with fw_blocked.cu (goal 2x plain) | 150 | 200 | yes |" in text
+    assert "| plain, chapters 00 04 | 100 | — | — |" in text  # the yardstick: no goal of its own
     json.loads(record.read_text())  # written as it went
     import tarfile
 

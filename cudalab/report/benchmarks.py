@@ -276,7 +276,8 @@ def build_times(results: Path = RESULTS_DIR) -> list[str]:
         yours = r.get("yours")  # bench_build --yours: the chapters plain, then with a student's files
         for label, t in r["builds"].items():
             if yours:
-                chapters = " ".join(c.split("_")[0] for c in yours["chapters"])
+                # the chapters the build measured (chapter 00 besides: its ceilings judge a student)
+                chapters = " ".join(c.split("_")[0] for c in (t.get("chapter_seconds") or yours["chapters"]))
                 label = f"{label}, chapters {chapters}" + (
                     f" with {', '.join(yours['files'])} (goal {t['goal_s'] / r['builds']['plain']['seconds']:.0f}x plain)"
                     if label == "yours" and "plain" in r["builds"]
