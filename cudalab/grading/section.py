@@ -163,7 +163,6 @@ def _misfits(task: plan.ChapterTask, staged: Path) -> dict[str, dict[str, str]]:
     def problems_of(job: tuple) -> list[str] | KernelCompileError:
         file, options, kernels = job
         try:
-            arch = compile_arch(cc)[0]
             return compile_only.signature_problems(
                 KERNELS_DIR / file, staged / file, arch, (f"-I{staged}",), options, kernels
             )
@@ -171,6 +170,7 @@ def _misfits(task: plan.ChapterTask, staged: Path) -> dict[str, dict[str, str]]:
             return exc
 
     try:
+        arch = compile_arch(cc)[0]
         with ThreadPoolExecutor(max(1, min(len(jobs), os.cpu_count() or 1, 8))) as pool:
             done = list(pool.map(problems_of, jobs))
     except ToolUnavailable:
