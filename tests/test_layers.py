@@ -5,8 +5,9 @@
     chapter     <- report, explore, grading, faces     (imports core, toolchain)
     labs        <- grading, notebooks, faces           (imports core, toolchain)
     report      <- grading, faces                      (imports core, chapter; never CuPy or labs)
-    explore     <- notebooks                           (imports core, chapter; a chapter passes its labs recipe in)
-    grading     <- notebooks, faces                    (imports every layer but explore: a student's kernel runs
+    explore     <- notebooks                           (imports core, chapter; a chapter passes its labs recipe in;
+                                                        explore.series starts the grading room's series job)
+    grading     <- explore.series, notebooks, faces    (imports every layer but explore: a student's kernel runs
                                                         only in its child process)
 
 Read from the source with ``ast`` (imports inside functions count too), so a lazy import cannot
@@ -33,8 +34,9 @@ MAY_IMPORT = {
     "chapter": {"core", "toolchain", "chapter"},
     "labs": {"core", "toolchain", "labs"},
     "report": {"core", "chapter", "report"},
-    # the explorer reads recordings and profiles; a notebook passes its kernel family's point recipe in
-    "explore": {"core", "chapter", "explore"},
+    # the explorer reads recordings and profiles; a notebook passes its kernel family's point recipe in;
+    # a student's folder over the sweep is the grading room's job (explore.series alone starts it)
+    "explore": {"core", "chapter", "explore", "grading"},
     # a student's kernels measured and a class graded: a chapter's point recipe (labs) in a child
     # process, the compiler's verdict (toolchain), a Dask pool as a build opens one (report.cluster)
     "grading": {"core", "toolchain", "chapter", "labs", "report", "grading"},
@@ -215,3 +217,13 @@ def test_architecture_names_every_module_of_the_package():
     modules = sorted(p.relative_to(package).as_posix() for p in package.rglob("*.py") if p.name != "__init__.py")
     missing = [m for m in modules if m.rsplit("/", 1)[-1].removesuffix(".py") not in named]
     assert not missing, f"ARCHITECTURE.md does not name {missing}"
+
+
+def test_only_explore_series_reaches_the_grading_room():
+    """The explorer's one door to grading is the series job it starts (``explore.series``)."""
+    reaching = {
+        name
+        for name, path in MODULES.items()
+        if _layer(name) == "explore" and any(_layer(dep) == "grading" for dep in _imports(path, name))
+    }
+    assert reaching <= {"cudalab.explore.series"}, reaching

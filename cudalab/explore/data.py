@@ -31,6 +31,7 @@ from cudalab.chapter.recorded import PROVENANCE, all_recordings
 from cudalab.core.paths import RESULTS_DIR
 
 RUN, RECORDED, PUBLISHED = "run", "recorded", "published"
+YOURS = "yours"  # a student's series over the sweep, and the reference measured beside it
 OK = "ok"
 NOT_STATED = "not stated"  # an axis a published row does not give (the lab did not say)
 # Columns that describe a metric's spread, drawn as error bars, never offered as a metric.
@@ -124,7 +125,7 @@ class Source:
     """Where a table's rows come from: a legend label, a kind, and the folder or lab."""
 
     label: str
-    kind: str  # RUN, RECORDED or PUBLISHED
+    kind: str  # RUN, RECORDED, PUBLISHED or YOURS
     where: str  # the folder it was read from, or the lab and section
 
 
@@ -329,9 +330,12 @@ def published_frames(
     return found
 
 
-def load(lab, table: str, *, results: Path = RESULTS_DIR) -> TableData:
-    """``table`` of ``lab``'s chapter from this run, every recording that has it, and the lab's
-    published numbers that sit beside it, as one frame."""
+def load(
+    lab, table: str, *, results: Path = RESULTS_DIR, extra: list[tuple[Source, pd.DataFrame]] | None = None
+) -> TableData:
+    """``table`` of ``lab``'s chapter from this run, every recording that has it, the lab's
+    published numbers that sit beside it, and ``extra`` sources (a student's series over the
+    sweep, ``explore.series.sources``: rows keyed by the table's axes), as one frame."""
     from cudalab.core.errors import CudalabError
 
     info = lab.provenance
@@ -353,6 +357,7 @@ def load(lab, table: str, *, results: Path = RESULTS_DIR) -> TableData:
     if cpu_speedup:  # each source over its own CPU reference, recorded beside it
         parts = [(src, with_cpu_speedup(frame, Path(src.where) / f"{CPU_TABLE}.csv", time)) for src, frame in parts]
     parts += published_frames(lab, parts[0][1], axes, table)
+    parts += [(src, frame) for src, frame in (extra or ()) if set(axes) <= set(frame.columns)]
     frames = []
     for src, frame in parts:
         frame = frame.copy()

@@ -24,7 +24,7 @@ from matplotlib.ticker import FuncFormatter, LogFormatter
 
 from cudalab.core import plots
 from cudalab.explore.alike import Aligned, align
-from cudalab.explore.data import OK, PUBLISHED, RUN, TableData, metric_label, select
+from cudalab.explore.data import OK, PUBLISHED, RUN, YOURS, TableData, metric_label, select
 
 SOURCE = "source"  # colour or facet by where the numbers come from
 NONE = ""  # no colour or facet
@@ -50,6 +50,8 @@ def source_styles(data: TableData) -> dict[str, Style]:
             styles[src.label] = Style("-", "o")
         elif src.kind == PUBLISHED:
             styles[src.label] = Style("none", "D", published=True)
+        elif src.kind == YOURS and src.label.startswith(YOURS):
+            styles[src.label] = Style((0, (6, 2)), "*")  # the student's series: long dashes, stars
         else:
             styles[src.label] = Style(*RECORDING_STYLES[recorded % len(RECORDING_STYLES)])
             recorded += 1
@@ -87,7 +89,7 @@ def default_selection(data: TableData, view: Any = None) -> Selection:
         metric=metric,
         x=x,
         colour=colour,
-        overlays=[s.label for s in data.sources if s.kind == PUBLISHED],
+        overlays=[s.label for s in data.sources if s.kind in (PUBLISHED, YOURS)],
         logx=_spans_decades(data.frame[x]),
         logy=_spans_decades(data.frame[metric]),
     )
@@ -112,7 +114,7 @@ def _declared(data: TableData, view: Any) -> Selection | None:
         colour=view.colour,
         facet=view.facet,
         filters=filters,
-        overlays=[s.label for s in data.sources if s.kind == PUBLISHED],
+        overlays=[s.label for s in data.sources if s.kind in (PUBLISHED, YOURS)],
         logx=_spans_decades(data.frame[view.x]) if view.logx is None else view.logx,
         logy=_spans_decades(data.frame[view.y]) if view.logy is None else view.logy,
     )
@@ -308,10 +310,14 @@ def _source_colour(kind: str):
 
 
 def _mark_not_ok(ax, rows: pd.DataFrame, sel: Selection, order: list | None) -> None:
-    """Wrong and skipped rows on the x axis: never a time (as ``plots.mark_failures``)."""
+    """Wrong and skipped rows on the x axis: never a time (as ``plots.mark_failures``). A student's
+    series has more ways to fail (timed out, crashed, a race, above the ceiling): each is a red
+    cross labelled with its status."""
+    others = [s for s in pd.unique(rows["status"].dropna().astype(str)) if s not in (OK, "wrong", "skipped")]
     for status, marker, colour, text in (
         ("wrong", "x", "red", "wrong result (not counted)"),
         ("skipped", "v", "0.45", "skipped (see the rows table)"),
+        *((s, "x", "red", f"{s} (not counted)") for s in others),
     ):
         bad = rows[rows["status"].eq(status)]
         if not len(bad):

@@ -1,5 +1,6 @@
-"""The explorer in JupyterLab: controls over a chapter's tables, a figure, the selected rows, and
-a control that measures one new point.
+"""The explorer in JupyterLab: controls over a chapter's tables, a figure, the selected rows, a
+control that measures one new point, and one that measures a student's folder over the chapter's
+whole sweep (``explore.series``: a job in a process of its own, with a progress bar and a cancel).
 
 ``explore(lab, "block_sweep", point=BLOCK_SIZE)`` (the recipe from ``labs.fw.points``) is each chapter's "Explore"
 cell. The controls are apart from the output (ipywidgets' ``interactive_output`` pattern): a change
@@ -136,6 +137,10 @@ class Explorer:
         self.measure_box = self._measure_controls(w) if point is not None else None
         if self.measure_box is not None:
             parts.insert(2, self.measure_box)
+        self.series_run = None  # the job measuring a student's folder (explore.series.SeriesRun)
+        self.series_box = self._series_controls(w) if point is not None else None
+        if self.series_box is not None:
+            parts.insert(3 if self.measure_box is not None else 2, self.series_box)
         self.box = w.VBox(parts)
         self.box.add_class("cudalab-explorer")
         self._table_changed()
@@ -158,8 +163,19 @@ class Explorer:
     def data(self) -> explore_data.TableData:
         name = self.table.value
         if name not in self._cache:
-            self._cache[name] = explore_data.load(self.lab, name)
+            self._cache[name] = explore_data.load(self.lab, name, extra=self._series_sources(name))
         return self._cache[name]
+
+    def _series_sources(self, table: str) -> list:
+        """The student series kept for this chapter, where ``table`` is the one its recipe measures."""
+        if self.point is None or table != self.point.table:
+            return []
+        try:
+            from cudalab.explore import series
+
+            return series.sources(self.lab, table, explore_data.run_tables(self.lab.provenance).get(table, []))
+        except Exception:  # a damaged series file never stops the explorer
+            return []
 
     def _table_changed(self, change=None) -> None:
         """A new table: its metrics, axes, filters and overlays, then one redraw."""
@@ -375,6 +391,125 @@ class Explorer:
             self.measure()
         finally:
             self.measure_button.disabled = False
+
+    # ---- a student's folder over the whole sweep
+
+    def _series_controls(self, w):
+        """The student's folder, "Measure my series", its progress bar and "Cancel"; the button is
+        disabled with the reason where nothing can be measured here (the series already kept are
+        drawn all the same). None where the chapter measures no student's file."""
+        try:
+            from cudalab.explore import series
+
+            files = series.kernel_files(self.lab.id)
+        except Exception:  # no grading room in this build, or no declaration: no control
+            return None
+        if not files:
+            return None
+        listed = ", ".join(files)
+        self.series_folder = w.Text(
+            description="your folder",
+            placeholder=f"a folder holding your copy of {listed}",
+            layout=w.Layout(width="520px"),
+        )
+        self.series_folder.add_class("cudalab-explore-series-folder")
+        self.series_folder.style.description_width = WIDE["description_width"]
+        self.series_button = w.Button(
+            description="Measure my series", icon="play", button_style="primary", layout=w.Layout(width="190px")
+        )
+        self.series_button.add_class("cudalab-explore-series-measure")
+        self.series_cancel = w.Button(description="Cancel", icon="stop", layout=w.Layout(width="110px", display="none"))
+        self.series_cancel.add_class("cudalab-explore-series-cancel")
+        self.series_progress = w.IntProgress(value=0, min=0, max=1, layout=w.Layout(width="300px", display="none"))
+        self.series_progress.add_class("cudalab-explore-series-progress")
+        self.series_status = w.HTML()
+        self.series_status.add_class("cudalab-explore-series-status")
+        module = _measure_module()
+        reason = NOT_AVAILABLE if module is None else module.why_no_gpu()
+        if reason:
+            self.series_button.disabled = True
+            self.series_button.tooltip = reason
+            self.series_status.value = f"<i>{_escape(reason)}</i>"
+        self.series_button.on_click(lambda _b: self.measure_series(self.series_folder.value))
+        self.series_cancel.on_click(lambda _b: self.cancel_series())
+        return w.VBox(
+            [
+                w.HTML(
+                    f"<b>Your kernel across the sweep</b>: your copy of {_escape(listed)} at every point of "
+                    f"<code>{self.point.table}</code> it builds for, each checked against the reference "
+                    "(drawn beside it as &ldquo;yours&rdquo; and the file&rsquo;s first 8 sha256 digits)"
+                ),
+                self.series_folder,
+                w.HBox([self.series_button, self.series_cancel, self.series_progress]),
+                self.series_status,
+            ]
+        )
+
+    def measure_series(self, folder: str):
+        """Start measuring ``folder`` over the chapter's sweep (``explore.series.SeriesRun``) and
+        return the run (``.wait()`` for its end); the figure is redrawn with the series when it is
+        done. None, with the reason shown, where it cannot start."""
+        from cudalab.explore import series
+
+        if self.series_run is not None and self.series_run.running:
+            self.series_status.value = "<i>a series is being measured: wait for it, or cancel it</i>"
+            return None
+        if not str(folder).strip():
+            self.series_status.value = "<i>name the folder that holds your kernel file</i>"
+            return None
+        job, log = series.job_for(self.lab, folder)
+        self.series_progress.value, self.series_progress.max = 0, 1
+        self.series_progress.layout.display = ""
+        self.series_cancel.layout.display = ""
+        self.series_cancel.disabled = False
+        self.series_button.disabled = True
+        self.series_status.value = "<i>starting…</i>"
+        self.series_run = series.SeriesRun(job, self._series_event, log=log)
+        return self.series_run
+
+    def cancel_series(self) -> None:
+        """Cancel the series being measured (its job and the worker it runs are stopped)."""
+        if self.series_run is not None and self.series_run.running:
+            self.series_cancel.disabled = True
+            self.series_status.value = "<i>cancelling…</i>"
+            self.series_run.cancel()
+
+    def _series_event(self, event: dict[str, Any]) -> None:
+        """One event of the job (from its reader thread): the progress bar, the status, and at
+        the end the series drawn."""
+        kind = event.get("event")
+        if kind == "plan":
+            self.series_progress.max = max(1, int(event.get("total") or 1))
+            refused = f"; refused: {event['refused']}" if event.get("refused") else ""
+            self.series_status.value = _escape(
+                f"measuring {', '.join(event.get('files') or [])} and the reference, check inputs drawn with "
+                f"seed {event.get('seed')}{refused}"
+            )
+            self._series_seed = event.get("seed")
+        elif kind == "tick":
+            self.series_progress.value = min(int(event.get("done") or 0), self.series_progress.max)
+            self.series_status.value = _escape(f"{event.get('done')} of {event.get('total')}: {event.get('what', '')}")
+        elif kind in ("done", "error", "cancelled"):
+            self.series_cancel.layout.display = "none"
+            self.series_button.disabled = False
+            if kind == "done":
+                self.series_progress.value = self.series_progress.max
+                self.series_status.value = _escape(
+                    f"done: drawn beside the reference; kept in {event.get('path')} (seed "
+                    f"{getattr(self, '_series_seed', '?')} replays the check inputs)"
+                )
+                self._cache.pop(self.point.table, None)
+                if self.table.value == self.point.table:
+                    self._table_changed()
+                elif self.point.table in self.table.options:
+                    self.table.value = self.point.table
+            else:
+                self.series_progress.layout.display = "none"
+                self.series_status.value = (
+                    "<i>cancelled: nothing kept</i>"
+                    if kind == "cancelled"
+                    else f"<b>not measured</b>: {_escape(str(event.get('reason', '')))}"
+                )
 
 
 def _scratch_copy(scratch, kernel_file: str) -> Path:

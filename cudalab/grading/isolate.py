@@ -27,6 +27,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -216,6 +217,51 @@ def _ended(code: int | None, limits: L.ProcessLimits | None = None) -> str:
     return f"the process ended with status {code}"
 
 
+def _watch(
+    proc: subprocess.Popen,
+    lines: queue.Queue,
+    limits: Limits,
+    started: float,
+    found: dict[int, dict[str, Any]],
+    ceiling: dict[str, Any],
+    on_point: Callable[[int, dict[str, Any]], None] | None,
+) -> dict[str, Any] | None:
+    """Read the worker's events until it ends or runs past a limit (then its group is killed):
+    each point's result into ``found``, the ceiling's into ``ceiling``. Returns why it stopped
+    early (a time-out, an error it reported), or None."""
+    point_start, stop = time.monotonic(), None
+    while True:
+        now = time.monotonic()
+        deadline = min(point_start + limits.point, started + limits.submission)
+        try:
+            line = lines.get(timeout=max(0.05, deadline - now))
+        except queue.Empty:
+            which = "point" if point_start + limits.point <= started + limits.submission else "submission"
+            limit = limits.point if which == "point" else limits.submission
+            L.kill_group(proc)
+            return {"status": R.TIMED_OUT, "reason": f"stopped after {limit:g} s, the limit per {which}"}
+        if line is None:
+            proc.wait()
+            return stop
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # not an event (the pipe holds only the worker's own lines)
+        kind = event.pop("event", "")
+        if kind == "start":
+            point_start = time.monotonic()
+        elif kind == "point":
+            index = int(event.pop("index"))
+            found[index] = event
+            point_start = time.monotonic()
+            if on_point is not None:
+                on_point(index, event)
+        elif kind == "ceiling":
+            ceiling.update(event)
+        elif kind == "error":
+            stop = {"status": "failed", "reason": event.get("reason", "")}
+
+
 WORKER = ("-m", "cudalab.grading._worker_target")
 EVENTS_ENV = "CUDALAB_EVENTS_FD"  # the file descriptor of the worker's event pipe
 
@@ -225,6 +271,7 @@ def run(
     limits: Limits = Limits(),
     env: dict[str, str] | None = None,
     worker: tuple[str, ...] = WORKER,
+    on_point: Callable[[int, dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Run one worker request (``grading._worker_target``) in its own process group and return
     ``{"ceiling": value or None, "ceiling_spread": its spread, "points": [result per point, in
@@ -234,7 +281,9 @@ def run(
     ``limits.submission``; past either, the process group is killed and the point is ``timed
     out``, the rest ``not run``. A process that dies (a fault, a signal) leaves its point
     ``crashed`` and the rest ``not run``. ``worker``: the Python arguments that start it (a test's
-    stand-in)."""
+    stand-in); ``on_point(index, result)``: called as each point's result arrives (a progress bar).
+    Whatever ends the wait (a limit, or an exception here: a cancelled job's ``SIGTERM``), the
+    worker's process group does not outlive this call."""
     n = len(request["points"]) + len(request.get("cases") or ())
     found: dict[int, dict[str, Any]] = {}
     ceiling: dict[str, Any] = {}
@@ -267,35 +316,11 @@ def run(
         lines: queue.Queue = queue.Queue()
         events = os.fdopen(events_r, "r")
         threading.Thread(target=_reader, args=(events, lines), daemon=True).start()
-        point_start, stop = time.monotonic(), None
-        while True:
-            now = time.monotonic()
-            deadline = min(point_start + limits.point, started + limits.submission)
-            try:
-                line = lines.get(timeout=max(0.05, deadline - now))
-            except queue.Empty:
-                which = "point" if point_start + limits.point <= started + limits.submission else "submission"
-                limit = limits.point if which == "point" else limits.submission
-                stop = {"status": R.TIMED_OUT, "reason": f"stopped after {limit:g} s, the limit per {which}"}
+        try:
+            stop = _watch(proc, lines, limits, started, found, ceiling, on_point)
+        finally:
+            if proc.poll() is None:  # an exception in the wait: the worker goes with it
                 L.kill_group(proc)
-                break
-            if line is None:
-                proc.wait()
-                break
-            try:
-                event = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # not an event (the pipe holds only the worker's own lines)
-            kind = event.pop("event", "")
-            if kind == "start":
-                point_start = time.monotonic()
-            elif kind == "point":
-                found[int(event.pop("index"))] = event
-                point_start = time.monotonic()
-            elif kind == "ceiling":
-                ceiling = event
-            elif kind == "error":
-                stop = {"status": "failed", "reason": event.get("reason", "")}
         if stop is None and len(found) < n:
             reported = any(r.get("status") == R.CRASHED for r in found.values())  # the worker said why it stopped
             stop = (

@@ -23,6 +23,7 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -49,38 +50,61 @@ def _request(lab: Any, task: plan.ChapterTask, folder: Path | None, seed: int, a
     return task.request(folder, params, seed=seed, answers=answers)
 
 
+Tick = Callable[[str], None]  # told "<source>: <point>" as each point of a source has run (a progress bar)
+
+
 def _judged(
-    lab: Any, task: plan.ChapterTask, folder: Path | None, limits: isolate.Limits, seed: int, expected: Any
+    lab: Any,
+    task: plan.ChapterTask,
+    folder: Path | None,
+    limits: isolate.Limits,
+    seed: int,
+    expected: Any,
+    tick: Tick | None = None,
 ) -> dict[str, Any]:
     """One source's points run in a process of its own, their answers judged here, in this process
     (``grading.trials``: on fresh timed inputs, a fresh untimed one and the chapter's check inputs)."""
+    source = R.YOURS if folder is not None else R.REFERENCE
+    on_point = None
+    if tick is not None:
+        labels = [plan.point_label(p) for p, _ in task.points]
+        on_point = lambda i, _r: tick(f"{source}: {labels[i] if i < len(labels) else 'a case'}")  # noqa: E731
     with tempfile.TemporaryDirectory(prefix="cudalab-answers-") as answers:
-        result = isolate.run(_request(lab, task, folder, seed, Path(answers)), limits)
+        result = isolate.run(_request(lab, task, folder, seed, Path(answers)), limits, on_point=on_point)
         trials.judge_task(task, result, seed, Path(answers), expected)
     return result
 
 
 def measured(
-    lab: Any, task: plan.ChapterTask, staged: Path, limits: isolate.Limits, seed: int = 0, race_checks: bool = True
+    lab: Any,
+    task: plan.ChapterTask,
+    staged: Path,
+    limits: isolate.Limits,
+    seed: int = 0,
+    race_checks: bool = True,
+    tick: Tick | None = None,
 ) -> pd.DataFrame:
     """The task's points with the reference files and with the student's, each source in a process
     of its own and its answers judged in this one: a row per point and source (``source``:
     reference, yours). A result past the chapter's ceiling beyond its spread is "above the
     ceiling"; a kernel file that races (``grading.races``, where the host has compute-sanitizer)
     is "race" with its file:line (``race_checks``: the graded points; a sweep's others are not run
-    under the sanitizer)."""
+    under the sanitizer). ``tick``: told as each point of each source has run."""
     ceiling = lab.ceilings().get(task.yours.ceiling) if task.yours.ceiling else None
     rows = []
     misfits = _misfits(task, staged)
     fitting = task.keeping(tuple(p for p in task.points if p[1] not in misfits))
+    for point, file in task.points:
+        if file in misfits and tick is not None:  # not run: done as far as a progress bar goes
+            tick(f"{R.YOURS}: {plan.point_label(point)} ({misfits[file]['status']})")
     expected = trials.Expected()
     started = time.monotonic()
-    mine = _judged(lab, fitting, staged, limits, seed, expected) if fitting.points else {"points": []}
+    mine = _judged(lab, fitting, staged, limits, seed, expected, tick) if fitting.points else {"points": []}
     seconds = {R.YOURS: time.monotonic() - started}
     remaining = iter(mine["points"])
     started = time.monotonic()
     results = {
-        R.REFERENCE: _judged(lab, task, None, limits, seed, expected),
+        R.REFERENCE: _judged(lab, task, None, limits, seed, expected, tick),
         R.YOURS: {"points": [misfits[f] if f in misfits else next(remaining) for _, f in task.points]},
     }
     seconds[R.REFERENCE] = time.monotonic() - started
@@ -424,24 +448,11 @@ def _point_keys(tasks: list[plan.ChapterTask], swept: pd.DataFrame) -> list[str]
     return list(dict.fromkeys(k for t in tasks for k in series.point_keys(t, swept)))
 
 
-def across_the_sweep(
-    lab: Any,
-    tasks: list[plan.ChapterTask],
-    staged: Path,
-    limits: isolate.Limits,
-    seed: int,
-    graded: pd.DataFrame,
-    sha256: dict[str, str],
-) -> pd.DataFrame:
-    """The student's files over the chapter's own sweep (``grading.series``): for each group, every
-    point of its recipe's table in this build that builds from a submitted file, the graded points
-    (already measured, ``graded``) joined by the others, measured here the same way; a row per point
-    and source, with the point's keys, ``series`` and ``from_sweep``. Empty where the chapter's
-    table is not in this build's data."""
-    from cudalab.core import gpu
-
-    cc = gpu.compute_capability() or _cc(lab)  # the GPU measured on
-    parts = []
+def sweep_rest(lab: Any, tasks: list[plan.ChapterTask], cc: str) -> list[tuple[plan.ChapterTask, plan.ChapterTask]]:
+    """Each task beside the rest of its chapter's sweep (``grading.series``): every point of its
+    recipe's table in this build that builds from a submitted file and is not a graded point, as a
+    task checked lightly. Tasks whose table is not in this build's data are left out."""
+    out = []
     for task in tasks:
         recipe = plan.recipe_of(task.yours.recipe)
         path = Path(lab.out_dir) / f"{recipe.table}.csv"
@@ -452,10 +463,35 @@ def across_the_sweep(
             continue
         done = {plan.point_label(p) for p, _ in task.points}
         rest = whole.keeping(tuple((p, f) for p, f in whole.points if plan.point_label(p) not in done))
+        out.append((task, series.checked_lightly(rest)))
+    return out
+
+
+def across_the_sweep(
+    lab: Any,
+    tasks: list[plan.ChapterTask],
+    staged: Path,
+    limits: isolate.Limits,
+    seed: int,
+    graded: pd.DataFrame,
+    sha256: dict[str, str],
+    tick: Tick | None = None,
+) -> pd.DataFrame:
+    """The student's files over the chapter's own sweep (``grading.series``): for each group, every
+    point of its recipe's table in this build that builds from a submitted file (``sweep_rest``),
+    the graded points (already measured, ``graded``) joined by the others, measured here the same
+    way; a row per point and source, with the point's keys, ``series`` and ``from_sweep``. Empty
+    where the chapter's table is not in this build's data."""
+    from cudalab.core import gpu
+
+    cc = gpu.compute_capability() or _cc(lab)  # the GPU measured on
+    parts = []
+    for task, rest in sweep_rest(lab, tasks, cc):
+        done = {plan.point_label(p) for p, _ in task.points}
         mine = graded[graded["point"].isin(done)]
         parts.append(series.as_table(mine, task, sha256).assign(from_sweep=False))
         if rest.points:
-            rows = measured(lab, series.checked_lightly(rest), staged, limits, seed, race_checks=False)
+            rows = measured(lab, rest, staged, limits, seed, race_checks=False, tick=tick)
             # a point the reference itself does not run at on this GPU (a launch it refuses) is no
             # point of the sweep: nothing to set the student's beside, nor to hold against them
             ref_ok = rows[rows["source"].eq(R.REFERENCE) & rows["status"].eq(R.OK)]["point"]

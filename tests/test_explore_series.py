@@ -1,0 +1,252 @@
+"""Your kernel across the sweep, in the explorer (issue 67 item 4), without a GPU: a series recorded
+on a GPU drawn beside the chapter's own, wrong points as crosses, the control disabled with its
+reason; the job's process watched, its progress read and its cancel reaching every process it
+started. ``tests/test_gpu_explore_series.py`` runs the real job on a GPU."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import notebook_defaults
+
+from cudalab import open_chapter
+from cudalab.chapter import catalog
+from cudalab.core.gpu import gpu_available
+from cudalab.explore import data, figure, series
+from cudalab.grading import isolate, series_job
+
+FIXTURE = Path(__file__).parent / "data" / "yours_series" / "04_blocking_factor_h200.csv"
+MINE = "yours 2a9e0728"
+CHAPTER, TABLE = "04_blocking_factor", "blocking_factor_sweep"
+
+
+@pytest.fixture
+def lab(tmp_path):
+    """Chapter 04 replayed from the h200 recording, with the recorded student series kept beside it
+    where the explorer keeps one it measured."""
+    if gpu_available():
+        pytest.skip("opens the chapter in replay mode")
+    lab = open_chapter(
+        CHAPTER, {**notebook_defaults(CHAPTER), "profile": "h200", "data_dir": str(tmp_path), "progress": False}
+    )
+    for csv in (lab.recorded_dir / CHAPTER).glob("*.csv"):
+        shutil.copyfile(csv, lab.out_dir / csv.name)
+    (lab.out_dir / series_job.FOLDER).mkdir()
+    shutil.copyfile(FIXTURE, lab.out_dir / series_job.FOLDER / "2a9e0728.csv")
+    return lab
+
+
+def _load(lab) -> data.TableData:
+    axes = data.run_tables(lab.provenance)[TABLE]
+    return data.load(lab, TABLE, extra=series.sources(lab, TABLE, axes))
+
+
+def test_a_recorded_series_is_a_source_beside_the_reference_measured_with_it(lab):
+    d = _load(lab)
+    kinds = {s.label: s.kind for s in d.sources}
+    assert kinds[MINE] == data.YOURS and kinds[f"reference beside {MINE}"] == data.YOURS
+    mine = d.frame[d.frame["source"].eq(MINE)]
+    # every point of the chapter's table the file was measured at, each on the table's own axes
+    assert set(zip(mine["n"], mine["block_factor"])) == {(8192, bf) for bf in (8, 16, 32, 64, 128)} | {
+        (16384, 64),
+        (16384, 128),
+    }
+    assert mine["variant"].str.startswith("shared BF").all() and mine["status"].eq("ok").all()
+    sel = figure.default_selection(d)
+    assert MINE in sel.overlays, "a student's series is drawn from the first view"
+    fig = figure.draw(d, sel)
+    assert any(MINE in text for text in figure.legend_texts(fig))
+
+
+def test_a_point_that_is_not_correct_is_a_cross_never_a_time(lab):
+    frame = pd.read_csv(FIXTURE)
+    mine = frame["series"].eq(MINE)
+    wrong = mine & frame["block_factor"].eq(16)
+    late = mine & frame["block_factor"].eq(64) & frame["n"].eq(16384)
+    frame.loc[wrong, "status"], frame.loc[late, "status"] = "wrong", "timed out"
+    frame.to_csv(lab.out_dir / series_job.FOLDER / "2a9e0728.csv", index=False)
+    d = _load(lab)
+    sel = figure.Selection(metric="time_ms", x="n", colour="variant", overlays=[MINE], filters={})
+    fig = figure.draw(d, sel)
+    drawn = {round(float(y), 3) for ax in fig.axes for line in ax.get_lines() for y in line.get_ydata()}
+    for row in frame[wrong | late].itertuples():
+        assert round(row.time_ms, 3) not in drawn, f"{row.status} at BF {row.block_factor} drawn as a time"
+    texts = figure.legend_texts(fig)
+    assert "wrong result (not counted)" in texts and "timed out (not counted)" in texts
+
+
+def test_a_damaged_or_foreign_series_file_is_left_out(lab):
+    (lab.out_dir / series_job.FOLDER / "junk.csv").write_text("not,a\nseries,file\n")
+    (lab.out_dir / series_job.FOLDER / "empty.csv").write_text("")
+    labels = [s.label for s, _ in series.sources(lab, TABLE, ["n", "variant"])]
+    assert labels == [MINE, f"reference beside {MINE}"]
+
+
+def test_without_a_gpu_the_series_control_says_why_and_the_recorded_series_is_drawn(lab, monkeypatch):
+    pytest.importorskip("ipywidgets")
+    from cudalab.explore import measure, widgets
+    from cudalab.labs.fw.blocked.point import POINT
+
+    monkeypatch.delenv(catalog.BATCH_ENV, raising=False)
+    ex = widgets.explore(lab, TABLE, point=POINT)
+    assert "cudalab-explore-series-measure" in ex.series_button._dom_classes
+    assert ex.series_button.disabled and ex.series_button.tooltip == measure.why_no_gpu()
+    assert "fw_blocked.cu" in ex.series_folder.placeholder
+    assert ex.series_progress.layout.display == "none" and ex.series_cancel.layout.display == "none"
+    assert MINE in ex.overlay.options and MINE in ex.overlay.value
+    assert any(MINE in text for text in figure.legend_texts(ex.last_figure))
+
+
+def test_a_chapter_that_measures_no_students_file_has_no_series_control(tmp_path, monkeypatch):
+    pytest.importorskip("ipywidgets")
+    if gpu_available():
+        pytest.skip("opens the chapter in replay mode")
+    from types import SimpleNamespace
+
+    from cudalab.explore import widgets
+
+    monkeypatch.delenv(catalog.BATCH_ENV, raising=False)
+    chapter = "00_gpu_capabilities"
+    lab = open_chapter(chapter, {**notebook_defaults(chapter), "data_dir": str(tmp_path), "progress": False})
+    for csv in (lab.recorded_dir / chapter).glob("*.csv"):
+        shutil.copyfile(csv, lab.out_dir / csv.name)
+    assert series.kernel_files(chapter) == []
+    point = SimpleNamespace(
+        chapter=chapter, table="copy_bandwidth", axes={}, defaults={}, kernel_file="", kernel_choices={}
+    )
+    assert widgets.explore(lab, "copy_bandwidth", point=point).series_box is None
+
+
+# ---- the job's process, watched and cancelled
+
+
+def _stand_in(tmp_path: Path, body: str) -> tuple[str, ...]:
+    """A job's process in place of ``grading._series_target``: reads its job, then ``body``; its
+    child (as a worker would be) writes its pid where the test can find it."""
+    script = tmp_path / "stand_in.py"
+    script.write_text(
+        "import json, os, signal, subprocess, sys, time\n"
+        "job = json.loads(sys.stdin.read())\n"
+        "def say(**event): print(json.dumps(event), flush=True)\n" + body
+    )
+    return (str(script),)
+
+
+def _job(tmp_path: Path) -> series_job.SeriesJob:
+    return series_job.SeriesJob(folder=str(tmp_path), chapter=CHAPTER, out_dir=str(tmp_path))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (exited, not yet reaped by its parent) is gone as far as the GPU goes
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_progress_arrives_in_order_and_the_run_ends_with_done(tmp_path):
+    body = (
+        "say(event='plan', total=3, seed=7, files=['fw_blocked.cu'], refused='')\n"
+        "print('a library says something on stdout')\n"
+        "for i in range(3): say(event='tick', done=i + 1, total=3, what=f'point {i}')\n"
+        "say(event='done', path='x.csv')\n"
+    )
+    events = []
+    run = series.SeriesRun(_job(tmp_path), events.append, command=_stand_in(tmp_path, body))
+    assert run.wait(30) == {"event": "done", "path": "x.csv"}
+    assert [e["event"] for e in events] == ["plan", "tick", "tick", "tick", "done"]
+    assert [e["done"] for e in events if e["event"] == "tick"] == [1, 2, 3]
+
+
+def test_a_job_that_dies_without_a_word_is_an_error_with_its_last_words(tmp_path):
+    body = "sys.stderr.write('Traceback...\\nMemoryError: out of memory\\n'); os._exit(3)\n"
+    events = []
+    log = tmp_path / "job.log"
+    run = series.SeriesRun(_job(tmp_path), events.append, log=log, command=_stand_in(tmp_path, body))
+    ended = run.wait(30)
+    assert ended["event"] == "error" and "status 3" in ended["reason"] and "MemoryError" in ended["reason"]
+    assert events == [ended]
+
+
+@pytest.mark.parametrize("obeys", [True, False], ids=["obeys SIGTERM", "ignores SIGTERM"])
+def test_cancel_stops_the_job_and_every_process_it_started(tmp_path, monkeypatch, obeys):
+    """A job that obeys says "cancelled" once its worker is gone; one that ignores SIGTERM is killed
+    with its whole process group after the grace period. No worker outlives either."""
+    monkeypatch.setattr(series, "CANCEL_GRACE_S", 2.0)
+    pidfile = tmp_path / "worker.pid"
+    body = (
+        f"worker = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])\n"
+        f"open({str(pidfile)!r}, 'w').write(str(worker.pid))\n"
+        + (
+            "def stop(*a):\n    worker.kill(); worker.wait(); say(event='cancelled'); sys.exit(130)\n"
+            "signal.signal(signal.SIGTERM, stop)\n"
+            if obeys
+            else "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        )
+        + "say(event='plan', total=2, seed=1, files=[], refused='')\n"
+        "say(event='tick', done=1, total=2, what='reference')\n"
+        "time.sleep(120)\n"
+    )
+    events = []
+    run = series.SeriesRun(_job(tmp_path), events.append, command=_stand_in(tmp_path, body))
+    deadline = time.monotonic() + 30
+    while not any(e["event"] == "tick" for e in events) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    worker = int(pidfile.read_text())
+    started = time.monotonic()
+    run.cancel()
+    ended = run.wait(30)
+    assert time.monotonic() - started < 10
+    assert not run.running
+    assert ended["event"] == ("cancelled" if obeys else "error"), ended
+    deadline = time.monotonic() + 5
+    while _alive(worker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(worker), "the job's worker outlived the cancel"
+
+
+def test_an_exception_in_the_wait_kills_the_worker_it_waits_on(tmp_path):
+    """``isolate.run`` under a cancelled job: the interrupt unwinds the wait and the worker's
+    process group goes with it (the worker here would sleep two minutes)."""
+    pidfile = tmp_path / "worker.pid"
+    script = tmp_path / "fake_worker.py"
+    script.write_text(
+        "import json, os, sys, time\n"
+        "events = os.fdopen(int(os.environ['CUDALAB_EVENTS_FD']), 'w', buffering=1)\n"
+        "json.loads(sys.stdin.read())\n"
+        f"open({str(pidfile)!r}, 'w').write(str(os.getpid()))\n"
+        "print(json.dumps({'event': 'start', 'index': 0}), file=events, flush=True)\n"
+        "print(json.dumps({'event': 'point', 'index': 0, 'status': 'ok'}), file=events, flush=True)\n"
+        "time.sleep(120)\n"
+    )
+
+    def interrupted(index, result):
+        raise KeyboardInterrupt  # as SIGTERM raises it in the job (grading._series_target)
+
+    with pytest.raises(KeyboardInterrupt):
+        isolate.run({"points": [[{}, "f.cu"]] * 2}, worker=(str(script),), on_point=interrupted)
+    assert not _alive(int(pidfile.read_text()))
+
+
+def test_the_real_job_refuses_a_folder_without_the_chapters_file_in_one_line(tmp_path):
+    import subprocess
+
+    (tmp_path / "notes.txt").write_text("no kernel here\n")
+    job = series_job.SeriesJob(folder=str(tmp_path), chapter=CHAPTER, out_dir=str(tmp_path / "out"))
+    proc = subprocess.run(
+        [sys.executable, *series.TARGET], input=job.to_json(), capture_output=True, text=True, timeout=120
+    )
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert proc.returncode == 1 and [e["event"] for e in events] == ["error"]
+    assert "fw_blocked.cu" in events[0]["reason"] and "\n" not in events[0]["reason"]
+    assert not (tmp_path / "out").exists(), "nothing written for a refused folder"
