@@ -622,3 +622,12 @@ def test_a_class_graded_with_sweep_takes_each_chapters_sweep_and_draws_it_on_the
     page = written["students/a.html"].read_text()
     assert "04_blocking_factor across its sweep" in page and "data:image/png;base64," in page
     assert "a red cross: 1 point(s) not correct" in page
+
+
+def test_only_a_point_that_answered_is_race_checked():
+    """A race charges a point that answered (ok or wrong); a kernel that never returned is not run
+    again under the sanitizer, where it would hold a slot for twice the submission's limit."""
+    assert not grade._chargeable({"points": [{"status": R.TIMED_OUT}, {"status": R.NOT_RUN}]})
+    assert not grade._chargeable({"points": [{"status": R.CRASHED}]})
+    assert grade._chargeable({"points": [{"status": R.CRASHED}, {"status": R.WRONG}]})
+    assert grade._chargeable({"points": [{"status": R.OK}]})

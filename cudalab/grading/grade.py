@@ -312,7 +312,9 @@ def _graded(
     }
     for task, ref in zip(ref_tasks, references.values(), strict=True):
         graded.failures += _reference_failures(task, ref, log)
-    found = _races(ref_tasks, jobs, options, log)
+    found = _races(
+        ref_tasks, [j for j, r in zip(jobs, results[len(ref_tasks) :], strict=True) if _chargeable(r)], options, log
+    )
     for task in ref_tasks:
         for file, verdict in found.get((REFERENCE_ANSWERS, task.key), {}).items():
             if verdict["status"] == R.RACE:
@@ -391,6 +393,13 @@ def _races(ref_tasks: list[plan.ChapterTask], jobs: list, options: GradeOptions,
         verdicts = list(threads.map(one, work))
     log(f"races checked: {len(work)} submission(s) and reference(s) under racecheck and synccheck")
     return {(who, task.key): v for (who, task, _), v in zip(work, verdicts, strict=True)}
+
+
+def _chargeable(result: dict[str, Any]) -> bool:
+    """Whether a race could change the result's verdict: only a point that ran to an answer (ok or
+    wrong) is charged with a race (``_charge_races``). A kernel that timed out or crashed is not
+    run again under the sanitizer, where it would hold a slot for twice the submission's limit."""
+    return any(p.get("status") in (R.OK, R.WRONG) for p in result["points"])
 
 
 RACE_CHECKS_AT_ONCE = 4  # compute-sanitizer processes at once on one GPU (each a small input)

@@ -109,7 +109,8 @@ def measured(
     }
     seconds[R.REFERENCE] = time.monotonic() - started
     started = time.monotonic()
-    raced = _races(lab, fitting, staged, seed) if fitting.points and race_checks else {}
+    ran = any(p.get("status") in (R.OK, R.WRONG) for p in mine["points"])  # only those a race can charge
+    raced = _races(lab, fitting, staged, seed) if fitting.points and race_checks and ran else {}
     seconds[R.YOURS] += time.monotonic() - started
     for i, (point, file) in enumerate(task.points):
         ref = results[R.REFERENCE]["points"][i]
