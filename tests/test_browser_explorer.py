@@ -47,6 +47,10 @@ NOTEBOOK = "01_block_size.ipynb"
 # beside chapter 04's ladder (lab 001) and chapter 06's whole runs (lab 004)
 LIKE_WITH_LIKE = ("04_blocking_factor.ipynb", "06_kmeans_device_update.ipynb")
 ARTIFACTS = BUILD_DIR / "browser-artifacts"
+# chapter 04's series of a copy of fw_blocked.cu that is wrong at BF 16, measured on an H200 from the
+# explorer over the gtx680 recording's grid (tests/data/yours_series/README.md)
+STUDENT_SERIES = Path(__file__).parent / "data" / "yours_series" / "04_blocking_factor_gtx680_wrong_at_bf16.csv"
+STUDENT_LABEL = "yours 32b39b1c"
 # Generous: a 2-core CI runner starts JupyterLab in ~10 s and replays chapter 01 in 10-20 s.
 SERVER_START_S = 120
 KERNEL_START_S = 120
@@ -134,6 +138,10 @@ def jupyter_lab(tmp_path_factory) -> Iterator[Lab]:
         (folder / f"{name}.jupyterlab-settings").write_text(json.dumps(values))
     for name in (NOTEBOOK, *LIKE_WITH_LIKE):
         _notebook_copy(NOTEBOOKS_DIR / name, root / name, data)
+    # a student's series recorded on a GPU, kept where the explorer keeps one it measured (issue 67)
+    kept = data / Path(LIKE_WITH_LIKE[0]).stem / "yours_series"
+    kept.mkdir(parents=True)
+    shutil.copyfile(STUDENT_SERIES, kept / "32b39b1c.csv")
     port, token = _free_port(), secrets.token_hex(16)
     env = {
         **os.environ,

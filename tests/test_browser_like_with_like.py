@@ -17,6 +17,7 @@ from test_browser_explorer import (  # noqa: F401 - the fixtures, a fresh server
     REDRAW_S,
     RUN_ALL_S,
     SERVER_START_S,
+    STUDENT_LABEL,
     Lab,
     Steps,
     _change_choices,
@@ -81,6 +82,30 @@ def _beside_the_lab(page, explorer, figure: str, table: str, lab_label: str, tim
     return figure
 
 
+def _students_series_is_drawn(explorer, steps: Steps) -> None:
+    """Issue 67: the series a student measured from the explorer (recorded on a GPU, kept in the
+    chapter's data) is beside this run from the first view, its wrong point listed and never timed;
+    without a GPU "Measure my series" is disabled and says why, with no progress bar or cancel."""
+    from cudalab.explore.measure import why_no_gpu
+
+    overlay = explorer.locator(".cudalab-explore-overlay select").first
+    chosen = overlay.evaluate("s => Array.from(s.selectedOptions).map(o => o.textContent.trim())")
+    chosen = [" ".join(c.split()) for c in chosen]  # the widget's options keep their spaces as &nbsp;
+    assert STUDENT_LABEL in chosen, f"the student's series is not beside this run: {chosen}"
+    rows = explorer.locator(".cudalab-explore-rows").first
+    rows.locator("summary").first.click()  # the rows sit folded under their count
+    text = " ".join((rows.text_content() or "").split())
+    assert STUDENT_LABEL in text and "wrong" in text, f"the rows do not list the student's series: {text[:300]!r}"
+    measure = explorer.locator(".cudalab-explore-series-measure").first
+    button = measure if measure.evaluate("e => e.tagName") == "BUTTON" else measure.locator("button").first
+    assert button.is_disabled(), "Measure my series is enabled without a GPU"
+    reason = why_no_gpu()
+    assert reason and reason in explorer.locator(".cudalab-explore-series-status").first.inner_text()
+    assert not explorer.locator(".cudalab-explore-series-progress").first.is_visible()
+    assert not explorer.locator(".cudalab-explore-series-cancel").first.is_visible()
+    steps.shot("04-students-series", explorer)
+
+
 def test_like_with_like_and_the_labs_numbers_in_jupyterlab(jupyter_lab, browser_page):  # noqa: F811
     """Chapter 04 opens on its declared view (x = block factor, a panel per N); with no facet and
     the h100 recording beside this run (other N), the explorer draws a panel per N and says so
@@ -93,6 +118,7 @@ def test_like_with_like_and_the_labs_numbers_in_jupyterlab(jupyter_lab, browser_
     x = explorer.locator(".cudalab-explore-x select").first.input_value()
     assert x == "block_factor", f"chapter 04 opens on x = {x}, not its declared block_factor"
     steps.shot("04-first-view", explorer)
+    _students_series_is_drawn(explorer, steps)
     _select(explorer, "facet", "(none)")
     figure = _redraws(page, figure, "facet: none", timings)
     # the h100 profile's recording: another grid of N than this run's (the gtx680 profile's)

@@ -80,6 +80,12 @@ def test_a_point_that_is_not_correct_is_a_cross_never_a_time(lab):
         assert round(row.time_ms, 3) not in drawn, f"{row.status} at BF {row.block_factor} drawn as a time"
     texts = figure.legend_texts(fig)
     assert "wrong result (not counted)" in texts and "timed out (not counted)" in texts
+    # and no line bridges it: over the variants, the student's line at n = 8192 breaks at BF 16
+    across = figure.draw(d, figure.Selection(metric="time_ms", x="variant", colour="n", overlays=[MINE]))
+    (ax,) = across.axes
+    at = {t.get_text(): t.get_position()[0] for t in ax.get_xticklabels()}["shared BF 16"]
+    gaps = {x for line in ax.get_lines() for x, y in zip(line.get_xdata(), line.get_ydata()) if pd.isna(y)}
+    assert at in gaps, (at, gaps)
 
 
 def test_a_damaged_or_foreign_series_file_is_left_out(lab):

@@ -288,8 +288,18 @@ def _draw_panel(
         kind, source = key["kind"], key[SOURCE]
         cols = [sel.metric] + [c for c in spread if c in grp]
         line = grp.groupby(sel.x, dropna=True)[cols].median().reset_index()
+        # a point of this line that was not correct breaks it there: the line never bridges a wrong point
+        mine = rows
+        for k, v in key.items():
+            mine = mine[mine[k].isna()] if pd.isna(v) else mine[mine[k].eq(v)]
+        gaps = set(mine.loc[~mine["status"].eq(OK), sel.x].dropna()) - set(line[sel.x])
+        if gaps:
+            line = pd.concat([line, pd.DataFrame({sel.x: sorted(gaps, key=str)})], ignore_index=True)
         xs = line[sel.x] if order is None else _positions(line[sel.x], order)
         line = line.assign(_x=xs).dropna(subset=["_x"]).sort_values("_x")
+        if gaps:  # only a gap between two drawn points says anything
+            drawn = line.loc[line[sel.metric].notna(), "_x"]
+            line = line[line[sel.metric].notna() | line["_x"].between(drawn.min(), drawn.max(), inclusive="neither")]
         colour = colours.get(key.get(sel.colour), plots.COLOURS[0]) if sel.colour else _source_colour(kind)
         st = styles[source]
         ax.plot(

@@ -34,6 +34,7 @@ TARGET = ("-m", "cudalab.grading._series_target")  # the job's process (a test's
 CANCEL_GRACE_S = 15.0  # from SIGTERM to killing the job's process group
 SERIES_COLUMN = "series"  # "reference" or "yours <sha8>", as grading.series writes it
 REFERENCE = "reference"
+BOOKKEEPING = ["source", SERIES_COLUMN, "point"]  # a series file's columns that are no column of the table
 
 
 class SeriesRun:
@@ -194,6 +195,9 @@ def sources(lab: Any, table: str, axes: list[str]) -> list[tuple[Source, pd.Data
         if SERIES_COLUMN not in frame or "status" not in frame:
             continue
         frame = _with_axes(frame, run, axes)
+        # the table's own columns (the series' bookkeeping, its file, seed and costs, would be offered as axes)
+        keep = [c for c in frame.columns if c in run.columns or c in ("status", "reason", SERIES_COLUMN, "point")]
+        frame = frame[keep]
         mine = [s for s in pd.unique(frame[SERIES_COLUMN].astype(str)) if s != REFERENCE]
         for label in mine:
             if label in seen:  # the same bytes measured twice: the first file read (the build's) stands
@@ -204,12 +208,12 @@ def sources(lab: Any, table: str, axes: list[str]) -> list[tuple[Source, pd.Data
             ref = frame[frame[SERIES_COLUMN].astype(str).eq(REFERENCE)]
             if points is not None:
                 ref = ref[ref["point"].isin(points)]
-            out.append((Source(label, YOURS, str(path)), rows.drop(columns=["source"], errors="ignore")))
+            out.append((Source(label, YOURS, str(path)), rows.drop(columns=BOOKKEEPING, errors="ignore")))
             if len(ref):
                 out.append(
                     (
                         Source(f"reference beside {label}", YOURS, str(path)),
-                        ref.drop(columns=["source"], errors="ignore"),
+                        ref.drop(columns=BOOKKEEPING, errors="ignore"),
                     )
                 )
     return out

@@ -435,9 +435,10 @@ class Explorer:
         return w.VBox(
             [
                 w.HTML(
-                    f"<b>Your kernel across the sweep</b>: your copy of {_escape(listed)} at every point of "
-                    f"<code>{self.point.table}</code> it builds for, each checked against the reference "
-                    "(drawn beside it as &ldquo;yours&rdquo; and the file&rsquo;s first 8 sha256 digits)"
+                    f"<b>Your kernel across the sweep</b>: a folder with your copy of {_escape(listed)}"
+                    f"{' (any of them)' if len(files) > 1 else ''}, measured at every point of "
+                    f"<code>{self.point.table}</code> it builds for, each checked against the reference and "
+                    "drawn beside it as &ldquo;yours&rdquo; and the file&rsquo;s first 8 sha256 digits"
                 ),
                 self.series_folder,
                 w.HBox([self.series_button, self.series_cancel, self.series_progress]),
