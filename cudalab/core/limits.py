@@ -433,3 +433,45 @@ def kill_group(proc: subprocess.Popen) -> None:
     except (ProcessLookupError, PermissionError):
         pass
     proc.wait()
+
+
+def descendants(pid: int, proc: Path = Path("/proc")) -> list[int]:
+    """Every process started, directly or not, by ``pid`` and still running (read from ``/proc``;
+    empty where it cannot be read), the nearest first. A child in a session of its own (a worker,
+    a compiler, compute-sanitizer) is found all the same: this follows parents, not groups."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = [e for e in proc.iterdir() if e.name.isdigit()]
+    except OSError:
+        return []
+    for entry in entries:
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue  # a process that ended while being read
+        children.setdefault(parent, []).append(int(entry.name))
+    found, queue = [], list(children.get(pid, []))
+    while queue:
+        child = queue.pop(0)
+        found.append(child)
+        queue += children.get(child, [])
+    return found
+
+
+def kill_tree(pid: int) -> int:
+    """``SIGKILL`` to every descendant of ``pid`` (``descendants``) and to the process group each
+    leads, ``pid`` itself left alone; how many were signalled. What a cancelled job does before it
+    exits, so that nothing it started (a worker running a student's kernel, a compiler, a
+    sanitizer and its target, each in a session of its own) outlives it."""
+    import signal
+
+    signalled = 0
+    for child in descendants(pid):
+        for kill in (lambda c: os.killpg(c, signal.SIGKILL), lambda c: os.kill(c, signal.SIGKILL)):
+            try:
+                kill(child)
+                signalled += 1
+                break
+            except (ProcessLookupError, PermissionError):
+                continue
+    return signalled

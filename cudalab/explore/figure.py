@@ -323,13 +323,15 @@ def _mark_not_ok(ax, rows: pd.DataFrame, sel: Selection, order: list | None) -> 
     """Wrong and skipped rows on the x axis: never a time (as ``plots.mark_failures``). A student's
     series has more ways to fail (timed out, crashed, a race, above the ceiling): each is a red
     cross labelled with its status."""
-    others = [s for s in pd.unique(rows["status"].dropna().astype(str)) if s not in (OK, "wrong", "skipped")]
+    mine = rows[rows["kind"].eq(YOURS)] if "kind" in rows else rows.iloc[0:0]  # a recording's own words stay its own
+    others = [s for s in pd.unique(mine["status"].dropna().astype(str)) if s not in (OK, "wrong", "skipped")]
     for status, marker, colour, text in (
         ("wrong", "x", "red", "wrong result (not counted)"),
         ("skipped", "v", "0.45", "skipped (see the rows table)"),
         *((s, "x", "red", f"{s} (not counted)") for s in others),
     ):
-        bad = rows[rows["status"].eq(status)]
+        bad = mine if status in others else rows
+        bad = bad[bad["status"].eq(status)]
         if not len(bad):
             continue
         xs = bad[sel.x] if order is None else _positions(bad[sel.x], order)

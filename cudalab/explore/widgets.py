@@ -312,12 +312,7 @@ class Explorer:
         )
         self.measure_button.add_class("cudalab-explore-measure")
         self.measure_status = w.HTML()
-        module = _measure_module()
-        reason = NOT_AVAILABLE if module is None else module.why_no_gpu()
-        if reason:
-            self.measure_button.disabled = True
-            self.measure_button.tooltip = reason
-            self.measure_status.value = f"<i>{reason}</i>"
+        _disable_without_gpu(self.measure_button, self.measure_status)
         self.measure_button.on_click(self._measure_clicked)
         return w.VBox(
             [
@@ -424,12 +419,12 @@ class Explorer:
         self.series_progress.add_class("cudalab-explore-series-progress")
         self.series_status = w.HTML()
         self.series_status.add_class("cudalab-explore-series-status")
-        module = _measure_module()
-        reason = NOT_AVAILABLE if module is None else module.why_no_gpu()
-        if reason:
-            self.series_button.disabled = True
-            self.series_button.tooltip = reason
-            self.series_status.value = f"<i>{_escape(reason)}</i>"
+        _disable_without_gpu(self.series_button, self.series_status)
+        earlier = series.running_for(self.lab.out_dir)
+        if earlier is not None:  # the cell was run again while a job of its earlier explorer runs
+            self.series_run = earlier
+            self.series_cancel.layout.display = ""
+            self.series_status.value = "<i>a series started earlier is being measured for this chapter</i>"
         self.series_button.on_click(lambda _b: self.measure_series(self.series_folder.value))
         self.series_cancel.on_click(lambda _b: self.cancel_series())
         return w.VBox(
@@ -452,11 +447,15 @@ class Explorer:
         done. None, with the reason shown, where it cannot start."""
         from cudalab.explore import series
 
-        if self.series_run is not None and self.series_run.running:
-            self.series_status.value = "<i>a series is being measured: wait for it, or cancel it</i>"
+        running = series.running_for(self.lab.out_dir)
+        if running is not None:
+            self.series_run = running  # perhaps an earlier explorer's: Cancel reaches it all the same
+            self.series_cancel.layout.display, self.series_cancel.disabled = "", False
+            self.series_status.value = "<i>a series is being measured for this chapter: wait for it, or cancel it</i>"
             return None
-        if not str(folder).strip():
-            self.series_status.value = "<i>name the folder that holds your kernel file</i>"
+        where = series.folder_problem(folder)
+        if where:
+            self.series_status.value = f"<i>{_escape(where)}</i>"
             return None
         job, log = series.job_for(self.lab, folder)
         self.series_progress.value, self.series_progress.max = 0, 1
@@ -465,11 +464,12 @@ class Explorer:
         self.series_cancel.disabled = False
         self.series_button.disabled = True
         self.series_status.value = "<i>starting…</i>"
-        self.series_run = series.SeriesRun(job, self._series_event, log=log)
+        self.series_run = series.SeriesRun(job, lambda event: _on_main(self._series_event, event), log=log)
         return self.series_run
 
     def cancel_series(self) -> None:
-        """Cancel the series being measured (its job and the worker it runs are stopped)."""
+        """Cancel the series being measured: its job and everything it started are stopped (at
+        once; the job is killed where it has not ended after ``explore.series.CANCEL_GRACE_S``)."""
         if self.series_run is not None and self.series_run.running:
             self.series_cancel.disabled = True
             self.series_status.value = "<i>cancelling…</i>"
@@ -494,10 +494,14 @@ class Explorer:
             self.series_cancel.layout.display = "none"
             self.series_button.disabled = False
             if kind == "done":
+                from cudalab.explore import series
+
                 self.series_progress.value = self.series_progress.max
+                axes = explore_data.run_tables(self.lab.provenance).get(self.point.table, [])
+                said = series.summary(Path(event["path"]), self.lab, self.point.table, axes)
                 self.series_status.value = _escape(
-                    f"done: drawn beside the reference; kept in {event.get('path')} (seed "
-                    f"{getattr(self, '_series_seed', '?')} replays the check inputs)"
+                    f"done: {said}; kept in {event.get('path')} (seed {getattr(self, '_series_seed', '?')} "
+                    "replays the check inputs)"
                 )
                 self._cache.pop(self.point.table, None)
                 if self.table.value == self.point.table:
@@ -511,6 +515,32 @@ class Explorer:
                     if kind == "cancelled"
                     else f"<b>not measured</b>: {_escape(str(event.get('reason', '')))}"
                 )
+
+
+def _on_main(function, *args) -> None:
+    """``function(*args)`` on the kernel's own loop, where the widgets' other changes happen (a job's
+    events arrive on a thread of their own); called at once where there is no kernel (a script)."""
+    try:
+        from IPython import get_ipython
+
+        loop = get_ipython().kernel.io_loop
+    except Exception:  # noqa: BLE001 - no IPython kernel here
+        loop = None
+    if loop is None:
+        function(*args)
+    else:
+        loop.add_callback(function, *args)
+
+
+def _disable_without_gpu(button, status) -> None:
+    """Where nothing can be measured here, ``button`` disabled with the reason as its tooltip and
+    in ``status``."""
+    module = _measure_module()
+    reason = NOT_AVAILABLE if module is None else module.why_no_gpu()
+    if reason:
+        button.disabled = True
+        button.tooltip = reason
+        status.value = f"<i>{_escape(reason)}</i>"
 
 
 def _scratch_copy(scratch, kernel_file: str) -> Path:

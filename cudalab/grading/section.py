@@ -430,7 +430,9 @@ def yours(lab: Any) -> None:
     every = frame  # the verdict and the first page count every point measured: the graded ones and the sweep's
     if len(swept):
         series.write(swept, Path(lab.out_dir))
-        more = swept[swept["from_sweep"]].drop(columns=["series", "from_sweep", *_point_keys(tasks, swept)])
+        more = swept[swept["from_sweep"]].drop(
+            columns=["series", "from_sweep", "table", *_point_keys(tasks, swept)], errors="ignore"
+        )
         every = pd.concat([frame, more], ignore_index=True)
     judged = file_verdicts.of_chapter(every, lab.id, lab.mode == "measure", occupancy)
     (Path(lab.out_dir) / YOURS_VERDICTS).write_text(json.dumps([v.as_dict() for v in judged], indent=1))
@@ -490,14 +492,15 @@ def across_the_sweep(
     for task, rest in sweep_rest(lab, tasks, cc):
         done = {plan.point_label(p) for p, _ in task.points}
         mine = graded[graded["point"].isin(done)]
-        parts.append(series.as_table(mine, task, sha256).assign(from_sweep=False))
+        table = plan.recipe_of(task.yours.recipe).table  # which table's points these are (the explorer reads it)
+        parts.append(series.as_table(mine, task, sha256).assign(from_sweep=False, table=table))
         if rest.points:
             rows = measured(lab, rest, staged, limits, seed, race_checks=False, tick=tick)
             # a point the reference itself does not run at on this GPU (a launch it refuses) is no
             # point of the sweep: nothing to set the student's beside, nor to hold against them
             ref_ok = rows[rows["source"].eq(R.REFERENCE) & rows["status"].eq(R.OK)]["point"]
             rows = rows[rows["point"].isin(set(ref_ok))]
-            parts.append(series.as_table(rows, rest, sha256).assign(from_sweep=True))
+            parts.append(series.as_table(rows, rest, sha256).assign(from_sweep=True, table=table))
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 

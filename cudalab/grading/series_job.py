@@ -11,8 +11,9 @@ one file per set of submitted bytes (measuring the same bytes again replaces it)
 
 On its standard output the job says, one JSON object a line: ``plan`` (how many results to wait
 for), ``tick`` (one more, and which), then ``done`` (the file written), ``error`` (why not, one
-line) or ``cancelled``. ``SIGTERM`` cancels it: the worker running then is killed with its process
-group before the job exits, so nothing of the student's outlives a cancel.
+line) or ``cancelled``. ``SIGTERM`` cancels it (``grading._series_target``): everything the job
+started is killed before it exits, so nothing of the student's outlives a cancel. Each row names
+the table whose point it is (``table``), so the explorer places it on that table's grid only.
 
 ``python -m cudalab.grading._series_target`` is the job's process: its ``SeriesJob`` as JSON on
 standard input (``SeriesJob.to_json``).
@@ -129,7 +130,13 @@ def run(job: SeriesJob, tell: Callable[[dict[str, Any]], None] = lambda event: N
         swept = section.across_the_sweep(lab, tasks, staged, limits, seed, graded, sha256, tick=tick)
     if swept.empty:  # the chapter's table is not in this data folder: the graded points alone
         swept = pd.concat(
-            [series.as_table(graded[graded["file"].isin(t.files)], t, sha256) for t in tasks], ignore_index=True
+            [
+                series.as_table(
+                    graded[graded["point"].isin({plan.point_label(p) for p, _ in t.points})], t, sha256
+                ).assign(table=plan.recipe_of(t.yours.recipe).table)
+                for t in tasks
+            ],
+            ignore_index=True,
         ).assign(from_sweep=False)
     target = series_path(Path(job.out_dir), sha256)
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -161,6 +161,9 @@ def _run_limited(cmd: list[str], workdir: Path, account: L.Account | None, limit
             pass
         proc.communicate()
         return None
+    except BaseException:  # an interrupt (a cancelled job): the compiler goes with the wait
+        L.kill_group(proc)
+        raise
     return proc.returncode, log
 
 

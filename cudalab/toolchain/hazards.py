@@ -304,8 +304,10 @@ def run_tool(
         )
         try:
             _, err = proc.communicate(stdin, timeout=timeout_s)
-        except subprocess.TimeoutExpired:
+        except BaseException as exc:
             kill_group(proc)
+            if not isinstance(exc, subprocess.TimeoutExpired):
+                raise  # an interrupt (a cancelled job): the tool and its target go with the wait
             log = log_path.read_text(errors="replace") if log_path.is_file() else ""
             return ToolRun(
                 tool,
