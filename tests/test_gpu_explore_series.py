@@ -127,3 +127,20 @@ def test_a_cancelled_series_stops_its_worker_and_keeps_nothing(explorer):
     assert not _workers(), "a worker outlived the cancel"
     assert not series_job.series_path(ex.lab.out_dir, {"fw_blocked.cu": sha}).exists()
     assert not ex.series_button.disabled, "the control is ready for the next run"
+
+
+def test_a_series_cancelled_in_its_first_second_leaves_nothing_running(explorer):
+    """Cancelled while it checks the folder and compiles the signature check (nvcc), before any
+    worker: it says cancelled, and no compiler outlives it."""
+    ex, base = explorer
+    folder, _ = _folder(base, "cancelled-early", wrong_at_bf16=False)
+    run = ex.measure_series(str(folder))
+    time.sleep(1.0)
+    ex.cancel_series()
+    ended = run.wait(60)
+    print(f"cancelled early: {ended}; {ex.series_status.value}")
+    assert ended == {"event": "cancelled"}
+    deadline = time.monotonic() + 10
+    while _workers() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _workers(), "a process the job started outlived the cancel"
