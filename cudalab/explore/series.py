@@ -4,13 +4,17 @@ point of the chapter's sweep, and the series measured so far drawn beside the ch
 ``SeriesRun`` starts the job (``grading.series_job``) in a process of its own, so the notebook's
 kernel never loads a student's code and stays free while it runs (each source's kernels then run
 in the job's sandboxed workers, as in ``--kernels``). A thread reads the job's events and hands
-them on (a progress bar); ``cancel()`` sends the job ``SIGTERM`` (it kills its running worker and
-says "cancelled"), then, past a grace period, kills its whole process group.
+them on (a progress bar); ``cancel()`` sends the job ``SIGTERM`` (it kills everything it started,
+the workers, compilers and sanitizer each in a session of their own, and says "cancelled"), then,
+past a grace period, kills all of that and the job itself. It returns at once, and one job runs a
+chapter data folder at a time (``running_for``); the kernel's end cancels what it started.
 
-``sources(lab, table)`` reads the series kept in the chapter's data folder, a ``--kernels`` build's
-``yours_sweep.csv`` and the explorer's ``yours_series/*.csv``, as the explorer's sources of the
-recipe's table: "yours <sha8>" (a wrong point keeps its status and is never drawn as a time) and
-"reference beside yours <sha8>", the reference measured in the same run, like with like.
+``sources(lab, table, axes)`` reads the series kept in the chapter's data folder, a ``--kernels``
+build's ``yours_sweep.csv`` and the explorer's ``yours_series/*.csv`` (the newest of the same bytes
+first), as the explorer's sources of the recipe's table: "yours <sha8>" (a wrong point keeps its
+status and is never drawn as a time) and "reference beside yours <sha8>", the reference measured in
+the same run, like with like. A row is placed by its own point's keys on that table's grid only
+(``summary`` says how many were, and which were not correct).
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from cudalab.explore.data import YOURS, Source
 from cudalab.grading import series_job
 
 TARGET = ("-m", "cudalab.grading._series_target")  # the job's process (a test's stand-in replaces it)
-CANCEL_GRACE_S = 15.0  # from SIGTERM to killing the job's process group
+CANCEL_GRACE_S = 15.0  # from SIGTERM to killing the job and everything it started
 SERIES_COLUMN = "series"  # "reference" or "yours <sha8>", as grading.series writes it
 REFERENCE = "reference"
 BOOKKEEPING = ["source", SERIES_COLUMN, "point"]  # a series file's columns that are no column of the table
