@@ -78,7 +78,7 @@ def lab(tmp_path, monkeypatch):
     _table().to_csv(tmp_path / "blocking_factor_sweep.csv", index=False)
     calls = []
 
-    def measured(lab, task, staged, limits, seed, race_checks=True):
+    def measured(lab, task, staged, limits, seed, race_checks=True, tick=None):
         calls.append((task, race_checks))
         return _measured(task, (32,))
 
