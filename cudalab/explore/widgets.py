@@ -476,8 +476,8 @@ class Explorer:
             self.series_run.cancel()
 
     def _series_event(self, event: dict[str, Any]) -> None:
-        """One event of the job (from its reader thread): the progress bar, the status, and at
-        the end the series drawn."""
+        """One event of the job (handed to the kernel's loop by its reader thread): the progress
+        bar, the status, and at the end the series drawn."""
         kind = event.get("event")
         if kind == "plan":
             self.series_progress.max = max(1, int(event.get("total") or 1))
@@ -500,8 +500,8 @@ class Explorer:
                 axes = explore_data.run_tables(self.lab.provenance).get(self.point.table, [])
                 said = series.summary(Path(event["path"]), self.lab, self.point.table, axes)
                 self.series_status.value = _escape(
-                    f"done: {said}; kept in {event.get('path')} (seed {getattr(self, '_series_seed', '?')} "
-                    "replays the check inputs)"
+                    f"done: {said}; kept in {event.get('path')} (check inputs drawn with seed "
+                    f"{getattr(self, '_series_seed', '?')}: build_report.py --kernels --seed replays them)"
                 )
                 self._cache.pop(self.point.table, None)
                 if self.table.value == self.point.table:
