@@ -451,6 +451,13 @@ def _point_keys(tasks: list[plan.ChapterTask], swept: pd.DataFrame) -> list[str]
     return list(dict.fromkeys(k for t in tasks for k in series.point_keys(t, swept)))
 
 
+def measured_cc(lab: Any) -> str:
+    """The compute capability of the GPU measured on (else the one the profile is sized for)."""
+    from cudalab.core import gpu
+
+    return gpu.compute_capability() or _cc(lab)
+
+
 def sweep_rest(lab: Any, tasks: list[plan.ChapterTask], cc: str) -> list[tuple[plan.ChapterTask, plan.ChapterTask]]:
     """Each task beside the rest of its chapter's sweep (``grading.series``): every point of its
     recipe's table in this build that builds from a submitted file and is not a graded point, as a
@@ -479,17 +486,18 @@ def across_the_sweep(
     graded: pd.DataFrame,
     sha256: dict[str, str],
     tick: Tick | None = None,
+    rests: list[tuple[plan.ChapterTask, plan.ChapterTask]] | None = None,
 ) -> pd.DataFrame:
     """The student's files over the chapter's own sweep (``grading.series``): for each group, every
-    point of its recipe's table in this build that builds from a submitted file (``sweep_rest``),
-    the graded points (already measured, ``graded``) joined by the others, measured here the same
-    way; a row per point and source, with the point's keys, ``series`` and ``from_sweep``. Empty
-    where the chapter's table is not in this build's data."""
-    from cudalab.core import gpu
-
-    cc = gpu.compute_capability() or _cc(lab)  # the GPU measured on
+    point of its recipe's table in this build that builds from a submitted file (``sweep_rest``,
+    or ``rests`` where the caller planned them already), the graded points (already measured,
+    ``graded``) joined by the others, measured here the same way; a row per point and source, with
+    the point's keys, ``series`` and ``from_sweep``. Empty where the chapter's table is not in this
+    build's data."""
+    if rests is None:
+        rests = sweep_rest(lab, tasks, measured_cc(lab))
     parts = []
-    for task, rest in sweep_rest(lab, tasks, cc):
+    for task, rest in rests:
         done = {plan.point_label(p) for p, _ in task.points}
         mine = graded[graded["point"].isin(done)]
         table = plan.recipe_of(task.yours.recipe).table  # which table's points these are (the explorer reads it)

@@ -109,9 +109,7 @@ def run(job: SeriesJob, tell: Callable[[dict[str, Any]], None] = lambda event: N
     lab = _ChapterRun(job.chapter, Path(job.out_dir), job.params, job.point_time_limit_s, job.ceilings)
     limits = isolate.Limits(job.point_s, job.submission_s)
     sha256 = {name: sub.sha256[name] for name in sub.kernels}
-    from cudalab.core import gpu
-
-    rests = section.sweep_rest(lab, tasks, gpu.compute_capability() or "9.0")
+    rests = section.sweep_rest(lab, tasks, section.measured_cc(lab))
     total = 2 * (sum(len(t.points) for t in tasks) + sum(len(r.points) for _, r in rests))
     tell({"event": "plan", "total": total, "seed": seed, "files": sorted(sha256), "refused": refused})
     done = 0
@@ -127,7 +125,7 @@ def run(job: SeriesJob, tell: Callable[[dict[str, Any]], None] = lambda event: N
         graded = pd.concat(
             [section.measured(lab, t, staged, limits, seed, tick=tick) for t in tasks], ignore_index=True
         )
-        swept = section.across_the_sweep(lab, tasks, staged, limits, seed, graded, sha256, tick=tick)
+        swept = section.across_the_sweep(lab, tasks, staged, limits, seed, graded, sha256, tick=tick, rests=rests)
     if swept.empty:  # the chapter's table is not in this data folder: the graded points alone
         swept = pd.concat(
             [
