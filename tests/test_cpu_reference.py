@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from conftest import random_graph
 
-from cudalab.labs.fw.graphs import gen_matrix
+from cudalab.labs.fw.graphs import gen_matrix, gen_sparse, gen_sparse_quick
 from cudalab.labs.fw.reference import floyd_warshall_c, floyd_warshall_numpy
 
 
@@ -45,3 +45,26 @@ def test_gen_matrix_follows_the_labs_convention():
     assert not np.array_equal(gen_matrix(600, seed=2), mat)
     with pytest.raises(ValueError):
         gen_matrix(0, seed=1)
+
+
+@pytest.mark.parametrize("p,max_weight", [(0.05, 1000), (0.5, 1), (0.03, 500), (1.0, 30)])
+def test_the_quick_sparse_graph_draws_gen_sparse_s_distribution(p, max_weight):
+    """The grader's harsh graph (one draw a pair) against the chapters' (a weight and a coin a
+    pair): the same edge fraction and the same uniform weights, reproducible by seed."""
+    n = 500
+    off = ~np.eye(n, dtype=bool)
+    quick, slow = gen_sparse_quick(n, 3, p, max_weight), gen_sparse(n, 3, p, max_weight)
+    assert quick.dtype == np.int32 and quick.shape == (n, n) and (np.diag(quick) == 0).all()
+    for mat in (quick, slow):
+        edges = mat[off][mat[off] >= 0]
+        assert abs(edges.size / off.sum() - p) < 0.01
+        assert edges.min() == 0 and edges.max() == max_weight
+        counts = np.bincount(edges, minlength=max_weight + 1) if max_weight < 40 else None
+        if counts is not None:  # every weight about equally often
+            assert counts.min() > 0.8 * counts.mean()
+        else:
+            assert abs(edges.mean() - max_weight / 2) < 0.03 * max_weight
+    np.testing.assert_array_equal(quick, gen_sparse_quick(n, 3, p, max_weight))
+    assert not np.array_equal(quick, gen_sparse_quick(n, 4, p, max_weight))
+    with pytest.raises(ValueError, match="edge_probability"):
+        gen_sparse_quick(n, 3, 0.0)

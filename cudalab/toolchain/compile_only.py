@@ -282,7 +282,10 @@ def _ptx(
             compiled.write_text(f'#include "{source}"\n{probe}')
             if account is not None:
                 os.chown(compiled, account.uid, account.gid)
-        args = ["-ptx", f"-arch={arch}", "-std=c++17", f"-I{source.parent}", *includes, *options, "-o", str(ptx)]
+        # -O0 in cicc: the entries' parameters are the ABI's whatever the optimizer does, and the
+        # PTX comes in about half the time (fw_blocked.cu at BF 64: 0.7 s, not 1.6 s)
+        args = ["-ptx", f"-arch={arch}", "-std=c++17", "-Xcicc", "-O0", f"-I{source.parent}", *includes, *options]
+        args += ["-o", str(ptx)]
         _nvcc(compiled, args, tmp, account)
         return ptx.read_text()
 
