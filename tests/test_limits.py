@@ -11,6 +11,7 @@ import pwd
 import resource
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 from dataclasses import replace
@@ -449,3 +450,16 @@ def test_every_limit_is_defaulted_in_one_place():
     assert (options.point_limit, options.submission_limit) == (limits.POINT_LIMIT_S, limits.SUBMISSION_LIMIT_S)
     assert (Limits().point, Limits().submission) == (limits.POINT_LIMIT_S, limits.SUBMISSION_LIMIT_S)
     assert compile_only.COMPILE_LIMIT_S == limits.COMPILER.wall_s == limits.COMPILE_LIMIT_S
+
+
+def test_copy_back_hands_the_grader_a_file_of_its_own(tmp_path):
+    """A moved answer stays readable by the grader alone, and a name the child kept for it (a hard
+    link in its own folder) no longer reaches the grader's copy's bytes through a write."""
+    mine, theirs = tmp_path / "mine", tmp_path / "theirs"
+    mine.mkdir()
+    (mine / "0.npy").write_bytes(b"answer")
+    os.chmod(mine / "0.npy", 0o666)
+    L.copy_back(mine, theirs, owner=os.getuid())
+    taken = theirs / "0.npy"
+    assert taken.read_bytes() == b"answer" and not (mine / "0.npy").exists()
+    assert stat.S_IMODE(taken.stat().st_mode) == 0o600 and taken.stat().st_uid == os.geteuid()

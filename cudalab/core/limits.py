@@ -375,9 +375,11 @@ def link_cache(source: Path, target: Path) -> int:
 
 
 def copy_back(source: Path, target: Path, owner: int | None = None) -> None:
-    """Copy the regular files under ``source`` (a folder a child wrote) into ``target``: links,
-    special files and, where ``owner`` is given, files of another owner (a hard link to a file of
-    the machine) left out, so that a child never makes the grader read or write elsewhere."""
+    """Bring the regular files under ``source`` (a folder a child wrote, the child now gone) into
+    ``target``: links, special files and, where ``owner`` is given, files of another owner (a hard
+    link to a file of the machine) left out, so that a child never makes the grader read or write
+    elsewhere. Each is moved where it can be (the same file system: a 1 GiB answer is not copied
+    again) and then made the grader's own, read and written by it alone; copied where it cannot."""
     for root, _dirs, files in os.walk(source):
         here = Path(root)
         for name in files:
@@ -386,7 +388,25 @@ def copy_back(source: Path, target: Path, owner: int | None = None) -> None:
             if stat.S_ISREG(st.st_mode) and (owner is None or st.st_uid == owner):
                 dst = target / src.relative_to(source)
                 dst.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(src, dst, follow_symlinks=False)
+                _take(src, dst, st)
+
+
+def _take(src: Path, dst: Path, st: os.stat_result) -> None:
+    """``src`` at ``dst``, the grader's file: renamed and handed to this user (its other names, a
+    hard link the child kept, then closed to the child), else copied."""
+    try:
+        os.replace(src, dst)
+    except OSError:  # another file system
+        shutil.copyfile(src, dst, follow_symlinks=False)
+        return
+    try:
+        if st.st_uid != os.geteuid():
+            os.chown(dst, os.geteuid(), os.getegid())
+        os.chmod(dst, 0o600)  # a regular file this user just moved here
+    except OSError:  # not ours to hand over: a copy of our own instead
+        spare = dst.with_name(dst.name + ".taken")
+        shutil.copyfile(dst, spare, follow_symlinks=False)
+        os.replace(spare, dst)
 
 
 def popen(
