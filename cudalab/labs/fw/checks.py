@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from cudalab.labs.checks import Checks, InputKind, Point
-from cudalab.labs.fw.graphs import NO_EDGE, gen_matrix, gen_sparse_quick
+from cudalab.labs.fw.graphs import NO_EDGE, gen_matrix_quick, gen_sparse_quick
 
 CPU_ANSWER_MAX_N = 1024  # up to here the grader's answer is the sequential C code's; above, CuPy's on its GPU
 
@@ -69,7 +69,7 @@ def gen_chain(n: int, seed: int, max_weight: int = 1000) -> np.ndarray:
 
 KINDS = {
     "lab GenMatrix": InputKind(
-        "the labs' GenMatrix graph (the chapter's timed input)", lambda p, s: gen_matrix(p["n"], s)
+        "the labs' GenMatrix graph (the chapter's timed input)", lambda p, s: gen_matrix_quick(p["n"], s)
     ),
     "sparse": InputKind("a sparse graph with heavy weights", lambda p, s: gen_sparse_quick(p["n"], s)),
     "unreachable": InputKind("a sparse DAG where most pairs are unreachable", lambda p, s: gen_unreachable(p["n"], s)),

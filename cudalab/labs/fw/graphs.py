@@ -26,6 +26,25 @@ def gen_matrix(n: int, seed: int, max_weight: int = 30) -> np.ndarray:
     return mat
 
 
+def gen_matrix_quick(n: int, seed: int, max_weight: int = 30) -> np.ndarray:
+    """``gen_matrix``'s distribution from the generator's raw bits, a byte a pair: about 3.5 times
+    as fast (0.25 s at n = 8192, not 0.9 s). The grader's timed input (``checks.KINDS``), drawn
+    by each process of a student's sweep, several a point; the chapters keep ``gen_matrix``, whose
+    graphs their recordings were timed and checked on. Where ``max_weight + 2`` is not a power of
+    two up to 256 (the labs' 32 values are), ``gen_matrix`` itself."""
+    if n <= 0:
+        raise ValueError(f"n must be positive, got {n}")
+    values = max_weight + 2
+    if values & (values - 1) or values > 256:
+        return gen_matrix(n, seed, max_weight)
+    raw = np.random.default_rng([seed, n, 4]).bit_generator.random_raw((n * n + 7) // 8)
+    mat = np.empty((n, n), dtype=np.int32)
+    low = raw.view(np.uint8)[: n * n].reshape(n, n) & np.uint8(values - 1)
+    np.subtract(low, 1, out=mat, dtype=np.int32)  # one pass into int32 (astype, then -= 1: three times as slow)
+    np.fill_diagonal(mat, 0)
+    return mat
+
+
 def gen_sparse(n: int, seed: int, edge_probability: float = 0.05, max_weight: int = 1000) -> np.ndarray:
     """A harsher graph than the labs': sparse, heavy weights, so shortest paths are long and
     many pairs unreachable. The labs' GenMatrix graphs have so many zero-weight edges that most
