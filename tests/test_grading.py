@@ -34,6 +34,10 @@ def compiled_only(tmp_path_factory):
     return graded, pages.write(graded, out, title="Scoreboard: class"), klass
 
 
+SHARED_POINT = "n=3000, block_factor=32, kernel=shared"  # chapter 04's graded points of fw_blocked.cu
+LADDER_POINT = "n=3000, variant=7. Occupancy optimization"
+
+
 def _status(board: pd.DataFrame, student: str) -> list[str]:
     return list(board[board["student"].eq(student)]["status"])
 
@@ -43,7 +47,8 @@ def test_without_a_gpu_each_student_gets_the_compilers_verdict(compiled_only):
     graded, _, _ = compiled_only
     board = graded.scoreboard
     for student in ("a_correct", "b_slower", "c_wrong", "f_endless", "g_out_of_bounds"):
-        assert _status(board, student) == [R.COMPILED_ONLY], student
+        # chapter 04's graded points of fw_blocked.cu: its shared kernel at BF 32 and the ladder's last step
+        assert _status(board, student) == [R.COMPILED_ONLY] * 2, student
     broken = board[board["student"].eq("d_compile_error")].iloc[0]
     assert broken["status"] == R.DOES_NOT_COMPILE and not broken["compiled"]
     line = next(
@@ -415,7 +420,7 @@ def test_a_students_build_checks_the_signature_before_anything_runs(tmp_path):
     for name in ("a_correct", "e_signature", "d_compile_error"):
         (klass / name).mkdir(parents=True)
         (klass / name / "fw_blocked.cu").write_text(students()[name]["fw_blocked.cu"])
-    (task,) = plan.chapter_tasks("04_blocking_factor", ["fw_blocked.cu"])
+    task, _ladder = plan.chapter_tasks("04_blocking_factor", ["fw_blocked.cu"])  # the blocked kernels, the ladder
     verdicts = {
         n: section._misfits(task, stage(check(klass / n), tmp_path / "staged" / n))
         for n in ("a_correct", "e_signature", "d_compile_error")
@@ -556,7 +561,9 @@ def test_a_measured_class_is_scored_beside_its_reference_serially_and_on_a_pool(
     out = pages.prepare(tmp_path / "out")
     said: list[str] = []
     options = grade.GradeOptions(klass, out, only=("04",), workers=workers, measure=True, worker=_fake(tmp_path, body))
-    board = grade.grade(options, log=said.append).scoreboard.set_index("student")
+    board = grade.grade(options, log=said.append).scoreboard
+    assert set(board["point"]) == {SHARED_POINT, LADDER_POINT} and board["status"].eq(R.OK).all()
+    board = board[board["point"].eq(SHARED_POINT)].set_index("student")
     a, b = board.loc["a"], board.loc["b"]
     assert a["status"] == b["status"] == R.OK
     assert a["reference_time_ms"] == b["reference_time_ms"] == 10.0
@@ -607,13 +614,16 @@ def test_a_class_graded_with_sweep_takes_each_chapters_sweep_and_draws_it_on_the
         return result, pages.write(result, out, title="sweep")
 
     plain, _ = graded(False)
-    assert list(plain.scoreboard["point"]) == ["n=3000, block_factor=32, kernel=shared"]
+    assert list(plain.scoreboard["point"]) == [SHARED_POINT, LADDER_POINT]
     result, written = graded(True)
     board = result.scoreboard
     recorded = pd.read_csv(RESULTS_DIR / "nvidia-h200" / "h200" / "04_blocking_factor" / "blocking_factor_sweep.csv")
     measured = recorded[recorded["kernel"].eq("shared") & recorded["status"].eq("ok")]
     want = {f"n={n}, block_factor={bf}, kernel=shared" for n, bf in zip(measured["n"], measured["block_factor"])}
-    assert set(board["point"]) == want | {"n=3000, block_factor=32, kernel=shared"}
+    ladder = pd.read_csv(RESULTS_DIR / "nvidia-h200" / "h200" / "04_blocking_factor" / "ladder.csv")
+    steps = ladder[ladder["variant"].str.match(r"[4-7]\. ")]  # the steps built from fw_blocked.cu
+    want |= {f"n={n}, variant={v}" for n, v in zip(steps["n"], steps["variant"])}
+    assert len(steps) == 4 and set(board["point"]) == want | {SHARED_POINT, LADDER_POINT}
     assert "n=16384, block_factor=8, kernel=shared" not in set(board["point"]), "the recording skipped it"
     at16 = board[board["point"].str.contains("block_factor=16")]
     assert (at16["status"] == R.WRONG).all() and at16["speed_vs_reference"].isna().all()

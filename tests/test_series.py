@@ -10,10 +10,12 @@ import matplotlib
 import pandas as pd
 import pytest
 
+from cudalab.core.paths import RESULTS_DIR
 from cudalab.grading import file_verdicts, plan, section, series
 from cudalab.grading import results as R
 
 matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 
 SHA = "0123456789abcdef" * 4
 
@@ -31,7 +33,7 @@ def _table() -> pd.DataFrame:
 
 
 def _task() -> plan.ChapterTask:
-    (task,) = plan.chapter_tasks("04_blocking_factor", ["fw_blocked.cu"])
+    task, _ladder = plan.chapter_tasks("04_blocking_factor", ["fw_blocked.cu"])  # the blocked kernels, the ladder
     return task
 
 
@@ -219,3 +221,65 @@ def test_the_worker_solves_the_checks_its_request_names_not_the_chapters_whole_l
     forged["checks"] = {**forged["checks"], "kit": "cudalab.labs.vecmax_checks:VECMAX"}
     W._checked_point(forged, task.yours, point, None, {}, 0)
     assert asked[-1][0] is trials.kit_of(task.yours.checks.kit)
+
+
+LADDER_TABLE = RESULTS_DIR / "nvidia-h200" / "h200" / "04_blocking_factor" / "ladder.csv"
+
+
+def _ladder_task() -> plan.ChapterTask:
+    _, task = plan.chapter_tasks("04_blocking_factor", ["fw_blocked.cu"])
+    assert task.yours.recipe.endswith(":LADDER")
+    return task
+
+
+def test_the_ladder_sweep_is_the_steps_built_from_the_file():
+    """Issue 67 item 1: a student's fw_blocked.cu at each step of lab 001's ladder that builds it
+    (4-7), never a global-memory step (1-3: fw_blocked_global.cu), nor the table's other kernels
+    (registers, min-plus, chapter 01's basic), which a recipe without their names would have taken
+    for its default file; the builds are the chapter's own (step 7: BF 64, 22 registers)."""
+    table = pd.read_csv(LADDER_TABLE)
+    assert table["variant"].str.startswith(("registers", "min-plus", "basic")).any()
+    for builds in (series.builds_for(_ladder_task().yours, "9.0"), None):  # with the kit's launches and without
+        whole = series.sweep_task(_ladder_task(), table, {"fw_blocked.cu"}, builds)
+        assert [p["variant"] for p, _ in whole.points] == [
+            "4. Shared memory",
+            "5. Modify if-branch to min",
+            "6. Large blocking factor",
+            "7. Occupancy optimization",
+        ]
+        assert {f for _, f in whole.points} == {"fw_blocked.cu"}
+    assert series.sweep_task(_ladder_task(), table, {"fw_blocked_global.cu"}) is not None  # steps 1-3 are its
+
+
+def test_a_ladder_step_builds_the_students_copy_only_where_the_step_builds_that_file(tmp_path):
+    from cudalab.core.errors import CudalabError
+    from cudalab.labs.fw.blocked.point import ladder_variant
+
+    copy = tmp_path / "fw_blocked.cu"
+    _, launches = ladder_variant({"n": 3000, "variant": "7. Occupancy optimization"}, copy)
+    assert {x.file for x in launches} == {str(copy)}
+    assert all(x.options == ("-DBF=64", "--maxrregcount=22") for x in launches)
+    _, launches = ladder_variant({"n": 3000, "variant": "2. Coalesced memory access"}, copy)
+    assert {x.file for x in launches} == {"fw_blocked_global.cu"}
+    with pytest.raises(CudalabError, match="no step '8. Faster' in lab 001's ladder"):
+        ladder_variant({"n": 3000, "variant": "8. Faster"}, copy)
+
+
+def test_a_ladder_is_bars_per_step_and_a_wrong_step_is_a_cross():
+    steps = ["4. Shared memory", "5. Modify if-branch to min", "6. Large blocking factor"]
+    rows = []
+    for i, step in enumerate(steps):
+        rows.append({"n": 3072, "variant": step, "series": R.REFERENCE, "status": R.OK, "time_ms": 10.0 - i})
+        wrong = step.startswith("5.")
+        rows.append({"n": 3072, "variant": step, "series": "yours 01234567", "status": R.WRONG if wrong else R.OK,
+                     "time_ms": None if wrong else 9.0 - i})  # fmt: skip
+    rows.append({"n": 3072, "variant": "1. GPU baseline", "series": R.REFERENCE, "status": R.OK, "time_ms": 500.0})
+    fig = series.draw_bars(pd.DataFrame(rows), "variant", "time_ms", title="t", ylabel="ms", logy=True,
+                           by=["n", "variant"])  # fmt: skip
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == steps, "the student's steps only, in the table's order"
+    heights = {c.get_label(): [round(b.get_height(), 3) for b in c] for c in ax.containers}
+    assert heights == {"reference, 3072": [10.0, 9.0, 8.0], "yours 01234567, 3072": [9.0, 7.0]}
+    (cross,) = [c for c in ax.collections if c.get_label() == "yours: wrong (no time)"]
+    assert len(cross.get_offsets()) == 1 and 0.9 < cross.get_offsets()[0][0] < 1.3  # at step 5, yours' side
+    plt.close(fig)

@@ -164,7 +164,8 @@ def sweep_figure(task: Any, rows: pd.DataFrame, sha256: dict[str, str]) -> str:
     if frame.empty or not keys:
         return ""
     specs = series.figures_of(task.chapter, recipe.table)
-    x = next((f.x for f in specs if f.x in keys), keys[0])
+    spec = next((f for f in specs if f.x in keys), None)
+    x = spec.x if spec is not None else keys[0]
     rated = frame["rate_per_s"].notna().any()
     y = "rate_per_s" if rated else "time_ms"
     unit = task.yours.rate_unit or "per s"
@@ -172,10 +173,11 @@ def sweep_figure(task: Any, rows: pd.DataFrame, sha256: dict[str, str]) -> str:
     ceiling = (
         (float(ceilings.iloc[0]), f"the {task.yours.ceiling} ceiling, this run") if rated and len(ceilings) else None
     )
-    fig = series.draw(
-        frame, x, y, title=f"{task.chapter}: your file over the chapter's sweep", ylabel=unit if rated else "time (ms)",
-        logx=False, logy=not rated, by=keys, ceiling=ceiling,
-    )  # fmt: skip
+    title, ylabel = f"{task.chapter}: your file over the chapter's sweep", unit if rated else "time (ms)"
+    if spec is not None and spec.kind == "bar":  # a ladder: a bar per step and source
+        fig = series.draw_bars(frame, x, y, title=title, ylabel=ylabel, logy=not rated, by=keys)
+    else:
+        fig = series.draw(frame, x, y, title=title, ylabel=ylabel, logx=False, logy=not rated, by=keys, ceiling=ceiling)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=90)
     plt.close(fig)

@@ -543,15 +543,19 @@ def show_sweep(chapter: str, tasks: list[plan.ChapterTask], swept: pd.DataFrame)
             + _cost(swept)
         )
     )
+    drawn = set()
     for task in tasks:
         recipe = plan.recipe_of(task.yours.recipe)
-        keys = series.point_keys(task, swept)
+        if recipe.table in drawn:  # two groups of one table (04's shared and registers kernels): one figure
+            continue
+        drawn.add(recipe.table)
+        # each table's own rows (04's ladder and its blocking-factor sweep both have an n)
+        rows = swept[swept["table"].eq(recipe.table)] if "table" in swept else swept
+        keys = series.point_keys(task, rows)
         for spec in series.figures_of(chapter, recipe.table):
-            if spec.x not in keys or spec.y not in swept:
+            if spec.x not in keys or spec.y not in rows or rows.empty:
                 continue
-            fig = series.draw(
-                swept, spec.x, spec.y, title=spec.title, ylabel=spec.ylabel, logx=spec.logx, logy=spec.logy, by=keys
-            )
+            fig = series.draw_declared(rows, spec, keys)
             plt.show()
             plt.close(fig)
     shown = [

@@ -95,6 +95,8 @@ def sweep_task(
     points = []
     for values in table[keys].dropna().drop_duplicates().itertuples(index=False):
         point = {k: _plain(v) for k, v in zip(keys, values, strict=True)}
+        if any(str(point[k]) not in map(str, choices) for k, choices in recipe.kernel_choices.items() if k in point):
+            continue  # a row of another kind in the same table (the ladder's other kernels)
         file = recipe.kernel_file_for(point)
         if file in files and (builds is None or builds(point)):
             points.append((point, file))
@@ -219,11 +221,63 @@ def draw(
     return fig
 
 
+def draw_bars(frame: pd.DataFrame, x: str, y: str, *, title: str, ylabel: str, logy: bool, by: list[str]):
+    """One declared bar figure over the sweep (a ladder: ``x`` a step's name): a bar per source and
+    value of ``by`` (the point's other keys) at each ``x`` value the student's series holds, in the
+    table's order, the student's hatched; a point that is not correct a red cross at the foot of
+    its place, labelled with its status, never a bar. Returns the figure."""
+    import matplotlib.pyplot as plt
+    import matplotlib.transforms as transforms
+    import numpy as np
+
+    mine = frame[frame["series"].ne(R.REFERENCE)]
+    steps = list(dict.fromkeys(mine[x])) or list(dict.fromkeys(frame[x]))
+    frame = frame[frame[x].isin(steps)]
+    keys = ["series", *[b for b in by if b != x and b in frame]]
+    groups = list(dict.fromkeys(tuple(k) for k in frame[keys].itertuples(index=False)))
+    groups.sort(key=lambda k: str(k[0]) != R.REFERENCE)  # the reference's bars first, then yours
+    width = 0.8 / max(1, len(groups))
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    foot = transforms.blended_transform_factory(ax.transData, ax.transAxes)
+    crossed = set()
+    for i, key in enumerate(groups):
+        part = frame[(frame[keys] == pd.Series(key, index=keys)).all(axis=1)]
+        at = {step: j + (i - (len(groups) - 1) / 2) * width for j, step in enumerate(steps)}
+        good = part[part["status"].eq(R.OK) & part[y].notna()]
+        yours = str(key[0]) != R.REFERENCE
+        ax.bar([at[v] for v in good[x]], good[y], width=width, label=", ".join(str(k) for k in key),
+               hatch="//" if yours else None, edgecolor="black", linewidth=0.6)  # fmt: skip
+        for status, bad in part[part["status"].ne(R.OK)].groupby("status", sort=False) if yours else ():
+            ax.scatter([at[v] for v in bad[x]], [0.03] * len(bad), transform=foot, marker="x", s=90, color="#c00",
+                       zorder=5, clip_on=False, label=None if status in crossed else f"yours: {status} (no time)")  # fmt: skip
+            crossed.add(status)
+    ax.set_xticks(np.arange(len(steps)), [str(v) for v in steps], rotation=15, ha="right", fontsize=8)
+    ax.set_xlabel(x.replace("_", " "))
+    ax.set_title(title)
+    shown = frame[frame["status"].eq(R.OK)][y].dropna()
+    logy = logy and len(shown) > 0 and shown.max() > 10 * shown.min()  # log only where the steps span a decade:
+    if logy:  # bars on a log axis cut at the shortest read as ratios no one meant
+        ax.set_yscale("log")
+    ax.set_ylabel(ylabel if logy else ylabel.replace(", log)", ")"))
+    ax.legend(fontsize=7, ncol=2, loc="best")
+    fig.tight_layout()
+    return fig
+
+
+def draw_declared(frame: pd.DataFrame, spec: Any, by: list[str], **kw: Any):
+    """The chapter's declared figure ``spec`` (``declarations.Figure``) over the sweep: its lines
+    (``draw``) or its bars (``draw_bars``)."""
+    if spec.kind == "bar":
+        return draw_bars(frame, spec.x, spec.y, title=spec.title, ylabel=spec.ylabel, logy=spec.logy, by=by)
+    return draw(frame, spec.x, spec.y, title=spec.title, ylabel=spec.ylabel, logx=spec.logx, logy=spec.logy, by=by,
+                **kw)  # fmt: skip
+
+
 def figures_of(chapter: str, table: str) -> list[Any]:
-    """The chapter's declared figures (``declarations.Figure``) drawn from ``table``, as lines."""
+    """The chapter's declared figures (``declarations.Figure``) drawn from ``table``."""
     from cudalab.chapter import declarations
 
-    return [f for f in declarations.of(chapter).figures if f.table == table and f.kind == "line"]
+    return [f for f in declarations.of(chapter).figures if f.table == table]
 
 
 def write(frame: pd.DataFrame, out_dir: Path) -> Path:

@@ -228,7 +228,18 @@ def _blocked_launches(point: Point, cc: str) -> list:
     return list(_blocked(point, None)[1])
 
 
+def _ladder(point: Point, kernel_file: str | Path | None) -> tuple[Any, list]:
+    from cudalab.labs.fw.blocked.point import ladder_variant
+
+    return ladder_variant(point, kernel_file)
+
+
+def _ladder_launches(point: Point, cc: str) -> list:
+    return list(_ladder(point, None)[1])
+
+
 BLOCK_SIZE = kit(_per_k("block_size_variant"), _block_size_launches)  # chapter 01's basic kernel (02's, 04's)
 COALESCING = kit(_per_k("coalescing_variant"), _coalescing_launches)  # chapter 02's row-order kernels
 SHARED_MEMORY = kit(_per_k("shared_variant"), _shared_launches)  # chapter 03's shared-memory kernels
 BLOCKED = kit(_blocked, _blocked_launches)  # chapter 04's blocked kernels
+LADDER = kit(_ladder, _ladder_launches)  # chapter 04's ladder: lab 001's steps, each a build

@@ -1,5 +1,7 @@
-"""The explorer's recipe for one point of chapter 04: one blocked kernel (shared tiles, register
-tiles or the min-plus product) at one blocking factor and N, through the chapters' own sweep."""
+"""Chapter 04's point recipes, through the chapters' own sweep: ``POINT`` (the explorer's and the
+grader's), one blocked kernel (shared tiles, register tiles or the min-plus product) at one
+blocking factor and N; ``LADDER``, one step of lab 001's optimization ladder at one N (its
+``ladder`` table), so that a student's ``fw_blocked.cu`` is measured at each step built from it."""
 
 from __future__ import annotations
 
@@ -8,7 +10,8 @@ from typing import Any
 
 import pandas as pd
 
-from cudalab.core.errors import LaunchRefused
+from cudalab.core.errors import CudalabError, LaunchRefused
+from cudalab.labs.fw.blocked.ladder import OPTIMIZATION_STEPS, LadderStep
 from cudalab.labs.fw.points import fw_point
 from cudalab.labs.points import PointRecipe
 
@@ -63,4 +66,55 @@ POINT = PointRecipe(
             "min-plus": "fw_blocked_minplus.cu",
         }
     },
+)
+
+
+def ladder_step(point: dict[str, Any]) -> LadderStep:
+    """The ladder step a point names by its label (``variant``: "5. Modify if-branch to min")."""
+    for step in OPTIMIZATION_STEPS:
+        if step.label == point["variant"]:
+            return step
+    known = ", ".join(repr(s.label) for s in OPTIMIZATION_STEPS)
+    raise CudalabError(f"no step {point['variant']!r} in lab 001's ladder (its steps: {known})")
+
+
+def ladder_variant(point: dict[str, Any], kernel_file: str | Path | None = None) -> tuple[Any, list]:
+    """A ladder step as a sweep variant, built as the chapter builds it (its file, options and
+    blocking factor) from ``kernel_file`` where that is a copy of the step's own file (a student's
+    ``fw_blocked.cu`` builds steps 4-7, never the global-memory steps 1-3), and its launches."""
+    from cudalab.labs.fw.blocked import kernels
+
+    step = ladder_step(point)
+    copy = kernel_file if kernel_file is not None and Path(kernel_file).name == step.file else None
+    variant = kernels.variant(
+        step.label,
+        lambda: kernels.plan_for_build(step.file, step.options, step.bf, copy),
+        step=step.step,
+        lab_step=step.name,
+        change=step.change,
+        block_factor=step.bf,
+    )
+    return variant, kernels.phase_launches(step.file, step.options, step.bf, copy)
+
+
+def _ladder_point(
+    point: dict[str, Any], kernel_file: str | Path | None = None, params: dict[str, Any] | None = None
+) -> pd.DataFrame:
+    from cudalab.labs.fw.blocked import models
+
+    variant, launches = ladder_variant(point, kernel_file)
+    rows = fw_point(variant, point["n"], launches, kernel_file, f"ladder step {point['variant']!r}", params or {})
+    return models.with_rates(rows) if "time_ms" in rows else rows
+
+
+LADDER = PointRecipe(
+    "04_blocking_factor",
+    "ladder",
+    {"n": int},
+    {"n": 3000, "variant": OPTIMIZATION_STEPS[-1].label},
+    "fw_blocked.cu",
+    {"variant": tuple(s.label for s in OPTIMIZATION_STEPS)},
+    _ladder_point,
+    "one step of lab 001's optimization ladder at one N",
+    files={"variant": {s.label: s.file for s in OPTIMIZATION_STEPS}},
 )
