@@ -50,7 +50,11 @@ def built(tmp_path_factory):
 
 def test_the_series_covers_every_blocking_factor_the_file_builds_for(built):
     proc, out, sha = built
-    sweep = pd.read_csv(out / "data" / CHAPTER / "yours_sweep.csv")
+    whole = pd.read_csv(out / "data" / CHAPTER / "yours_sweep.csv")
+    ladder = whole[whole["table"].eq("ladder") & whole["series"].eq(f"yours {sha[:8]}")]
+    steps = pd.read_csv(out / "data" / CHAPTER / "ladder.csv")["variant"]
+    assert set(ladder["variant"]) == set(steps[steps.str.match(r"[4-7]\. ")]), "each ladder step built from the file"
+    sweep = whole[whole["table"].ne("ladder")]
     mine = sweep[sweep["series"].eq(f"yours {sha[:8]}")]
     assert len(mine) and set(sweep["series"]) == {"reference", f"yours {sha[:8]}"}
     assert set(mine["block_factor"].astype(int)) >= {8, 16, 32, 64}
@@ -66,6 +70,9 @@ def test_the_wrong_point_is_flagged_and_the_others_timed(built):
     proc, out, sha = built
     sweep = pd.read_csv(out / "data" / CHAPTER / "yours_sweep.csv")
     mine = sweep[sweep["series"].str.startswith("yours")]
+    ladder = mine[mine["table"].eq("ladder")]  # BF 32 and 64: right, at the reference's speed
+    assert len(ladder) and ladder["status"].eq("ok").all() and ladder["speed_vs_reference"].between(0.8, 1.25).all()
+    mine = mine[mine["table"].ne("ladder")]
     at16 = mine[mine["block_factor"].astype(int).eq(16)]  # caught on the sparse graph, not on GenMatrix
     assert len(at16) and not at16["status"].eq("ok").any()
     others = mine[mine["block_factor"].astype(int).ne(16)]
