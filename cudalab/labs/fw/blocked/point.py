@@ -40,14 +40,21 @@ def blocked_variant(point: dict[str, Any], kernel_file: str | Path | None = None
     return variant, launches
 
 
+def _solved(built: tuple[Any, list], n: int, kernel_file: str | Path | None, what: str, params: dict | None):
+    """A built variant and its launches (``blocked_variant``, ``ladder_variant``) timed at ``n``
+    through the chapters' sweep, with the chapter's rates: a point's rows."""
+    from cudalab.labs.fw.blocked import models
+
+    variant, launches = built
+    rows = fw_point(variant, n, launches, kernel_file, what, params or {})
+    return models.with_rates(rows) if "time_ms" in rows else rows
+
+
 def _blocked_point(
     point: dict[str, Any], kernel_file: str | Path | None = None, params: dict[str, Any] | None = None
 ) -> pd.DataFrame:
-    from cudalab.labs.fw.blocked import models
-
-    variant, launches = blocked_variant(point, kernel_file)
-    rows = fw_point(variant, point["n"], launches, kernel_file, f"the {point['kernel']} kernel", params or {})
-    return models.with_rates(rows) if "time_ms" in rows else rows
+    built = blocked_variant(point, kernel_file)
+    return _solved(built, point["n"], kernel_file, f"the {point['kernel']} kernel", params)
 
 
 POINT = PointRecipe(
@@ -100,11 +107,8 @@ def ladder_variant(point: dict[str, Any], kernel_file: str | Path | None = None)
 def _ladder_point(
     point: dict[str, Any], kernel_file: str | Path | None = None, params: dict[str, Any] | None = None
 ) -> pd.DataFrame:
-    from cudalab.labs.fw.blocked import models
-
-    variant, launches = ladder_variant(point, kernel_file)
-    rows = fw_point(variant, point["n"], launches, kernel_file, f"ladder step {point['variant']!r}", params or {})
-    return models.with_rates(rows) if "time_ms" in rows else rows
+    built = ladder_variant(point, kernel_file)
+    return _solved(built, point["n"], kernel_file, f"ladder step {point['variant']!r}", params)
 
 
 LADDER = PointRecipe(
