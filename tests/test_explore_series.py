@@ -11,6 +11,7 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -18,7 +19,9 @@ from conftest import notebook_defaults
 
 from cudalab import open_chapter
 from cudalab.chapter import catalog
+from cudalab.core.errors import CudalabError
 from cudalab.core.gpu import gpu_available
+from cudalab.core.paths import KERNELS_DIR
 from cudalab.explore import data, figure, series
 from cudalab.grading import isolate, series_job
 
@@ -259,6 +262,19 @@ def test_the_real_job_refuses_a_folder_without_the_chapters_file_in_one_line(tmp
     assert proc.returncode == 1 and [e["event"] for e in events] == ["error"]
     assert "fw_blocked.cu" in events[0]["reason"] and "\n" not in events[0]["reason"]
     assert not (tmp_path / "out").exists(), "nothing written for a refused folder"
+
+
+def test_the_explorers_job_sweeps_its_own_table_alone(tmp_path):
+    """The explorer of chapter 04 draws its blocking-factor sweep: its job measures the groups whose
+    recipe measures that table, not the ladder's steps it would never draw (GPU time for nothing)."""
+    (tmp_path / "fw_blocked.cu").write_text((KERNELS_DIR / "fw_blocked.cu").read_text())
+    job = series_job.SeriesJob(folder=str(tmp_path), chapter=CHAPTER, out_dir=str(tmp_path / "out"), table="nope")
+    assert series_job.SeriesJob.from_json(job.to_json()) == job
+    with pytest.raises(CudalabError, match="nothing chapter 04_blocking_factor measures"):
+        series_job.run(job)
+    lab = SimpleNamespace(id=CHAPTER, out_dir=tmp_path, params={}, point_time_limit_s=None, ceilings=lambda: {})
+    made, _ = series.job_for(lab, tmp_path, "blocking_factor_sweep")
+    assert made.table == "blocking_factor_sweep"
 
 
 def test_a_point_is_drawn_only_where_the_table_has_it_and_it_decides_the_tables_axes():

@@ -630,7 +630,8 @@ def test_a_class_graded_with_sweep_takes_each_chapters_sweep_and_draws_it_on_the
     verdict = result.students.set_index("student").loc["a"]
     assert verdict["verdict"] == R.WRONG and pd.isna(verdict["speed_vs_reference_geomean"]), "no speed for a wrong file"
     page = written["students/a.html"].read_text()
-    assert "04_blocking_factor across its sweep" in page and "data:image/png;base64," in page
+    assert "04_blocking_factor: Blocked kernels over N" in page and "data:image/png;base64," in page
+    assert "04_blocking_factor: The optimization ladder" in page and "hatched bars: yours" in page
     assert "a red cross: 1 point(s) not correct" in page
 
 
@@ -641,3 +642,21 @@ def test_only_a_point_that_answered_is_race_checked():
     assert not grade._chargeable({"points": [{"status": R.CRASHED}]})
     assert grade._chargeable({"points": [{"status": R.CRASHED}, {"status": R.WRONG}]})
     assert grade._chargeable({"points": [{"status": R.OK}]})
+
+
+@needs_nvcc
+def test_a_build_that_fails_at_one_graded_point_costs_that_point_alone(tmp_path):
+    """Chapter 04 grades fw_blocked.cu at BF 32 and at the ladder's step 7 (BF 64, 22 registers): a
+    file that does not build at BF 64 does not compile there, with the compiler's line, and is
+    still built (here, compiled only) at BF 32. Bug: the verdict was keyed by file, so one build's
+    error condemned every point of it."""
+    klass = tmp_path / "class"
+    (klass / "a").mkdir(parents=True)
+    text = (KERNELS_DIR / "fw_blocked.cu").read_text()
+    (klass / "a" / "fw_blocked.cu").write_text(text + "\n#if BF == 64\n#error not at BF 64\n#endif\n")
+    out = pages.prepare(tmp_path / "out")
+    board = grade.grade(grade.GradeOptions(klass, out, arch="sm_90", measure=False, only=("04",)), log=lambda _: None)
+    status = dict(zip(board.scoreboard["point"], board.scoreboard["status"], strict=True))
+    assert status == {SHARED_POINT: R.COMPILED_ONLY, LADDER_POINT: R.DOES_NOT_COMPILE}, status
+    ladder = board.scoreboard.set_index("point").loc[LADDER_POINT]
+    assert "not at BF 64" in ladder["reason"] and ladder["reason"].startswith("fw_blocked.cu:")

@@ -251,7 +251,7 @@ def test_the_ladder_sweep_is_the_steps_built_from_the_file():
     assert series.sweep_task(_ladder_task(), table, {"fw_blocked_global.cu"}) is not None  # steps 1-3 are its
 
 
-def test_a_ladder_step_builds_the_students_copy_only_where_the_step_builds_that_file(tmp_path):
+def test_a_ladder_step_builds_the_students_copy_and_refuses_a_copy_of_another_file(tmp_path):
     from cudalab.core.errors import CudalabError
     from cudalab.labs.fw.blocked.point import ladder_variant
 
@@ -259,15 +259,23 @@ def test_a_ladder_step_builds_the_students_copy_only_where_the_step_builds_that_
     _, launches = ladder_variant({"n": 3000, "variant": "7. Occupancy optimization"}, copy)
     assert {x.file for x in launches} == {str(copy)}
     assert all(x.options == ("-DBF=64", "--maxrregcount=22") for x in launches)
-    _, launches = ladder_variant({"n": 3000, "variant": "2. Coalesced memory access"}, copy)
+    _, launches = ladder_variant({"n": 3000, "variant": "2. Coalesced memory access"})
     assert {x.file for x in launches} == {"fw_blocked_global.cu"}
+    with pytest.raises(CudalabError, match="builds fw_blocked_global.cu, not fw_blocked.cu"):
+        ladder_variant({"n": 3000, "variant": "2. Coalesced memory access"}, copy)  # never the reference's
     with pytest.raises(CudalabError, match="no step '8. Faster' in lab 001's ladder"):
         ladder_variant({"n": 3000, "variant": "8. Faster"}, copy)
 
 
 def test_a_ladder_is_bars_per_step_and_a_wrong_step_is_a_cross():
-    steps = ["4. Shared memory", "5. Modify if-branch to min", "6. Large blocking factor"]
-    rows = []
+    """Bars in the ladder's order whatever order the rows come in (the graded step 7 first), at the
+    table's n alone (the graded point's n = 3000 is not set beside bars of n = 3072), the student's
+    wrong step a cross; bugs seen: steps 7, 4, 5, 6, and a bar of each size."""
+    from cudalab.labs.fw.blocked.point import LADDER
+
+    steps = ["4. Shared memory", "5. Modify if-branch to min", "6. Large blocking factor", "7. Occupancy optimization"]
+    rows = [{"n": 3000, "variant": steps[3], "series": s, "status": R.OK, "time_ms": 5.0}
+            for s in ("yours 01234567", R.REFERENCE)]  # fmt: skip
     for i, step in enumerate(steps):
         rows.append({"n": 3072, "variant": step, "series": R.REFERENCE, "status": R.OK, "time_ms": 10.0 - i})
         wrong = step.startswith("5.")
@@ -275,11 +283,43 @@ def test_a_ladder_is_bars_per_step_and_a_wrong_step_is_a_cross():
                      "time_ms": None if wrong else 9.0 - i})  # fmt: skip
     rows.append({"n": 3072, "variant": "1. GPU baseline", "series": R.REFERENCE, "status": R.OK, "time_ms": 500.0})
     fig = series.draw_bars(pd.DataFrame(rows), "variant", "time_ms", title="t", ylabel="ms", logy=True,
-                           by=["n", "variant"])  # fmt: skip
+                           by=["n", "variant"], order=LADDER.kernel_choices["variant"])  # fmt: skip
     ax = fig.axes[0]
-    assert [t.get_text() for t in ax.get_xticklabels()] == steps, "the student's steps only, in the table's order"
+    assert [t.get_text() for t in ax.get_xticklabels()] == steps, "the student's steps only, in the ladder's order"
     heights = {c.get_label(): [round(b.get_height(), 3) for b in c] for c in ax.containers}
-    assert heights == {"reference, 3072": [10.0, 9.0, 8.0], "yours 01234567, 3072": [9.0, 7.0]}
+    assert heights == {"reference, 3072": [10.0, 9.0, 8.0, 7.0], "yours 01234567, 3072": [9.0, 7.0, 6.0]}
     (cross,) = [c for c in ax.collections if c.get_label() == "yours: wrong (no time)"]
     assert len(cross.get_offsets()) == 1 and 0.9 < cross.get_offsets()[0][0] < 1.3  # at step 5, yours' side
+    assert ax.get_yscale() == "linear", "four steps within a decade: bars from zero"
     plt.close(fig)
+
+
+def test_the_section_draws_each_table_from_its_own_rows_once(monkeypatch):
+    """Chapter 04's ladder and its blocking-factor sweep both have an n: each declared figure gets
+    its own table's rows, with whole-number keys (not the floats a column with gaps became), and
+    a table shared by two groups is drawn once. Bugs seen: ladder rows on the sweep's lines, a
+    legend reading "32.0"."""
+    drawn = []
+
+    def record(rows, spec, keys, order=None, **kw):
+        drawn.append((spec.title, set(rows["table"]), rows[keys].dtypes.to_dict(), order))
+        return plt.figure()
+
+    monkeypatch.setattr(series, "draw_declared", record)
+    monkeypatch.setattr("IPython.display.display", lambda *a, **k: None)
+    task, ladder = plan.chapter_tasks("04_blocking_factor", ["fw_blocked.cu"])
+    sweep = [{"table": "blocking_factor_sweep", "n": 8192, "block_factor": 16, "kernel": "shared"}]
+    steps = [{"table": "ladder", "n": 3072, "variant": "4. Shared memory"}]
+    rows = pd.DataFrame(
+        [
+            {**r, "series": s, "point": "p", "status": R.OK, "time_ms": 1.0}
+            for r in sweep + steps
+            for s in (R.REFERENCE, "yours 01234567")
+        ]  # fmt: skip
+    )
+    section.show_sweep("04_blocking_factor", [task, task, ladder], rows)
+    titles = [t for t, *_ in drawn]
+    assert titles == ["Blocked kernels over N", "The optimization ladder"], titles
+    (_, tables, dtypes, _), (_, ladder_tables, _, order) = drawn
+    assert tables == {"blocking_factor_sweep"} and ladder_tables == {"ladder"}
+    assert str(dtypes["block_factor"]) == "int64" and order[0] == "1. GPU baseline"

@@ -197,9 +197,10 @@ def summary(path: Path, lab: Any, table: str, axes: list[str]) -> str:
     return said
 
 
-def job_for(lab: Any, folder: str | Path) -> tuple[series_job.SeriesJob, Path]:
+def job_for(lab: Any, folder: str | Path, table: str | None = None) -> tuple[series_job.SeriesJob, Path]:
     """The job that measures ``folder`` over ``lab``'s chapter, with the chapter's parameters, time
-    limit and ceilings as its notebook has them, and the log its job writes (beside the series)."""
+    limit and ceilings as its notebook has them, and the log its job writes (beside the series).
+    ``table``: the explorer's point recipe's table, the only one the job sweeps (None: every group's)."""
     try:
         ceilings = dict(lab.ceilings())
     except Exception:  # no chapter 00 here: the fractions of the ceiling are left out
@@ -211,6 +212,7 @@ def job_for(lab: Any, folder: str | Path) -> tuple[series_job.SeriesJob, Path]:
         params=dict(lab.params),
         point_time_limit_s=lab.point_time_limit_s,
         ceilings={k: float(v) for k, v in ceilings.items() if v is not None},
+        table=table,
     )
     log = Path(lab.out_dir) / series_job.FOLDER / "job.log"
     log.parent.mkdir(parents=True, exist_ok=True)

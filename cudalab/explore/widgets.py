@@ -457,7 +457,7 @@ class Explorer:
         if where:
             self.series_status.value = f"<i>{_escape(where)}</i>"
             return None
-        job, log = series.job_for(self.lab, folder)
+        job, log = series.job_for(self.lab, folder, getattr(self.point, "table", None))
         self.series_progress.value, self.series_progress.max = 0, 1
         self.series_progress.layout.display = ""
         self.series_cancel.layout.display = ""

@@ -157,10 +157,12 @@ def chapter_params(chapter: str, point_time_limit_s: float | None) -> dict[str, 
 
 def _compile_checked(
     sub: Submission, folder: Path, arch: str, only: tuple[str, ...] = ()
-) -> tuple[dict[str, dict[str, str]], pd.DataFrame]:
-    """Each kernel file that cannot be measured (does not compile, does not fit) -> its status and
-    reason, and the compiled resources beside the reference's (empty where nvcc is missing), each
-    file built at every point a chapter grades it at, with that point's own options."""
+) -> tuple[dict[tuple[str, str], dict[str, str]], pd.DataFrame]:
+    """Each (kernel file, point label) that cannot be measured (does not compile, does not fit) ->
+    its status and reason, and the compiled resources beside the reference's (empty where nvcc is
+    missing), each file built at every point a chapter grades it at, with that point's own options:
+    a build that fails at one point (04's ladder step 7, 22 registers) costs that point alone. The
+    label is "" for a file built with no point's options (its own defaults): then every point."""
     from cudalab.grading.section import point_builds
     from cudalab.toolchain import compile_only
 
@@ -170,10 +172,25 @@ def _compile_checked(
         frame = compile_only.beside_reference(staged, arch, points)
     except ToolUnavailable:
         return {}, pd.DataFrame()
-    bad = {}
-    for _, row in frame[frame["source"].eq(R.YOURS) & ~frame["status"].eq("ok")].iterrows():
-        bad[row["file"]] = {"status": row["status"], "reason": R.scrubbed(row["reason"])}
+    bad: dict[tuple[str, str], dict[str, str] | None] = {}
+    for _, row in frame[frame["source"].eq(R.YOURS)].iterrows():
+        key = (row["file"], str(row["point"] or ""))
+        if row["status"] != "ok" and bad.get(key) is None:
+            bad[key] = {"status": row["status"], "reason": R.scrubbed(row["reason"])}
+        else:
+            bad.setdefault(key, None)  # built there: measured
     return bad, frame
+
+
+def _bad_at(bad: dict[tuple[str, str], dict[str, str] | None], file: str, point: str) -> dict[str, str] | None:
+    """The compiler's verdict on ``file`` at the point labelled ``point`` (``_compile_checked``), None
+    where it built; at a point the compiler did not build (a ``--sweep`` point), the file's first
+    failure, so that no kernel of another signature is ever launched."""
+    if (file, point) in bad:
+        return bad[(file, point)]
+    if (file, "") in bad:
+        return bad[(file, "")]
+    return next((v for (f, _), v in bad.items() if f == file and v is not None), None)
 
 
 def _row(student: str, chapter: str, file: str, point: str, **fields: Any) -> dict[str, Any]:
@@ -249,21 +266,21 @@ def _graded(
                     "",
                     file,
                     "",
-                    compiled=file not in bad,
+                    compiled=all(f != file or v is None for (f, _), v in bad.items()),
                     status=R.NOT_RUN,
                     reason=f"no chapter graded here measures a student's {file}{where}",
                 )
             )
         for task in tasks:
             for point, file in task.points:
-                if file in bad:
-                    compiled = bad[file]["status"] != R.DOES_NOT_COMPILE
-                    rows.append(_row(name, task.chapter, file, plan.point_label(point), compiled=compiled, **bad[file]))
-            good = task.keeping(tuple(p for p in task.points if p[1] not in bad))
+                if found := _bad_at(bad, file, plan.point_label(point)):
+                    compiled = found["status"] != R.DOES_NOT_COMPILE
+                    rows.append(_row(name, task.chapter, file, plan.point_label(point), compiled=compiled, **found))
+            good = task.keeping(tuple(p for p in task.points if not _bad_at(bad, p[1], plan.point_label(p[0]))))
             if good.points:
                 jobs.append((name, good, staged[name]))
         log(
-            f"checked {name}: {len(sub.kernels)} kernel file(s), {len(sub.refused)} refused, {len(bad)} not compiling or not fitting"
+            f"checked {name}: {len(sub.kernels)} kernel file(s), {len(sub.refused)} refused, {len({f for (f, _), v in bad.items() if v})} not compiling or not fitting"
         )
     if not measure:
         for name, task, _ in jobs:

@@ -173,9 +173,12 @@ def sweep_figure(task: Any, rows: pd.DataFrame, sha256: dict[str, str]) -> str:
     ceiling = (
         (float(ceilings.iloc[0]), f"the {task.yours.ceiling} ceiling, this run") if rated and len(ceilings) else None
     )
-    title, ylabel = f"{task.chapter}: your file over the chapter's sweep", unit if rated else "time (ms)"
-    if spec is not None and spec.kind == "bar":  # a ladder: a bar per step and source
-        fig = series.draw_bars(frame, x, y, title=title, ylabel=ylabel, logy=not rated, by=keys)
+    what = spec.title if spec is not None else "the chapter's sweep"  # 04: its sweep and its ladder, apart
+    title, ylabel = f"{task.chapter}: your file over {what}", unit if rated else "time (ms)"
+    bars = spec is not None and spec.kind == "bar"
+    if bars:  # a ladder: a bar per step and source
+        order = recipe.kernel_choices.get(x)
+        fig = series.draw_bars(frame, x, y, title=title, ylabel=ylabel, logy=not rated, by=keys, order=order)
     else:
         fig = series.draw(frame, x, y, title=title, ylabel=ylabel, logx=False, logy=not rated, by=keys, ceiling=ceiling)
     buffer = io.BytesIO()
@@ -185,9 +188,12 @@ def sweep_figure(task: Any, rows: pd.DataFrame, sha256: dict[str, str]) -> str:
     points = frame[frame["series"].ne(R.REFERENCE)]
     wrong = int(points["status"].ne(R.OK).sum())
     return (
-        f"<h2>{html.escape(task.chapter)} across its sweep</h2><p class='note'>{len(points)} point(s) of the chapter's "
-        "sweep that build from your file, each checked as a graded point is; dashed: yours, solid: the reference "
-        "in this run" + (f"; a red cross: {wrong} point(s) not correct, with no time" if wrong else "") + ".</p>"
+        f"<h2>{html.escape(task.chapter)}: {html.escape(what)}</h2><p class='note'>{len(points)} point(s) of the "
+        "chapter's sweep that build from your file, each checked as a graded point is; "
+        + ("hatched bars: yours, plain: the reference" if bars else "dashed: yours, solid: the reference")
+        + " in this run"
+        + (f"; a red cross: {wrong} point(s) not correct, with no time" if wrong else "")
+        + ".</p>"
         f"<img alt='{html.escape(task.chapter)}: your series beside the reference' src='data:image/png;base64,{png}'>"
     )
 

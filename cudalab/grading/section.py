@@ -537,7 +537,7 @@ def show_sweep(chapter: str, tasks: list[plan.ChapterTask], swept: pd.DataFrame)
             "#### Your kernel across the chapter's sweep\n\nEvery point of the chapter's sweep that your file "
             f"builds for ({swept['point'].nunique()} points), measured as the graded points are and checked on "
             "its timed input, a fresh one and one harsh input of its size, your series beside the reference's "
-            "(dashed: yours"
+            "(yours dashed, or hatched in a ladder's bars"
             + (f"; a red cross: {len(wrong)} point(s) not correct, with no time" if len(wrong) else "")
             + ")."
             + _cost(swept)
@@ -549,13 +549,18 @@ def show_sweep(chapter: str, tasks: list[plan.ChapterTask], swept: pd.DataFrame)
         if recipe.table in drawn:  # two groups of one table (04's shared and registers kernels): one figure
             continue
         drawn.add(recipe.table)
-        # each table's own rows (04's ladder and its blocking-factor sweep both have an n)
+        # each table's own rows (04's ladder and its blocking-factor sweep both have an n), with
+        # its keys as the table has them (whole numbers, not the floats a column with gaps became)
         rows = swept[swept["table"].eq(recipe.table)] if "table" in swept else swept
+        rows = rows.dropna(axis=1, how="all")
         keys = series.point_keys(task, rows)
+        for k in keys:
+            if pd.api.types.is_float_dtype(rows[k]) and rows[k].notna().all() and (rows[k] % 1 == 0).all():
+                rows = rows.assign(**{k: rows[k].astype("int64")})
         for spec in series.figures_of(chapter, recipe.table):
             if spec.x not in keys or spec.y not in rows or rows.empty:
                 continue
-            fig = series.draw_declared(rows, spec, keys)
+            fig = series.draw_declared(rows, spec, keys, order=recipe.kernel_choices.get(spec.x))
             plt.show()
             plt.close(fig)
     shown = [

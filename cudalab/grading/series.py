@@ -15,6 +15,7 @@ of the axes, never a time.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -221,36 +222,53 @@ def draw(
     return fig
 
 
-def draw_bars(frame: pd.DataFrame, x: str, y: str, *, title: str, ylabel: str, logy: bool, by: list[str]):
-    """One declared bar figure over the sweep (a ladder: ``x`` a step's name): a bar per source and
-    value of ``by`` (the point's other keys) at each ``x`` value the student's series holds, in the
-    table's order, the student's hatched; a point that is not correct a red cross at the foot of
-    its place, labelled with its status, never a bar. Returns the figure."""
+def draw_bars(
+    frame: pd.DataFrame,
+    x: str,
+    y: str,
+    *,
+    title: str,
+    ylabel: str,
+    logy: bool,
+    by: list[str],
+    order: Sequence[Any] | None = None,
+):
+    """One declared bar figure over the sweep (a ladder: ``x`` a step's name): a bar per source at
+    each ``x`` value the student's series holds, in ``order`` (the recipe's, where it lists them)
+    else the table's, the student's hatched; a point that is not correct a red cross at the foot of
+    its place, labelled with its status, never a bar. Where the point's other keys (``by``: its n)
+    take several values, the bars are those of the value most of the student's points have (the
+    table's; a graded point at another n is in the section's table, not beside bars of another
+    size), named in the legend. Returns the figure."""
     import matplotlib.pyplot as plt
     import matplotlib.transforms as transforms
     import numpy as np
 
+    frame = frame.dropna(subset=[x])
+    other = [b for b in by if b != x and b in frame]
     mine = frame[frame["series"].ne(R.REFERENCE)]
-    steps = list(dict.fromkeys(mine[x])) or list(dict.fromkeys(frame[x]))
+    if other and len(mine):
+        where = frame[other].astype(str).agg(", ".join, axis=1)
+        frame = frame[where.eq(where[mine.index].value_counts().index[0])]
+        mine = frame[frame["series"].ne(R.REFERENCE)]
+    present = list(dict.fromkeys(mine[x])) or list(dict.fromkeys(frame[x]))
+    steps = [v for v in order if v in present] + [v for v in present if v not in order] if order else present
     frame = frame[frame[x].isin(steps)]
-    keys = ["series", *[b for b in by if b != x and b in frame]]
-    groups = list(dict.fromkeys(tuple(k) for k in frame[keys].itertuples(index=False)))
-    groups.sort(key=lambda k: str(k[0]) != R.REFERENCE)  # the reference's bars first, then yours
-    width = 0.8 / max(1, len(groups))
+    names = sorted(dict.fromkeys(frame["series"]), key=lambda s: str(s) != R.REFERENCE)  # the reference first
+    width = 0.8 / max(1, len(names))
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
     foot = transforms.blended_transform_factory(ax.transData, ax.transAxes)
-    crossed = set()
-    for i, key in enumerate(groups):
-        part = frame[(frame[keys] == pd.Series(key, index=keys)).all(axis=1)]
-        at = {step: j + (i - (len(groups) - 1) / 2) * width for j, step in enumerate(steps)}
+    at_n = (", " + ", ".join(str(frame[o].iloc[0]) for o in other)) if other and len(frame) else ""
+    for i, name in enumerate(names):
+        part = frame[frame["series"].eq(name)]
+        at = {step: j + (i - (len(names) - 1) / 2) * width for j, step in enumerate(steps)}
         good = part[part["status"].eq(R.OK) & part[y].notna()]
-        yours = str(key[0]) != R.REFERENCE
-        ax.bar([at[v] for v in good[x]], good[y], width=width, label=", ".join(str(k) for k in key),
-               hatch="//" if yours else None, edgecolor="black", linewidth=0.6)  # fmt: skip
+        yours = str(name) != R.REFERENCE
+        ax.bar([at[v] for v in good[x]], good[y], width=width, label=f"{name}{at_n}", hatch="//" if yours else None,
+               edgecolor="black", linewidth=0.6)  # fmt: skip
         for status, bad in part[part["status"].ne(R.OK)].groupby("status", sort=False) if yours else ():
             ax.scatter([at[v] for v in bad[x]], [0.03] * len(bad), transform=foot, marker="x", s=90, color="#c00",
-                       zorder=5, clip_on=False, label=None if status in crossed else f"yours: {status} (no time)")  # fmt: skip
-            crossed.add(status)
+                       zorder=5, clip_on=False, label=f"yours: {status} (no time)")  # fmt: skip
     ax.set_xticks(np.arange(len(steps)), [str(v) for v in steps], rotation=15, ha="right", fontsize=8)
     ax.set_xlabel(x.replace("_", " "))
     ax.set_title(title)
@@ -264,11 +282,13 @@ def draw_bars(frame: pd.DataFrame, x: str, y: str, *, title: str, ylabel: str, l
     return fig
 
 
-def draw_declared(frame: pd.DataFrame, spec: Any, by: list[str], **kw: Any):
+def draw_declared(frame: pd.DataFrame, spec: Any, by: list[str], order: Sequence[Any] | None = None, **kw: Any):
     """The chapter's declared figure ``spec`` (``declarations.Figure``) over the sweep: its lines
-    (``draw``) or its bars (``draw_bars``)."""
+    (``draw``) or its bars (``draw_bars``, its steps in ``order``)."""
     if spec.kind == "bar":
-        return draw_bars(frame, spec.x, spec.y, title=spec.title, ylabel=spec.ylabel, logy=spec.logy, by=by)
+        return draw_bars(
+            frame, spec.x, spec.y, title=spec.title, ylabel=spec.ylabel, logy=spec.logy, by=by, order=order
+        )
     return draw(frame, spec.x, spec.y, title=spec.title, ylabel=spec.ylabel, logx=spec.logx, logy=spec.logy, by=by,
                 **kw)  # fmt: skip
 

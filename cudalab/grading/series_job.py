@@ -57,6 +57,7 @@ class SeriesJob:
     seed: int | None = None
     point_s: float = POINT_LIMIT_S
     submission_s: float = SUBMISSION_LIMIT_S
+    table: str | None = None  # the groups whose recipe measures this table only (the explorer's); None: all
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), default=str)
@@ -99,6 +100,8 @@ def run(job: SeriesJob, tell: Callable[[dict[str, Any]], None] = lambda event: N
     sub = submission.check(job.folder)
     refused = "; ".join(f"{r.name}: {r.reason}" for r in sub.refused)
     tasks = plan.chapter_tasks(job.chapter, sub.kernels) if sub.kernels else []
+    if job.table is not None:  # the explorer draws one table: 04's ladder is not measured for its sweep's view
+        tasks = [t for t in tasks if plan.recipe_of(t.yours.recipe).table == job.table]
     if not tasks:
         measured_here = ", ".join(kernel_files(job.chapter)) or "no kernel file"
         raise CudalabError(

@@ -153,10 +153,15 @@ def verdict(point: Point, got: dict[str, Any], want: dict[str, Any], mat: np.nda
 
 
 def tile(point: Point) -> int:
-    """The point's tile edge: its blocking factor, block edge or block, else 32."""
+    """The point's tile edge: its blocking factor, block edge or block, its ladder step's blocking
+    factor (chapter 04's ``LADDER``), else 32."""
     for axis in ("block_factor", "block_edge", "block"):
         if axis in point:
             return int(point[axis])
+    if "variant" in point:
+        from cudalab.labs.fw.blocked.point import ladder_step
+
+        return ladder_step(point).bf
     return 32
 
 

@@ -87,12 +87,14 @@ def ladder_step(point: dict[str, Any]) -> LadderStep:
 
 def ladder_variant(point: dict[str, Any], kernel_file: str | Path | None = None) -> tuple[Any, list]:
     """A ladder step as a sweep variant, built as the chapter builds it (its file, options and
-    blocking factor) from ``kernel_file`` where that is a copy of the step's own file (a student's
-    ``fw_blocked.cu`` builds steps 4-7, never the global-memory steps 1-3), and its launches."""
+    blocking factor), from ``kernel_file`` where given: a copy of the step's own file (a student's
+    ``fw_blocked.cu`` builds steps 4-7; a copy of another file is refused), and its launches."""
     from cudalab.labs.fw.blocked import kernels
 
     step = ladder_step(point)
-    copy = kernel_file if kernel_file is not None and Path(kernel_file).name == step.file else None
+    if kernel_file is not None and Path(kernel_file).name != step.file:  # never the reference's, silently
+        raise CudalabError(f"ladder step {step.label!r} builds {step.file}, not {Path(kernel_file).name}")
+    copy = kernel_file
     variant = kernels.variant(
         step.label,
         lambda: kernels.plan_for_build(step.file, step.options, step.bf, copy),
