@@ -391,6 +391,12 @@ def main(argv: list[str] | None = None) -> int:
             args.measuring = chapters  # not --only: the report names why a chapter was kept by what was asked
     if "," in args.gpu:
         return _several(args, command)
+    if args.out is not None:  # an unsafe output folder refused before papermill and nbconvert load (1.5 s)
+        from cudalab.report import outdir
+
+        _, status = _guarded(lambda: outdir.check(args.out), args, "interrupted; nothing written")
+        if status is not None:
+            return status
     from cudalab.report.build import run  # after --help: papermill and nbconvert load slowly
 
     summary, status = _guarded(
