@@ -277,6 +277,27 @@ def test_the_explorers_job_sweeps_its_own_table_alone(tmp_path):
     assert made.table == "blocking_factor_sweep"
 
 
+def test_chapter_06s_series_is_a_stage_of_its_own_on_its_stage_times():
+    """A k-means series point is a whole iteration, which none of stage_times's stages is: the
+    chapter declares the stage it stands for (``series_axes``), the series rows carry it, and the
+    explorer draws them there; a row without it is still left out (the stages are undecided)."""
+    from cudalab.grading import plan
+    from cudalab.grading import series as grading_series
+
+    chapter = "06_kmeans_device_update"
+    (task,) = plan.chapter_tasks(chapter, ["km_01_device_update.cu"])
+    assert task.yours.series_axes == {"stage": "whole iteration"}
+    label = plan.point_label(dict(task.points[0][0]))
+    measured = pd.DataFrame([{"point": label, "file": "km_01_device_update.cu", "source": s, "status": "ok",
+                              "time_ms": 1.5} for s in ("yours", "reference")])  # fmt: skip
+    rows = grading_series.as_table(measured, task, {"km_01_device_update.cu": "ab" * 32})
+    assert set(rows["stage"]) == {"whole iteration"}
+    run = pd.DataFrame([{**dict(task.points[0][0]), "stage": s, "time_ms": 0.5} for s in ("assign", "update")])
+    placed = series._with_axes(rows, run, ["n", "d", "k", "variant", "stage"])
+    assert len(placed) == 2 and set(placed["stage"]) == {"whole iteration"}
+    assert series._with_axes(rows.drop(columns="stage"), run, ["n", "d", "k", "variant", "stage"]).empty
+
+
 def test_a_point_is_drawn_only_where_the_table_has_it_and_it_decides_the_tables_axes():
     """A series row is placed by its own point's keys: a row of another table (other keys) is left
     out, and so is a point at which the table holds several values of an axis the point does not

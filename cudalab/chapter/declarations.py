@@ -178,7 +178,10 @@ class Yours(_Strict):
     recipe that times each iteration's stages, the median iteration's stages summed (``time:
     median_iteration``). Few points: a class of thirty is graded on them in minutes. ``checks``: the
     inputs each point is also checked on, and the family's kit that draws, solves and judges them
-    (``CheckKit``)."""
+    (``CheckKit``). ``series_axes``: the values of the recipe's table's axes that a point of the
+    student's series stands for where its point does not decide them (chapter 06's ``stage_times``
+    holds several stages at each point, and a series' time is the whole iteration's: ``stage:
+    whole iteration``), so that the explorer draws it there."""
 
     recipe: str
     points: tuple[dict[str, bool | int | float | str], ...]
@@ -188,6 +191,7 @@ class Yours(_Strict):
     ceiling: str | None = None
     cases: Cases | None = None
     checks: CheckKit | None = None
+    series_axes: dict[str, bool | int | float | str] = {}
 
 
 class Declarations(_Strict):

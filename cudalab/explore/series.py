@@ -238,16 +238,19 @@ def point_keys(label: str) -> tuple[str, ...]:
 def _with_axes(frame: pd.DataFrame, run: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
     """``frame``'s rows placed on the run's table: each row's point keys (from its label) must be
     columns of the table, and the table's axes it lacks are read from the table's row at the same
-    point (chapter 04's ``variant`` from ``n``, ``block_factor`` and ``kernel``). A row is left out
-    where the table has no such point, or where the point does not decide those axes (chapter 06's
-    ``stage_times`` holds several stages at each point: a whole iteration's time is none of them)."""
+    point (chapter 04's ``variant`` from ``n``, ``block_factor`` and ``kernel``), unless the row
+    carries them (the values its chapter says a series point stands for, ``Yours.series_axes``:
+    chapter 06's ``stage_times`` holds several stages at each point, and a series' whole iteration is
+    ``stage`` "whole iteration"). A row is left out where the table has no such point, or where
+    neither the point nor the row decides those axes."""
     placed = []
     labels = frame["point"].astype(str) if "point" in frame else pd.Series("", index=frame.index)
     for keys, rows in frame.groupby(labels.map(point_keys), sort=False):
         keys = list(keys)
         if not keys or any(k not in run.columns or k not in rows.columns for k in keys):
             continue  # a point of another table (its keys are not this table's columns)
-        missing = [a for a in axes if a not in keys]
+        carried = [a for a in axes if a not in keys and a in rows and rows[a].notna().all()]
+        missing = [a for a in axes if a not in keys and a not in carried]
         lookup = run[keys + missing].drop_duplicates()
         decided = lookup[~lookup.duplicated(keys, keep=False)]  # one value of each missing axis per point
         rows = rows.drop(columns=[a for a in missing if a in rows], errors="ignore")

@@ -157,8 +157,9 @@ def checked_lightly(task: plan.ChapterTask) -> plan.ChapterTask:
 
 
 def as_table(measured: pd.DataFrame, task: plan.ChapterTask, sha256: dict[str, str]) -> pd.DataFrame:
-    """``section.measured``'s rows (a row per point and source) with each point's keys as columns
-    and ``series``: "reference" or the student's label (``label``) for the file at that point."""
+    """``section.measured``'s rows (a row per point and source) with each point's keys as columns,
+    the table's axes the chapter says a series point stands for (``Yours.series_axes``) and
+    ``series``: "reference" or the student's label (``label``) for the file at that point."""
     by_label = {plan.point_label(p): p for p, _ in task.points}
     rows = []
     for _, row in measured.iterrows():
@@ -166,6 +167,7 @@ def as_table(measured: pd.DataFrame, task: plan.ChapterTask, sha256: dict[str, s
         mine = row["source"] == R.YOURS
         rows.append(
             {
+                **task.yours.series_axes,
                 **point,
                 **row.to_dict(),
                 "series": label(sha256.get(str(row["file"]), "")) if mine else R.REFERENCE,
