@@ -27,7 +27,8 @@ MARK = ".cudalab-grade"
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:2em;max-width:80em;color:#222}
-table{border-collapse:collapse;margin:0.5em 0 1.5em;font-size:0.9em}
+table{border-collapse:collapse;margin:0.5em 0 1.5em;font-size:0.9em;display:block;overflow-x:auto;max-width:100%}
+@media print{table{display:table;font-size:0.75em}}
 th,td{border-bottom:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:tabular-nums}
 tr.ok td{background:#f3fbf3}tr.bad td{background:#fdf0f0}tr.other td{background:#fbf8ee}
