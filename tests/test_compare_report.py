@@ -308,3 +308,13 @@ def test_a_chapter_that_cannot_be_compared_costs_no_other(tmp_path):
     assert "comparison failed:</b> UnicodeDecodeError" in (out / "report.html").read_text()
     assert json.loads((out / "build.json").read_text())["failed"] == ["01_block_size"]
     assert (out / "data" / "04_blocking_factor").is_dir()
+
+
+def test_a_numeric_series_is_named_in_the_legend():
+    """Chapter 05's footprint grid draws a line per block width: "block x 16", not a bare 16 (nor the
+    16.0 that a column with the baseline's gaps reads as)."""
+    from cudalab.report.compare.figures import _named
+
+    assert _named("H200, gtx680", "block_x", 16) == "H200, gtx680: block x 16"
+    assert _named("H200, gtx680", "kernel", "matmult01: 32x32 footprint") == "H200, gtx680: matmult01: 32x32 footprint"
+    assert _named("H200, gtx680", None, None) == "H200, gtx680"

@@ -323,3 +323,15 @@ def test_the_section_draws_each_table_from_its_own_rows_once(monkeypatch):
     (_, tables, dtypes, _), (_, ladder_tables, _, order) = drawn
     assert tables == {"blocking_factor_sweep"} and ladder_tables == {"ladder"}
     assert str(dtypes["block_factor"]) == "int64" and order[0] == "1. GPU baseline"
+
+
+def test_chapter_05s_footprint_grid_is_a_declared_figure_a_students_series_is_drawn_in():
+    """Issue 67 item 1: lab 002's footprint grid (``footprint_sweep``, the recipe's own table) has a
+    declared figure over a key of its points, so a student's mm_02_footprint.cu is drawn there,
+    not only listed."""
+    (task,) = plan.chapter_tasks("05_matmul_footprint", ["mm_02_footprint.cu"])
+    table = pd.read_csv(RESULTS_DIR / "nvidia-h200" / "h200" / "05_matmul_footprint" / "footprint_sweep.csv")
+    (spec,) = series.figures_of(task.chapter, "footprint_sweep")
+    assert spec.kind == "line" and spec.x in series.point_keys(task, table) and spec.y == "time_ms"
+    whole = series.sweep_task(task, table, {"mm_02_footprint.cu"}, series.builds_for(task.yours, "9.0"))
+    assert len(whole.points) >= 4 and {p["footprint"] for p, _ in whole.points} >= {16, 32, 64}

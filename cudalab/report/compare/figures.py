@@ -48,6 +48,16 @@ def _lower_is_better(column: str) -> bool:
     return column.endswith("_ms") or column.endswith("_s")
 
 
+def _named(label: str, series: str | None, value) -> str:
+    """A line's legend entry: its source, and its series' value (a number with the series' name:
+    "block x 16", where a bare 16 would say nothing)."""
+    if value is None:
+        return label
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{label}: {str(series).replace('_', ' ')} {value}"
+    return f"{label}: {value}"
+
+
 def _frames(spec: Figure, sources: list[Source], chapter: str) -> dict[str, pd.DataFrame]:
     out = {}
     for s in sources:
@@ -63,6 +73,10 @@ def _frames(spec: Figure, sources: list[Source], chapter: str) -> dict[str, pd.D
         frame = frame.dropna(subset=[spec.x, spec.y])
         if spec.series and spec.series not in frame:
             continue
+        if spec.series:  # a block width of 16, not 16.0 (a column with gaps, the baseline's, reads as floats)
+            values = pd.to_numeric(frame[spec.series], errors="coerce")
+            if values.notna().all() and (values % 1 == 0).all():
+                frame = frame.assign(**{spec.series: values.astype("int64")})
         if spec.best_over:
             keys = [c for c in (spec.x, spec.series) if c]
             pick = (
@@ -130,7 +144,7 @@ def draw(spec: Figure, sources: list[Source], chapter: str, colours: dict[str, t
                     style,
                     marker=markers[i % len(markers)],
                     color=colours[label],
-                    label=f"{label}: {value}" if value is not None else label,
+                    label=_named(label, spec.series, value),
                     markersize=5,
                     linewidth=1.3,
                 )
