@@ -31,6 +31,7 @@ import pandas as pd
 
 from cudalab.chapter.catalog import BATCH_ENV
 from cudalab.core.paths import KERNELS_DIR
+from cudalab.core.sweep import whole_numbers
 from cudalab.grading import file_verdicts, isolate, plan, series, trials
 from cudalab.grading import results as R
 from cudalab.grading.submission import Submission
@@ -554,9 +555,7 @@ def show_sweep(chapter: str, tasks: list[plan.ChapterTask], swept: pd.DataFrame)
         rows = swept[swept["table"].eq(recipe.table)] if "table" in swept else swept
         rows = rows.dropna(axis=1, how="all")
         keys = series.point_keys(task, rows)
-        for k in keys:
-            if pd.api.types.is_float_dtype(rows[k]) and rows[k].notna().all() and (rows[k] % 1 == 0).all():
-                rows = rows.assign(**{k: rows[k].astype("int64")})
+        rows = whole_numbers(rows, keys)
         for spec in series.figures_of(chapter, recipe.table):
             if spec.x not in keys or spec.y not in rows or rows.empty:
                 continue

@@ -20,6 +20,7 @@ import seaborn as sns  # noqa: E402
 
 from cudalab.chapter.declarations import Figure  # noqa: E402
 from cudalab.core import plots  # noqa: E402
+from cudalab.core.sweep import whole_numbers  # noqa: E402
 from cudalab.report.compare.sources import Source  # noqa: E402
 
 MAX_SERIES = 4
@@ -73,10 +74,8 @@ def _frames(spec: Figure, sources: list[Source], chapter: str) -> dict[str, pd.D
         frame = frame.dropna(subset=[spec.x, spec.y])
         if spec.series and spec.series not in frame:
             continue
-        if spec.series:  # a block width of 16, not 16.0 (a column with gaps, the baseline's, reads as floats)
-            values = pd.to_numeric(frame[spec.series], errors="coerce")
-            if values.notna().all() and (values % 1 == 0).all():
-                frame = frame.assign(**{spec.series: values.astype("int64")})
+        if spec.series:
+            frame = whole_numbers(frame, [spec.series])
         if spec.best_over:
             keys = [c for c in (spec.x, spec.series) if c]
             pick = (
