@@ -59,3 +59,25 @@ def test_the_report_html_is_nbconverts_element_for_element(tmp_path):
     assert ours.select("img")[-1]["alt"] == stitch.NO_ALT_TEXT
     assert ours.select_one("pre").get_text() == theirs.select_one("pre").get_text()
     assert str(ours) == str(theirs)
+
+
+def test_each_figure_says_which_it_is_by_its_section_and_chapter(tmp_path):
+    """A figure's alt text names the section it is drawn in and its chapter; one drawn before any
+    heading names the chapter; an alt text the notebook gave is kept."""
+    chapter = nbformat.v4.new_notebook()
+    early, late, given = (nbformat.v4.new_code_cell("plot()") for _ in range(3))
+    early.outputs = [nbformat.v4.new_output("display_data", data={"image/png": PNG})]
+    late.outputs = [nbformat.v4.new_output("display_data", data={"image/png": PNG})]
+    given.outputs = [
+        nbformat.v4.new_output("display_data", data={"image/png": PNG}, metadata={"image/png": {"alt": "own <words>"}})
+    ]
+    chapter.cells = [early, nbformat.v4.new_markdown_cell("Text\n\n## Where the time goes\n\nMore"), late, given]
+    nbformat.write(chapter, tmp_path / "ch.ipynb")
+    outcome = stitch.ChapterOutcome(id="09_x", title="09 A chapter", notebook=tmp_path / "ch.ipynb", ok=True)
+    book = stitch.stitch([outcome], nbformat.v4.new_markdown_cell("cover"))
+    page = _parsed(stitch.render_html(book, tmp_path / "r.html", "t").read_text())
+    assert [i["alt"] for i in page.select("img")] == [
+        "Figure: 09 A chapter",
+        "Figure: Where the time goes, in 09 A chapter",
+        "own <words>",
+    ]

@@ -349,6 +349,27 @@ def _submission(submission: dict[str, Any] | None) -> str:
     )
 
 
+_HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.M)
+
+
+def _figures_described(cells: list[nbformat.NotebookNode], chapter_title: str) -> list[nbformat.NotebookNode]:
+    """``cells`` with each figure (a PNG output) given an alt text where it has none: the section it
+    is drawn in and the chapter, so that a screen reader or a PDF's text says which figure it is
+    (nbconvert would otherwise write "No description has been provided for this image")."""
+    section = ""
+    for cell in cells:
+        if cell.cell_type == "markdown":
+            headings = _HEADING.findall(cell.source)
+            section = headings[-1] if headings else section
+            continue
+        for output in cell.get("outputs", []):
+            if "image/png" in output.get("data", {}):
+                described = output.setdefault("metadata", {}).setdefault("image/png", {})
+                where = f"{section}, in {chapter_title}" if section and section != chapter_title else chapter_title
+                described.setdefault("alt", f"Figure: {where}")
+    return cells
+
+
 def stitch(outcomes: list[ChapterOutcome], cover: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """One notebook: the cover, then every chapter's executed cells behind an anchor."""
     book = nbformat.v4.new_notebook()
@@ -374,7 +395,7 @@ def stitch(outcomes: list[ChapterOutcome], cover: nbformat.NotebookNode) -> nbfo
             book.cells.append(nbformat.v4.new_markdown_cell(f"*(executed notebook unreadable: {exc})*"))
             continue
         # explorers are for JupyterLab: a static report shows no widget, nor its "Explore" cells
-        book.cells.extend(c for c in nb.cells if not catalog.interactive_only(c))
+        book.cells.extend(_figures_described([c for c in nb.cells if not catalog.interactive_only(c)], o.title))
         for key in ("kernelspec", "language_info"):
             if key in nb.metadata:
                 book.metadata.setdefault(key, nb.metadata[key])
