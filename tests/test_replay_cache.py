@@ -107,3 +107,30 @@ def test_without_the_variable_every_replay_runs(tmp_path, recording, monkeypatch
     for name in ("a", "b"):
         run(chapter, *_build(tmp_path, name, recording)[1:], 0, False)
     assert fake.calls == 2
+
+
+def test_builds_side_by_side_replaying_the_same_inputs_run_the_chapter_once(cache, tmp_path, recording):
+    """The suite's two workers often replay the same chapter at the same moment: the second waits
+    for the first and copies what it kept (without the lock, both run it: ``calls == 2``)."""
+    import threading
+    import time
+
+    chapter = catalog.chapter("01_block_size")
+
+    class Slow(FakeChapter):
+        def __call__(self, *args):
+            time.sleep(0.5)  # long enough that the other build starts while this one runs
+            return super().__call__(*args)
+
+    fake = Slow()
+    run = replay_cache.cached(fake)
+    builds = [_build(tmp_path, name, recording) for name in ("left", "right")]
+    results: list = []
+    threads = [threading.Thread(target=lambda b=b: results.append(run(chapter, b[1], b[2], 0, False))) for b in builds]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert results == [(True, "")] * 2 and fake.calls == 1
+    for out, notebook, _ in builds:
+        assert (out / "data" / "01_block_size" / "sweep.csv").is_file() and str(out) in notebook.read_text()

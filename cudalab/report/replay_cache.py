@@ -10,6 +10,9 @@ among them. A later replay with the same digest copies them into its own folder 
 starting a kernel, with the build's folder named as its own wherever the kept files name a
 folder.
 
+Builds side by side that replay the same inputs take turns (a lock beside the entry): the first
+runs the chapter, the others wait and copy it.
+
 Nothing measured is kept (a measurement runs every time), nor a chapter that failed, nor one
 whose data names the folder it was built in (its copy would point elsewhere). No build sets the
 variable on its own: ``make test`` sets it for one run, in a folder of that run.
@@ -17,13 +20,15 @@ variable on its own: ``make test`` sets it for one run, in a folder of that run.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import hashlib
 import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from cudalab.chapter import catalog
@@ -51,16 +56,28 @@ def cached(run: RunNotebook) -> RunNotebook:
             return run(chapter, out_nb, params, cell_timeout, progress_bar)
         out = Path(params["data_dir"]).parent
         entry = Path(folder) / inputs_digest(chapter, out, params)
-        if entry.is_dir():
-            restore(entry, out, out_nb)
-            return True, ""
-        before = _snapshot(out)
-        ok, error = run(chapter, out_nb, params, cell_timeout, progress_bar)
-        if ok:
-            keep(entry, out, out_nb, before)
-        return ok, error
+        with _alone(entry):  # a build beside this one replaying the same inputs: wait, then copy its
+            if entry.is_dir():
+                restore(entry, out, out_nb)
+                return True, ""
+            before = _snapshot(out)
+            ok, error = run(chapter, out_nb, params, cell_timeout, progress_bar)
+            if ok:
+                keep(entry, out, out_nb, before)
+            return ok, error
 
     return run_or_reuse
+
+
+@contextlib.contextmanager
+def _alone(entry: Path) -> Iterator[None]:
+    """Hold ``entry``'s lock: one replay of the same inputs at a time, so that builds running side by
+    side (the test suite's two workers) run a chapter once and the other copies it. The lock goes
+    with the process that holds it, however it ends."""
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    with open(entry.with_name(entry.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def inputs_digest(chapter: catalog.ChapterInfo, out: Path, params: dict) -> str:
