@@ -80,18 +80,18 @@ def lab(tmp_path, monkeypatch):
     _table().to_csv(tmp_path / "blocking_factor_sweep.csv", index=False)
     calls = []
 
-    def measured(lab, task, staged, limits, seed, race_checks=True, tick=None):
-        calls.append((task, race_checks))
-        return _measured(task, (32,))
+    def measured_together(lab, parts, staged, limits, seed=0, tick=None):
+        calls.append(list(parts))
+        return [_measured(task, () if race_checks else (32,)) for task, race_checks in parts]  # the sweep wrong at 32
 
-    monkeypatch.setattr(section, "measured", measured)
+    monkeypatch.setattr(section, "measured_together", measured_together)
     return SimpleNamespace(id="04_blocking_factor", out_dir=str(tmp_path), mode="measure", profile=None, calls=calls)
 
 
 def test_the_series_is_measured_labelled_and_a_wrong_point_counts_against_the_file(lab, tmp_path):
     task = _task()
-    graded = _measured(task)
-    swept = section.across_the_sweep(lab, [task], tmp_path, None, 7, graded, {"fw_blocked.cu": SHA})
+    graded, swept, failed = section.graded_and_swept(lab, [task], tmp_path, None, 7, {"fw_blocked.cu": SHA})
+    assert not failed and graded.equals(_measured(task))
     mine = swept[swept["series"].eq("yours 01234567")]
     assert set(swept["series"]) == {"yours 01234567", R.REFERENCE}
     assert len(mine) == 1 + 8, "the graded point, then the sweep's eight (BF 128: the reference refused it)"
@@ -106,7 +106,7 @@ def test_the_series_is_measured_labelled_and_a_wrong_point_counts_against_the_fi
 
 def test_a_wrong_point_is_a_cross_at_the_foot_never_a_time(lab, tmp_path):
     task = _task()
-    swept = section.across_the_sweep(lab, [task], tmp_path, None, 7, _measured(task), {"fw_blocked.cu": SHA})
+    _, swept, _ = section.graded_and_swept(lab, [task], tmp_path, None, 7, {"fw_blocked.cu": SHA})
     (spec,) = [f for f in series.figures_of(task.chapter, "blocking_factor_sweep")]
     fig = series.draw(swept, spec.x, spec.y, title=spec.title, ylabel=spec.ylabel, logx=False, logy=True,
                       by=series.point_keys(task, swept))  # fmt: skip
@@ -141,8 +141,9 @@ def test_sweep_points_are_checked_on_a_timed_and_a_fresh_harsh_input_the_graded_
 
     task = _task()
     assert task.yours.checks.inputs, "chapter 04 declares check inputs"
-    section.across_the_sweep(lab, [task], tmp_path, None, 7, _measured(task), {"fw_blocked.cu": SHA})
-    ((swept, race_checks),) = lab.calls
+    section.graded_and_swept(lab, [task], tmp_path, None, 7, {"fw_blocked.cu": SHA})
+    (((graded, graded_races), (swept, race_checks)),) = lab.calls  # one measurement: the graded point, the sweep
+    assert graded == task and graded_races is True
     # the first harsh input at the point's own size (chapter 04: a sparse graph), no other
     assert [c.input for c in swept.yours.checks.inputs] == ["sparse"] and race_checks is False
     assert swept.yours.checks.inputs[0].n is None and swept.yours.checks.fresh is False

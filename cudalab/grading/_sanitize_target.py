@@ -8,7 +8,9 @@ The request, a JSON object on stdin: ``chapter`` and ``group`` (which of its ``y
 declarations), ``folder`` (the staged submission, or null for the reference files), ``points``
 (``[[point, kernel file], ...]``), ``params`` (the chapter's parameters), ``seed`` and
 ``results`` (a file this process appends one JSON line to per point: ``{"index", "status":
-"ran" | "failed", "reason", "point"}``; a file, not stdout, where a kernel's printf lands).
+"ran" | "failed", "reason", "point"}``; a file, not stdout, where a kernel's printf lands), and
+where several groups' points are checked in one run (``plan.Batch``), ``parts``: each point is
+built by its own group's kit.
 
 Each point is built as its family's ``Checks`` kit builds it for the grader (``kit.trial``), at
 ``kit.small(point)`` (two or three of its tiles: a sanitizer slows a kernel 10-100 times), on one
@@ -82,16 +84,18 @@ def main() -> int:
     from cudalab.chapter.declarations import of
     from cudalab.core.errors import KernelCompileError
     from cudalab.grading import trials
+    from cudalab.grading.plan import request_parts
 
-    yours = of(request["chapter"]).yours[int(request.get("group", 0))]
+    declared = of(request["chapter"]).yours
+    groups = [group for group, _ in request_parts(request)]
     folder = Path(request["folder"]) if request.get("folder") else None
-    if yours.checks is None:
-        for index, _ in enumerate(request["points"]):
-            report(index, "failed", "the chapter declares no checks kit (yours.checks) to build its points with")
-        return 0
-    kit = trials.kit_of(yours.checks.kit)
     params, seed = dict(request.get("params") or {}), int(request.get("seed", 0))
     for index, (point, file) in enumerate(request["points"]):
+        yours = declared[groups[index]]
+        if yours.checks is None:
+            report(index, "failed", "the chapter declares no checks kit (yours.checks) to build its points with")
+            continue
+        kit = trials.kit_of(yours.checks.kit)
         kernel_file = str(folder / file) if folder is not None else None
         try:
             run_point(kit, point, kernel_file, params, seed)

@@ -11,7 +11,10 @@ seed, time limit, ...), ``ceiling`` (a ceiling to measure first, or null), ``see
 run's seed) and ``answers`` (the folder this process writes its answers to, for the grader to judge:
 ``grading.trials``; where the chapter declares ``yours.checks``, a point is timed on fresh inputs and
 answered there, and no answer is computed here) and ``checks`` (the inputs to answer: the chapter's
-``yours.checks``, fewer for a sweep's points). Events, in order: one
+``yours.checks``, fewer for a sweep's points). A request may also hold ``parts`` (``plan.Batch``:
+several of the chapter's groups in one process): per group, in order, ``group``, how many of
+``points`` are its (``points``) and its ``checks``; each point is then measured by its own group's
+recipe and kit, on its own group's checks. Events, in order: one
 ``ceiling``; then per point a ``start`` (the watchdog's clock restarts) and a ``point`` with its
 result. After a fault the process stops: its context is no longer to be trusted.
 """
@@ -63,11 +66,12 @@ def measure(request: dict[str, Any]) -> int:
     """Measure the request's points, emitting each result; 0, or 3 after a fault."""
     from cudalab.chapter.declarations import of
     from cudalab.core.errors import CudalabError, KernelCompileError
-    from cudalab.grading.plan import recipe_of
+    from cudalab.grading.plan import recipe_of, request_parts
 
     chapter, params = request["chapter"], request["params"]
-    yours = of(chapter).yours[int(request.get("group", 0))]
-    recipe = recipe_of(yours.recipe)
+    declared = of(chapter).yours
+    yours = declared[int(request.get("group", 0))]
+    parts = request_parts(request)
     folder = Path(request["folder"]) if request.get("folder") else None
     if request.get("ceiling"):
         try:
@@ -78,12 +82,15 @@ def measure(request: dict[str, Any]) -> int:
     for index, (point, file) in enumerate(request["points"]):
         _emit("start", index=index)
         kernel_file = str(folder / file) if folder is not None else None
+        group, checks = parts[index]
+        mine = declared[group]
         try:
-            if yours.checks is not None:
-                result = _checked_point(request, yours, dict(point), kernel_file, params, index)
+            if mine.checks is not None:
+                asked = {**request, "checks": checks}
+                result = _checked_point(asked, mine, dict(point), kernel_file, params, index)
             else:  # a chapter without a kit: its recipe checks in this process (no grader's verdict)
-                rows = recipe.measure(dict(point), kernel_file=kernel_file, params=params)
-                result = R.one_time(rows, yours.time)
+                rows = recipe_of(mine.recipe).measure(dict(point), kernel_file=kernel_file, params=params)
+                result = R.one_time(rows, mine.time)
         except KernelCompileError as exc:
             result = {"status": R.DOES_NOT_COMPILE, "reason": R.compile_failure(exc)}
         except CudalabError as exc:

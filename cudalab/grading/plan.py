@@ -8,6 +8,7 @@ so that nothing here lists chapters: a new chapter that declares ``yours`` is gr
 from __future__ import annotations
 
 import importlib
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,6 +76,99 @@ class ChapterTask:
     def files(self) -> list[str]:
         """The kernel files these points build from, in order."""
         return list(dict.fromkeys(f for _, f in self.points))
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Several of one chapter's tasks measured in one process per source (``grading.section``: the
+    graded points and the sweep's, every group's, in one worker for the student's files and one for
+    the reference's): their points in order, each point with its own task's group and checks. The
+    worker's request (``_worker_target``) and the sanitizer's (``_sanitize_target``) carry
+    ``parts``: per task, in order, its group, how many of ``points`` are its, and its checks."""
+
+    tasks: tuple[ChapterTask, ...]
+
+    def __post_init__(self) -> None:
+        if not self.tasks or len({t.chapter for t in self.tasks}) != 1:
+            raise ValueError("a batch holds one or more tasks of one chapter")
+
+    @property
+    def chapter(self) -> str:
+        return self.tasks[0].chapter
+
+    @property
+    def points(self) -> tuple[tuple[dict[str, Any], str], ...]:
+        """Every task's points, in order."""
+        return tuple(p for t in self.tasks for p in t.points)
+
+    @property
+    def files(self) -> list[str]:
+        """The kernel files these points build from, in order."""
+        return list(dict.fromkeys(f for _, f in self.points))
+
+    def firsts(self) -> list[int]:
+        """Where each task's points start in ``points``."""
+        out, at = [], 0
+        for t in self.tasks:
+            out.append(at)
+            at += len(t.points)
+        return out
+
+    def request(
+        self,
+        folder: Path | None,
+        params: dict[str, Any],
+        *,
+        seed: int = 0,
+        answers: Path | None = None,
+    ) -> dict[str, Any]:
+        """The worker's request for every task's points at once (``ChapterTask.request``, with
+        ``parts``); no ceiling and no cases (a grading run's, per task)."""
+        first = self.tasks[0].request(folder, params, seed=seed, answers=answers)
+        return {
+            **first,
+            "points": [[p, f] for p, f in self.points],
+            "parts": [
+                {
+                    "group": t.group,
+                    "points": len(t.points),
+                    "checks": t.yours.checks.model_dump(mode="json") if t.yours.checks is not None else None,
+                }
+                for t in self.tasks
+            ],
+        }
+
+
+def request_parts(request: dict[str, Any]) -> list[tuple[int, Any]]:
+    """Each of the request's points -> (its group, the checks it is asked for): from its ``parts``
+    (``Batch``), else the request's one ``group`` and ``checks`` for every point. A ``ValueError``
+    where the parts do not cover the points exactly."""
+    points = len(request["points"])
+    parts = request.get("parts")
+    if not parts:
+        return [(int(request.get("group", 0)), request.get("checks"))] * points
+    out = [(int(part["group"]), part.get("checks")) for part in parts for _ in range(int(part["points"]))]
+    if len(out) != points:
+        raise ValueError(f"the request's parts cover {len(out)} points, not its {points}")
+    return out
+
+
+def graded_once(tasks: Iterable[ChapterTask]) -> list[ChapterTask]:
+    """``tasks`` (a chapter's groups, in order) with each graded build measured once: a later group's
+    point that builds the same file at the same point as an earlier group's is left out, and groups
+    left with no point are dropped. A file graded at two different points keeps both, each with
+    every check and its race check: chapter 04 grades ``fw_blocked.cu`` at BF 32 (its first group)
+    and at the ladder's step 7 (BF 64 in 22 registers), two builds, so a race or an edge case that
+    only one of them has is still caught."""
+    graded: set[tuple[str, str]] = set()
+    out = []
+    for task in tasks:
+        keys = [(f, json.dumps(p, sort_keys=True, default=str)) for p, f in task.points]
+        kept = tuple(point for point, key in zip(task.points, keys) if key not in graded)
+        graded |= set(keys)
+        if kept:
+            out.append(task.keeping(kept))
+    return out
 
 
 def named(spec: str, kind: type, field: str) -> Any:

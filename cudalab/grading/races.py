@@ -29,7 +29,7 @@ from typing import Any
 
 from cudalab.core.paths import KERNELS_DIR
 from cudalab.grading import results as R
-from cudalab.grading.plan import ChapterTask, point_label
+from cudalab.grading.plan import Batch, ChapterTask, point_label
 from cudalab.toolchain import hazards as sanitizer
 from cudalab.toolchain.hazards import TOOLS, Hazard, ToolRun
 
@@ -51,14 +51,16 @@ def unavailable() -> str:
     return ""
 
 
-def request(task: ChapterTask, folder: Path | None, params: dict[str, Any], seed: int, results: Path) -> dict[str, Any]:
+def request(
+    task: ChapterTask | Batch, folder: Path | None, params: dict[str, Any], seed: int, results: Path
+) -> dict[str, Any]:
     """The target's request (``_sanitize_target``): the worker's (``ChapterTask.request``) and the
     file it writes a line per point to."""
     return {**task.request(folder, params, seed=seed), "results": str(results)}
 
 
 def races(
-    task: ChapterTask,
+    task: ChapterTask | Batch,
     folder: Path | None,
     params: dict[str, Any],
     *,
@@ -71,7 +73,8 @@ def races(
     "race" | "ok" | "not checked", "reason": "fw_blocked.cu:49: racecheck: ...", "hazards": [every
     hazard charged to it, one line each], "seconds": the tools' wall time over the task}``.
 
-    ``folder``: the staged submission (None: the reference files); ``params``: the chapter's;
+    ``task``: one group's points, or several groups' (a ``plan.Batch``: one run of each tool for
+    them all); ``folder``: the staged submission (None: the reference files); ``params``: the chapter's;
     ``seed``: the grading run's (the small inputs are drawn from it); ``limit_s``: wall-clock limit
     of each tool's run (past it the process group is killed and what was not placed is ``not
     checked``); ``env``: the child's environment (default: ``isolate.scrubbed_env``, as the
@@ -79,7 +82,7 @@ def races(
     from cudalab.grading import isolate
 
     why = unavailable()
-    if not why and task.yours.checks is None:
+    if not why and any(t.yours.checks is None for t in getattr(task, "tasks", (task,))):
         why = "the chapter declares no checks kit (yours.checks) to build its points with"
     if why:
         return {f: _verdict(NOT_CHECKED, why) for f in task.files}
@@ -147,7 +150,7 @@ def describe(h: Hazard) -> str:
 
 
 def judge(
-    task: ChapterTask,
+    task: ChapterTask | Batch,
     folder: Path | None,
     runs: Mapping[str, tuple[ToolRun, Mapping[int, Mapping[str, Any]]]],
 ) -> dict[str, dict[str, Any]]:

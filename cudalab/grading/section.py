@@ -23,7 +23,7 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +46,7 @@ def submission_of(lab: Any) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def _request(lab: Any, task: plan.ChapterTask, folder: Path | None, seed: int, answers: Path) -> dict[str, Any]:
+def _request(lab: Any, task: plan.Batch, folder: Path | None, seed: int, answers: Path) -> dict[str, Any]:
     params = {**lab.params, "point_time_limit_s": lab.point_time_limit_s}
     return task.request(folder, params, seed=seed, answers=answers)
 
@@ -56,24 +56,29 @@ Tick = Callable[[str], None]  # told "<source>: <point>" as each point of a sour
 
 def _judged(
     lab: Any,
-    task: plan.ChapterTask,
+    batch: plan.Batch,
     folder: Path | None,
     limits: isolate.Limits,
     seed: int,
     expected: Any,
     tick: Tick | None = None,
 ) -> dict[str, Any]:
-    """One source's points run in a process of its own, their answers judged here, in this process
-    (``grading.trials``: on fresh timed inputs, a fresh untimed one and the chapter's check inputs)."""
+    """One source's points, every task's of ``batch``, run in one process of its own, their answers
+    judged here, in this process (``grading.trials``: on fresh timed inputs, a fresh untimed one and
+    each task's check inputs)."""
     source = R.YOURS if folder is not None else R.REFERENCE
     on_point = None
     if tick is not None:
-        labels = [plan.point_label(p) for p, _ in task.points]
+        labels = [plan.point_label(p) for p, _ in batch.points]
         on_point = lambda i, _r: tick(f"{source}: {labels[i] if i < len(labels) else 'a case'}")  # noqa: E731
     with tempfile.TemporaryDirectory(prefix="cudalab-answers-") as answers:
-        result = isolate.run(_request(lab, task, folder, seed, Path(answers)), limits, on_point=on_point)
-        trials.judge_task(task, result, seed, Path(answers), expected)
+        result = isolate.run(_request(lab, batch, folder, seed, Path(answers)), limits, on_point=on_point)
+        for task, first in zip(batch.tasks, batch.firsts(), strict=True):
+            trials.judge_task(task, result, seed, Path(answers), expected, first)
     return result
+
+
+Part = tuple[plan.ChapterTask, bool]  # a task and whether its points are race-checked (the graded ones)
 
 
 def measured(
@@ -85,38 +90,78 @@ def measured(
     race_checks: bool = True,
     tick: Tick | None = None,
 ) -> pd.DataFrame:
-    """The task's points with the reference files and with the student's, each source in a process
-    of its own and its answers judged in this one: a row per point and source (``source``:
+    """One task's points with the reference files and with the student's (``measured_together``)."""
+    return measured_together(lab, [(task, race_checks)], staged, limits, seed, tick)[0]
+
+
+def measured_together(
+    lab: Any,
+    parts: Sequence[Part],
+    staged: Path,
+    limits: isolate.Limits,
+    seed: int = 0,
+    tick: Tick | None = None,
+) -> list[pd.DataFrame]:
+    """Each part's task's points with the reference files and with the student's: every part's points
+    of one source in one process of its own (``plan.Batch``; the student's first, then the
+    reference's, the same points in the same order), each point on its own task's checks, and the
+    answers judged in this one. A frame per part, a row per point and source (``source``:
     reference, yours). A result past the chapter's ceiling beyond its spread is "above the
     ceiling"; a kernel file that races (``grading.races``, where the host has compute-sanitizer)
-    is "race" with its file:line (``race_checks``: the graded points; a sweep's others are not run
-    under the sanitizer). ``tick``: told as each point of each source has run."""
+    is "race" with its file:line: the parts marked for race checks (the graded points; a sweep's
+    others are not run under the sanitizer) go under each tool in one run. ``tick``: told as each
+    point of each source has run."""
+    if not parts:
+        return []
+    tasks = [task for task, _ in parts]
+    misfits = _misfits_each(tasks, staged)
+    fitting = [t.keeping(tuple(p for p in t.points if p[1] not in m)) for t, m in zip(tasks, misfits, strict=True)]
+    for task, m in zip(tasks, misfits, strict=True):
+        for point, file in task.points:
+            if file in m and tick is not None:  # not run: done as far as a progress bar goes
+                tick(f"{R.YOURS}: {plan.point_label(point)} ({m[file]['status']})")
+    expected = trials.Expected()
+    runs = [t for t in fitting if t.points]
+    started = time.monotonic()
+    mine = _judged(lab, plan.Batch(tuple(runs)), staged, limits, seed, expected, tick) if runs else {"points": []}
+    seconds = {R.YOURS: time.monotonic() - started}
+    started = time.monotonic()
+    reference = _judged(lab, plan.Batch(tuple(tasks)), None, limits, seed, expected, tick)
+    seconds[R.REFERENCE] = time.monotonic() - started
+    remaining = iter(mine["points"])
+    ours = [[m[f] if f in m else next(remaining) for _, f in t.points] for t, m in zip(tasks, misfits, strict=True)]
+    firsts = plan.Batch(tuple(tasks)).firsts()
+    theirs = [reference["points"][first : first + len(t.points)] for t, first in zip(tasks, firsts, strict=True)]
+    # the race checks: the marked parts with a point that answered (only those a race can charge), in one run
+    checked = [
+        t
+        for t, (_, races_too), got in zip(fitting, parts, ours, strict=True)
+        if races_too and t.points and any(p.get("status") in (R.OK, R.WRONG) for p in got)
+    ]
+    started = time.monotonic()
+    raced = _races(lab, plan.Batch(tuple(checked)), staged, seed) if checked else {}
+    seconds[R.YOURS] += time.monotonic() - started
+    return [
+        _rows(lab, task, ref, got, raced if races_too else {}, seed, seconds)
+        for (task, races_too), ref, got in zip(parts, theirs, ours, strict=True)
+    ]
+
+
+def _rows(
+    lab: Any,
+    task: plan.ChapterTask,
+    reference: list[dict[str, Any]],
+    mine: list[dict[str, Any]],
+    raced: dict[str, dict[str, Any]],
+    seed: int,
+    seconds: dict[str, float],
+) -> pd.DataFrame:
+    """The task's rows, a row per point and source, from each source's result per point."""
     ceiling = lab.ceilings().get(task.yours.ceiling) if task.yours.ceiling else None
     rows = []
-    misfits = _misfits(task, staged)
-    fitting = task.keeping(tuple(p for p in task.points if p[1] not in misfits))
-    for point, file in task.points:
-        if file in misfits and tick is not None:  # not run: done as far as a progress bar goes
-            tick(f"{R.YOURS}: {plan.point_label(point)} ({misfits[file]['status']})")
-    expected = trials.Expected()
-    started = time.monotonic()
-    mine = _judged(lab, fitting, staged, limits, seed, expected, tick) if fitting.points else {"points": []}
-    seconds = {R.YOURS: time.monotonic() - started}
-    remaining = iter(mine["points"])
-    started = time.monotonic()
-    results = {
-        R.REFERENCE: _judged(lab, task, None, limits, seed, expected, tick),
-        R.YOURS: {"points": [misfits[f] if f in misfits else next(remaining) for _, f in task.points]},
-    }
-    seconds[R.REFERENCE] = time.monotonic() - started
-    started = time.monotonic()
-    ran = any(p.get("status") in (R.OK, R.WRONG) for p in mine["points"])  # only those a race can charge
-    raced = _races(lab, fitting, staged, seed) if fitting.points and race_checks and ran else {}
-    seconds[R.YOURS] += time.monotonic() - started
     for i, (point, file) in enumerate(task.points):
-        ref = results[R.REFERENCE]["points"][i]
-        for source, result in results.items():
-            got = result["points"][i]
+        ref = reference[i]
+        for source, got in ((R.REFERENCE, reference[i]), (R.YOURS, mine[i])):
             if source == R.YOURS and raced.get(file, {}).get("status") == R.RACE and got["status"] in (R.OK, R.WRONG):
                 got = {**got, "status": R.RACE, "reason": raced[file]["reason"]}
             time_ms = got.get("time_ms") if got["status"] == R.OK else None
@@ -144,17 +189,19 @@ def measured(
                     "fraction_of_ceiling": rate / ceiling if rate is not None and ceiling else None,
                     "ceiling": task.yours.ceiling or "",
                     "reason": got.get("reason", ""),
-                    # what this source's points cost, all of them: its process (compile, draws, timed
-                    # calls, answers), the judging of its answers and, for yours, the race checks
+                    # what this source's points cost, all of them: its one process (compile, draws,
+                    # timed calls, answers) for every part measured with it, the judging of its
+                    # answers and, for yours, the race checks
                     "source_s": round(seconds[source], 1),
                 }
             )
     return pd.DataFrame(rows)
 
 
-def _races(lab: Any, task: plan.ChapterTask, staged: Path, seed: int) -> dict[str, dict[str, Any]]:
-    """Each of the task's files -> its race verdict (``grading.races``); empty where the host has no
-    compute-sanitizer (the section then says nothing of races)."""
+def _races(lab: Any, task: plan.ChapterTask | plan.Batch, staged: Path, seed: int) -> dict[str, dict[str, Any]]:
+    """Each of the task's files -> its race verdict (``grading.races``: one run of each tool for a
+    batch's points); empty where the host has no compute-sanitizer (the section then says nothing
+    of races)."""
     from cudalab.grading import races
 
     if races.unavailable():
@@ -164,10 +211,17 @@ def _races(lab: Any, task: plan.ChapterTask, staged: Path, seed: int) -> dict[st
 
 
 def _misfits(task: plan.ChapterTask, staged: Path) -> dict[str, dict[str, str]]:
-    """Each of the task's files whose kernels do not fit the chapter's launch (or do not compile), by
-    nvcc before anything runs, at each point's own build options (``-DBF=8`` .. ``-DBF=64``: one
-    compile each, run at once): the result its points get. Empty where nvcc is not installed (then
-    NVRTC's own error says it at the first launch)."""
+    """Each of the task's files whose kernels do not fit the chapter's launch (or do not compile)
+    (``_misfits_each``)."""
+    return _misfits_each([task], staged)[0]
+
+
+def _misfits_each(tasks: Sequence[plan.ChapterTask], staged: Path) -> list[dict[str, dict[str, str]]]:
+    """Per task, each of its files whose kernels do not fit the chapter's launch (or do not compile),
+    by nvcc before anything runs, at each of that task's points' own build options (``-DBF=8`` ..
+    ``-DBF=64``): the result its points get in that task. A build several tasks make (the graded
+    point's and the sweep's BF 32) is compiled once; all run at once. Empty where nvcc is not
+    installed (then NVRTC's own error says it at the first launch)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from cudalab.core.errors import KernelCompileError, ToolUnavailable
@@ -176,15 +230,20 @@ def _misfits(task: plan.ChapterTask, staged: Path) -> dict[str, dict[str, str]]:
     from cudalab.toolchain.nvcc import compile_arch
 
     cc = compute_capability() or "9.0"
-    builds = point_builds([task], cc)
-    jobs = [
-        (file, options, kernels)
-        for file in task.files
-        for options, kernels in dict.fromkeys(
-            (o, tuple(k) if k else None) for at in builds.get(file, []) for o, k in at.builds(file)
+    each = []
+    for task in tasks:
+        builds = point_builds([task], cc)
+        each.append(
+            [
+                (file, options, kernels)
+                for file in task.files
+                for options, kernels in dict.fromkeys(
+                    (o, tuple(k) if k else None) for at in builds.get(file, []) for o, k in at.builds(file)
+                )
+                or [((), None)]
+            ]
         )
-        or [((), None)]
-    ]
+    jobs = list(dict.fromkeys(job for mine in each for job in mine))
 
     def problems_of(job: tuple) -> list[str] | KernelCompileError:
         file, options, kernels = job
@@ -198,20 +257,23 @@ def _misfits(task: plan.ChapterTask, staged: Path) -> dict[str, dict[str, str]]:
     try:
         arch = compile_arch(cc)[0]
         with ThreadPoolExecutor(max(1, min(len(jobs), os.cpu_count() or 1, 8))) as pool:
-            done = list(pool.map(problems_of, jobs))
+            done = dict(zip(jobs, pool.map(problems_of, jobs), strict=True)) if jobs else {}
     except ToolUnavailable:
-        return {}
-    found: dict[str, dict[str, str]] = {}
-    for file in task.files:
-        mine = [d for (f, _, _), d in zip(jobs, done, strict=True) if f == file]
-        failed = next((d for d in mine if isinstance(d, KernelCompileError)), None)
-        if failed is not None:
-            found[file] = {"status": R.DOES_NOT_COMPILE, "reason": R.compile_failure(failed)}
-            continue
-        problems = [m for d in mine for m in d]
-        if problems:
-            found[file] = {"status": R.MISFIT, "reason": R.scrubbed("; ".join(dict.fromkeys(problems)))}
-    return found
+        return [{} for _ in tasks]
+    out = []
+    for task, mine in zip(tasks, each, strict=True):
+        found: dict[str, dict[str, str]] = {}
+        for file in task.files:
+            results = [done[job] for job in mine if job[0] == file]
+            failed = next((d for d in results if isinstance(d, KernelCompileError)), None)
+            if failed is not None:
+                found[file] = {"status": R.DOES_NOT_COMPILE, "reason": R.compile_failure(failed)}
+                continue
+            problems = [m for d in results for m in d]
+            if problems:
+                found[file] = {"status": R.MISFIT, "reason": R.scrubbed("; ".join(dict.fromkeys(problems)))}
+        out.append(found)
+    return out
 
 
 # ---- each graded point's launches, known without a GPU
@@ -410,10 +472,11 @@ def yours(lab: Any) -> None:
     occupancy = None
     if lab.mode == "measure":
         limits = isolate.Limits(record["limits"]["point_s"] or 1e9, record["limits"]["submission_s"] or 1e9)
-        frame = pd.concat(
-            [measured(lab, t, staged, limits, int(record.get("seed") or 0)) for t in tasks], ignore_index=True
+        frame, swept, sweep_failed = graded_and_swept(
+            lab, tasks, staged, limits, int(record.get("seed") or 0), record["files"]
         )
     else:
+        swept, sweep_failed = pd.DataFrame(), ""
         points = point_builds(tasks, _cc(lab))
         frame = compiled([f for t in tasks for f in t.files], staged, _arch(lab), points)
         occupancy = occupancy_at_points(frame, points, _cc(lab))
@@ -422,12 +485,6 @@ def yours(lab: Any) -> None:
         if len(occupancy):
             occupancy.to_csv(Path(lab.out_dir) / f"{TABLE}_occupancy.csv", index=False)
     frame.to_csv(Path(lab.out_dir) / f"{TABLE}.csv", index=False)
-    swept, sweep_failed = pd.DataFrame(), ""
-    if lab.mode == "measure":
-        try:
-            swept = across_the_sweep(lab, tasks, staged, limits, int(record.get("seed") or 0), frame, record["files"])
-        except Exception as exc:  # the sweep is more than the graded points: its failure costs them nothing
-            sweep_failed = R.scrubbed(f"{type(exc).__name__}: {exc}")
     every = frame  # the verdict and the first page count every point measured: the graded ones and the sweep's
     if len(swept):
         series.write(swept, Path(lab.out_dir))
@@ -459,10 +516,14 @@ def measured_cc(lab: Any) -> str:
     return gpu.compute_capability() or _cc(lab)
 
 
-def sweep_rest(lab: Any, tasks: list[plan.ChapterTask], cc: str) -> list[tuple[plan.ChapterTask, plan.ChapterTask]]:
+def sweep_rest(
+    lab: Any, tasks: list[plan.ChapterTask], cc: str, graded: list[plan.ChapterTask] | None = None
+) -> list[tuple[plan.ChapterTask, plan.ChapterTask]]:
     """Each task beside the rest of its chapter's sweep (``grading.series``): every point of its
-    recipe's table in this build that builds from a submitted file and is not a graded point, as a
-    task checked lightly. Tasks whose table is not in this build's data are left out."""
+    recipe's table in this build that builds from a submitted file and is not one of the task's
+    ``graded`` points (``plan.graded_once``), as a task checked lightly. Tasks whose table is not in
+    this build's data are left out."""
+    graded_points = {t.key: t.points for t in (plan.graded_once(tasks) if graded is None else graded)}
     out = []
     for task in tasks:
         recipe = plan.recipe_of(task.yours.recipe)
@@ -472,44 +533,91 @@ def sweep_rest(lab: Any, tasks: list[plan.ChapterTask], cc: str) -> list[tuple[p
         whole = series.sweep_task(task, pd.read_csv(path), set(task.files), series.builds_for(task.yours, cc))
         if whole is None:
             continue
-        done = {plan.point_label(p) for p, _ in task.points}
+        done = {plan.point_label(p) for p, _ in graded_points.get(task.key, ())}
         rest = whole.keeping(tuple((p, f) for p, f in whole.points if plan.point_label(p) not in done))
         out.append((task, series.checked_lightly(rest)))
     return out
 
 
-def across_the_sweep(
+def results_planned(tasks: list[plan.ChapterTask], rests: list[tuple[plan.ChapterTask, plan.ChapterTask]]) -> int:
+    """How many results ``graded_and_swept`` ticks for: each graded and swept point, per source."""
+    return 2 * (sum(len(t.points) for t in plan.graded_once(tasks)) + sum(len(r.points) for _, r in rests))
+
+
+def graded_and_swept(
     lab: Any,
     tasks: list[plan.ChapterTask],
     staged: Path,
     limits: isolate.Limits,
     seed: int,
-    graded: pd.DataFrame,
     sha256: dict[str, str],
     tick: Tick | None = None,
     rests: list[tuple[plan.ChapterTask, plan.ChapterTask]] | None = None,
-) -> pd.DataFrame:
-    """The student's files over the chapter's own sweep (``grading.series``): for each group, every
-    point of its recipe's table in this build that builds from a submitted file (``sweep_rest``,
-    or ``rests`` where the caller planned them already), the graded points (already measured,
-    ``graded``) joined by the others, measured here the same way; a row per point and source, with
-    the point's keys, ``series`` and ``from_sweep``. Empty where the chapter's table is not in this
-    build's data."""
+) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """The student's files at the chapter's graded points, each graded build once (``plan.graded_once``:
+    every check input, a fresh one of the timed kind and the race checks), and over the chapter's
+    own sweep (``grading.series``): for each group, every point of its recipe's table in this
+    build that builds from a submitted file (``sweep_rest``, or ``rests`` where the caller planned
+    them already), checked lightly. Every point of one source runs in one process
+    (``measured_together``): the student's graded and swept points in one, the reference's in
+    another, the same points in the same order.
+
+    Returns the graded points' rows (a row per point and source), the series (a row per point and
+    source, the graded points and the others, with the point's keys, ``series``, ``from_sweep`` and
+    ``table``; empty where no group's table is in this build's data) and why the sweep could not be
+    measured ("" where it was). The sweep is more than the graded points: where it fails, the
+    graded points are measured without it."""
+    graded = plan.graded_once(tasks)
+    failed = ""
     if rests is None:
-        rests = sweep_rest(lab, tasks, measured_cc(lab))
+        try:
+            rests = sweep_rest(lab, tasks, measured_cc(lab), graded)
+        except Exception as exc:
+            rests, failed = [], R.scrubbed(f"{type(exc).__name__}: {exc}")
+    swept = [rest for _, rest in rests if rest.points]
+    try:
+        frames = measured_together(
+            lab, [(t, True) for t in graded] + [(rest, False) for rest in swept], staged, limits, seed, tick
+        )
+    except Exception as exc:
+        if not swept:
+            raise
+        failed, rests = R.scrubbed(f"{type(exc).__name__}: {exc}"), []
+        frames = measured_together(lab, [(t, True) for t in graded], staged, limits, seed, tick)
+    frame = pd.concat(frames[: len(graded)], ignore_index=True)
+    more = iter(frames[len(graded) :])
+    swept_rows = [next(more) if rest.points else None for _, rest in rests]
+    try:
+        series_rows = _series(graded, frames[: len(graded)], rests, swept_rows, sha256)
+    except Exception as exc:  # the series is more than the graded points: its failure costs them nothing
+        series_rows, failed = pd.DataFrame(), R.scrubbed(f"{type(exc).__name__}: {exc}")
+    return frame, series_rows, failed
+
+
+def _series(
+    graded: list[plan.ChapterTask],
+    graded_rows: list[pd.DataFrame],
+    rests: list[tuple[plan.ChapterTask, plan.ChapterTask]],
+    swept_rows: list[pd.DataFrame | None],
+    sha256: dict[str, str],
+) -> pd.DataFrame:
+    """The series of each group whose table is in this build's data (``rests``, and each one's
+    sweep's rows or None): its graded points' rows, then its sweep's, with the point's keys,
+    ``series``, ``from_sweep`` and ``table``."""
+    mine = {t.key: (t, rows) for t, rows in zip(graded, graded_rows, strict=True)}
     parts = []
-    for task, rest in rests:
-        done = {plan.point_label(p) for p, _ in task.points}
-        mine = graded[graded["point"].isin(done)]
+    for (task, rest), rows in zip(rests, swept_rows, strict=True):
         table = plan.recipe_of(task.yours.recipe).table  # which table's points these are (the explorer reads it)
-        parts.append(series.as_table(mine, task, sha256).assign(from_sweep=False, table=table))
-        if rest.points:
-            rows = measured(lab, rest, staged, limits, seed, race_checks=False, tick=tick)
+        if task.key in mine:
+            at, done = mine[task.key]
+            parts.append(series.as_table(done, at, sha256).assign(from_sweep=False, table=table))
+        if rows is not None:
             # a point the reference itself does not run at on this GPU (a launch it refuses) is no
             # point of the sweep: nothing to set the student's beside, nor to hold against them
             ref_ok = rows[rows["source"].eq(R.REFERENCE) & rows["status"].eq(R.OK)]["point"]
             rows = rows[rows["point"].isin(set(ref_ok))]
             parts.append(series.as_table(rows, rest, sha256).assign(from_sweep=True, table=table))
+    parts = [p for p in parts if len(p)]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 

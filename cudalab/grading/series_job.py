@@ -3,9 +3,9 @@ explorer's "Measure my series" starts (``explore.series``), watches and can canc
 
 The job is the student's path of ``--kernels`` for one chapter, without the notebook around it:
 the folder is checked and staged once (``grading.submission``), the chapter's graded points are
-measured with every check (``section.measured``), and the rest of the chapter's sweep that the
-file builds for is measured as a sweep point is (``section.across_the_sweep``), each source in its
-own sandboxed worker (``grading.isolate``). The result is the series table a ``--kernels`` build
+measured with every check, each graded build once (``plan.graded_once``), and the rest of the chapter's
+sweep that the file builds for is measured as a sweep point is (``section.graded_and_swept``), every
+point of one source in one sandboxed worker (``grading.isolate``). The result is the series table a ``--kernels`` build
 writes (``grading.series``), kept in the chapter's data folder as ``yours_series/<sha8>.csv``,
 one file per set of submitted bytes (measuring the same bytes again replaces it).
 
@@ -113,7 +113,7 @@ def run(job: SeriesJob, tell: Callable[[dict[str, Any]], None] = lambda event: N
     limits = isolate.Limits(job.point_s, job.submission_s)
     sha256 = {name: sub.sha256[name] for name in sub.kernels}
     rests = section.sweep_rest(lab, tasks, section.measured_cc(lab))
-    total = 2 * (sum(len(t.points) for t in tasks) + sum(len(r.points) for _, r in rests))
+    total = section.results_planned(tasks, rests)
     tell({"event": "plan", "total": total, "seed": seed, "files": sorted(sha256), "refused": refused})
     done = 0
 
@@ -125,17 +125,18 @@ def run(job: SeriesJob, tell: Callable[[dict[str, Any]], None] = lambda event: N
     with tempfile.TemporaryDirectory(prefix="cudalab-series-") as tmp:
         os.chmod(tmp, 0o755)  # the signature check's compiler may run as an unprivileged user (core.limits)
         staged = sub.stage(Path(tmp) / "staged")
-        graded = pd.concat(
-            [section.measured(lab, t, staged, limits, seed, tick=tick) for t in tasks], ignore_index=True
+        graded, swept, failed = section.graded_and_swept(
+            lab, tasks, staged, limits, seed, sha256, tick=tick, rests=rests
         )
-        swept = section.across_the_sweep(lab, tasks, staged, limits, seed, graded, sha256, tick=tick, rests=rests)
+    if failed:  # the series is what the job is for: no series without its sweep
+        raise CudalabError(f"the chapter's sweep could not be measured: {failed}")
     if swept.empty:  # the chapter's table is not in this data folder: the graded points alone
         swept = pd.concat(
             [
                 series.as_table(
                     graded[graded["point"].isin({plan.point_label(p) for p, _ in t.points})], t, sha256
                 ).assign(table=plan.recipe_of(t.yours.recipe).table)
-                for t in tasks
+                for t in plan.graded_once(tasks)
             ],
             ignore_index=True,
         ).assign(from_sweep=False)

@@ -60,7 +60,17 @@ class Answer:
     about: str
 
 
-DRAWN_BYTES = 4 << 30  # the inputs a process keeps drawn, at most (bytes)
+def _drawn_bytes() -> int:
+    """The inputs a process keeps drawn, at most (bytes): an eighth of the host's memory, at least
+    4 GiB and at most 8 GiB. A point at n = 16384 owes five 1 GiB timed inputs and a 1 GiB harsh
+    one: with less than 6 GiB kept, the next blocking factor at that n drew all six again (a cache
+    smaller than what one point cycles through keeps none of it)."""
+    from cudalab.core.limits import host_memory_share
+
+    return int(max(4 << 30, min(8 << 30, host_memory_share(1 / 8) or 0)))
+
+
+DRAWN_BYTES = _drawn_bytes()
 DRAW_THREADS = 8  # inputs drawn at once (numpy's generators release the GIL while they fill)
 
 
@@ -401,13 +411,16 @@ def judge(
     return {**out, **verdict}
 
 
-def judge_task(task: Any, result: dict[str, Any], run_seed: int, folder: Path, expected: Expected) -> None:
+def judge_task(
+    task: Any, result: dict[str, Any], run_seed: int, folder: Path, expected: Expected, first: int = 0
+) -> None:
     """A worker's ``result`` for a ``plan.ChapterTask`` with each point judged in place, where its
-    chapter declares checks (a chapter without a kit keeps its recipe's own verdict)."""
+    chapter declares checks (a chapter without a kit keeps its recipe's own verdict). ``first``:
+    where the task's points start in the worker's request (a ``plan.Batch`` of several tasks)."""
     if task.yours.checks is None:
         return
     kit = kit_of(task.yours.checks.kit)
-    for index, (point, _) in enumerate(task.points):
+    for index, (point, _) in enumerate(task.points, start=first):
         result["points"][index] = judge(
             kit,
             dict(point),

@@ -142,6 +142,8 @@ def verdict(point: Point, got: dict[str, Any], want: dict[str, Any], mat: np.nda
     a, b = np.asarray(got.get("distances")), want["distances"]
     if a.shape != b.shape:
         return f"the answer is {a.shape}, not {b.shape}"
+    if _equal(a, b):
+        return ""
     wrong = a != b
     count = int(wrong.sum())
     if not count:
@@ -150,6 +152,22 @@ def verdict(point: Point, got: dict[str, Any], want: dict[str, Any], mat: np.nda
     lost = int((wrong & (b == NO_EDGE)).sum())
     said = f"; {lost:,} unreachable pairs given a distance" if lost else ""
     return f"{count:,} of {b.size:,} distances differ (d[{i}][{j}] = {a[i, j]}, not {b[i, j]}){said}"
+
+
+EQUAL_CHUNK = 1 << 22  # elements compared at once: a slice that stays in cache, no n x n array of bools
+
+
+def _equal(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether ``a`` and ``b`` (one shape) hold the same values, slice by slice: a right answer at
+    n = 16384 (1 GiB) is judged about three times faster than through one n x n comparison, and a
+    wrong one stops at its first wrong slice (``verdict`` then says how it differs)."""
+    if a.dtype != b.dtype:
+        return bool(np.array_equal(a, b))
+    flat_a, flat_b = np.ravel(a), np.ravel(b)
+    return all(
+        np.array_equal(flat_a[i : i + EQUAL_CHUNK], flat_b[i : i + EQUAL_CHUNK])
+        for i in range(0, flat_a.size, EQUAL_CHUNK)
+    )
 
 
 def tile(point: Point) -> int:
