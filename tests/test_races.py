@@ -131,6 +131,57 @@ def test_run_tool_without_the_sanitizer_says_so(monkeypatch):
         sanitizer.run_tool("memcheck", ["-c", "pass"])
 
 
+FAKE_SANITIZER = """#!/usr/bin/env bash
+# compute-sanitizer stood in for: says it started, waits (up to 20 s) until every tool of the run
+# has started, reads its stdin, then writes the tool's summary to its --log-file
+tool=$2; log=""
+while [ $# -gt 0 ]; do [ "$1" = --log-file ] && log=$2; shift; done
+touch "$RENDEZVOUS/$tool.started"
+for _ in $(seq 200); do
+  [ -e "$RENDEZVOUS/racecheck.started" ] && [ -e "$RENDEZVOUS/synccheck.started" ] && break
+  sleep 0.1
+done
+cat > "$RENDEZVOUS/$tool.stdin"
+sleep "${HOLD:-0}"
+[ -e "$RENDEZVOUS/racecheck.started" ] && [ -e "$RENDEZVOUS/synccheck.started" ] || exit 3
+case $tool in
+  racecheck) echo "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)" > "$log" ;;
+  *) echo "========= ERROR SUMMARY: 0 errors" > "$log" ;;
+esac
+"""
+
+
+@pytest.fixture
+def fake_sanitizer(tmp_path, monkeypatch):
+    script = tmp_path / "compute-sanitizer"
+    script.write_text(FAKE_SANITIZER)
+    script.chmod(0o755)
+    monkeypatch.setattr(sanitizer, "cuda_tool", lambda name: str(script))
+    monkeypatch.setenv("RENDEZVOUS", str(tmp_path))
+    return tmp_path
+
+
+def test_the_tools_run_side_by_side_each_on_its_own_request(fake_sanitizer):
+    """Bug: racecheck ran the target to its end before synccheck started, so a grader waited for the
+    sum of the two. The stand-in finishes only once both tools have started (else no summary)."""
+    runs = sanitizer.run_tools([("racecheck", "one"), ("synccheck", "two")], ["-c", "pass"], timeout_s=60)
+    assert [(r.tool, r.ran, r.reported, r.reason) for r in runs] == [
+        ("racecheck", True, 0, ""),
+        ("synccheck", True, 0, ""),
+    ]
+    assert (fake_sanitizer / "racecheck.stdin").read_text() == "one"
+    assert (fake_sanitizer / "synccheck.stdin").read_text() == "two"
+
+
+def test_tools_past_the_limit_are_all_killed_and_say_so(fake_sanitizer, monkeypatch):
+    monkeypatch.setenv("HOLD", "30")
+    runs = sanitizer.run_tools([("racecheck", ""), ("synccheck", "")], ["-c", "pass"], timeout_s=2)
+    assert [(r.ran, r.reason) for r in runs] == [
+        (False, "racecheck did not finish within 2 s"),
+        (False, "synccheck did not finish within 2 s"),
+    ]
+
+
 # ------------------------------------------------------------------------------ verdicts
 
 
@@ -177,7 +228,7 @@ def test_a_hazard_in_the_submission_is_a_race_at_its_file_and_line(tmp_path, blo
     assert verdict["status"] == "race"
     assert verdict["reason"].startswith("fw_blocked.cu:49: racecheck: a shared-memory write")
     assert "(62 hazards)" in verdict["reason"] and str(tmp_path) not in verdict["reason"]
-    assert verdict["seconds"] == 3.0
+    assert verdict["seconds"] == 1.5, "the tools run side by side: the slower's time, not the sum"
 
 
 def test_clean_runs_are_ok_and_a_missing_point_is_not_checked(tmp_path, blocked):
@@ -187,7 +238,7 @@ def test_clean_runs_are_ok_and_a_missing_point_is_not_checked(tmp_path, blocked)
         "status": "ok",
         "reason": "",
         "hazards": [],
-        "seconds": 3.0,
+        "seconds": 1.5,
     }
     run, _ = _ran(blocked)
     got = races.judge(blocked, folder, {"racecheck": (run, {}), "synccheck": _ran(blocked, "synccheck")})

@@ -71,7 +71,7 @@ def races(
 ) -> dict[str, dict[str, Any]]:
     """Each kernel file of ``task`` (its points' files, in order) -> its verdict: ``{"status":
     "race" | "ok" | "not checked", "reason": "fw_blocked.cu:49: racecheck: ...", "hazards": [every
-    hazard charged to it, one line each], "seconds": the tools' wall time over the task}``.
+    hazard charged to it, one line each], "seconds": the tools' wall time over the task, the slower's: they run side by side}``.
 
     ``task``: one group's points, or several groups' (a ``plan.Batch``: one run of each tool for
     them all); ``folder``: the staged submission (None: the reference files); ``params``: the chapter's;
@@ -89,13 +89,12 @@ def races(
     runs: dict[str, tuple[ToolRun, dict[int, dict[str, Any]]]] = {}
     with tempfile.TemporaryDirectory(prefix="cudalab-races-") as home:
         environment = env if env is not None else isolate.scrubbed_env(Path(home))
-        for tool in tools:
-            results = Path(home) / f"{tool}-points.jsonl"
-            asked = request(task, folder, params, seed, results)
-            run = sanitizer.run_tool(
-                tool, TARGET, timeout_s=limit_s, env=environment, cwd=home, stdin=json.dumps(asked)
-            )
-            runs[tool] = (run, read_points(results))
+        # every tool at once (they instrument, they do not time): a grader waits for the slower
+        results = {tool: Path(home) / f"{tool}-points.jsonl" for tool in tools}
+        asked = [(tool, json.dumps(request(task, folder, params, seed, results[tool]))) for tool in tools]
+        done = sanitizer.run_tools(asked, TARGET, timeout_s=limit_s, env=environment, cwd=home)
+        for tool, run in zip(tools, done, strict=True):
+            runs[tool] = (run, read_points(results[tool]))
     return judge(task, folder, runs)
 
 
@@ -163,9 +162,8 @@ def judge(
     own: dict[str, list[str]] = {f: [] for f in files}
     problems: dict[str, list[str]] = {f: [] for f in files}
     subject = SUBMISSION if folder is not None else REFERENCE
-    seconds = 0.0
+    seconds = max((run.seconds for run, _ in runs.values()), default=0.0)  # the tools run side by side
     for tool, (run, points) in runs.items():
-        seconds += run.seconds
         if not run.ran:
             _all(problems, files, R.scrubbed(run.reason or f"{tool} did not run"))
         for index, (point, file) in enumerate(task.points):

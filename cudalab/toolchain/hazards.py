@@ -4,7 +4,8 @@ on this GPU today, or a ``__syncthreads()`` that only some threads reach, is sti
 behaviour.
 
 The launch itself is a child Python process (a target module and its arguments, named by the
-caller) run under ``compute-sanitizer --tool TOOL``. ``run_tool`` runs one tool and returns what
+caller) run under ``compute-sanitizer --tool TOOL``. ``run_tool`` runs one tool (``run_tools``
+several side by side) and returns what
 it reported as ``Hazard`` rows (tool, kernel, file, line, what), parsed from the tool's log
 (``parse``): racecheck's analysis lines ("Race reported between Write access at ... in
 FILE:LINE and Read access at ... [N hazards]"), its hazard lines ("Potential RAW hazard detected
@@ -279,48 +280,92 @@ def run_tool(
     process group of its own, killed after ``timeout_s``; ``stdin`` is written to it. The tool's
     report goes to a log file of its own (never mixed with what the target prints: a kernel's
     printf cannot forge or hide a hazard)."""
+    (run,) = run_tools([(tool, stdin)], target, timeout_s=timeout_s, env=env, cwd=cwd)
+    return run
+
+
+def run_tools(
+    runs: Sequence[tuple[str, str | None]],
+    target: Sequence[str],
+    *,
+    timeout_s: float = 300,
+    env: dict[str, str] | None = None,
+    cwd: str | Path | None = None,
+) -> list[ToolRun]:
+    """``run_tool`` for each ``(tool, stdin)`` of ``runs``, all at once: each in a process group of
+    its own, started together and each killed past the same ``timeout_s``. The tools instrument
+    the target's accesses and barriers; none of them times anything, so running them side by side
+    on one GPU changes nothing they report, and a grader waits for the slower, not for the sum. An
+    interrupt (a cancelled job, Ctrl-C) or an error kills every tool and its target."""
     import time
 
-    if tool not in TOOLS:
-        raise ValueError(f"unknown compute-sanitizer tool {tool!r} (one of {', '.join(TOOLS)})")
+    for tool, _ in runs:
+        if tool not in TOOLS:
+            raise ValueError(f"unknown compute-sanitizer tool {tool!r} (one of {', '.join(TOOLS)})")
     sanitizer = cuda_tool("compute-sanitizer")
     if sanitizer is None:
-        return ToolRun(tool, reason="compute-sanitizer not found")
+        return [ToolRun(tool, reason="compute-sanitizer not found") for tool, _ in runs]
     environment = dict(os.environ if env is None else env)
     environment["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), environment.get("PYTHONPATH")]))
-    with tempfile.TemporaryDirectory(prefix=f"cudalab-{tool}-") as scratch:
-        log_path = Path(scratch) / f"{tool}.log"
-        cmd = [sanitizer, "--tool", tool, *TOOL_OPTIONS[tool], "--log-file", str(log_path), sys.executable, *target]
+    with tempfile.TemporaryDirectory(prefix="cudalab-sanitizer-") as scratch:
         started = time.monotonic()
-        proc = subprocess.Popen(
-            cmd,
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,  # the target's and its kernels' output: never read
-            stderr=subprocess.PIPE,
-            cwd=str(cwd) if cwd is not None else None,
-            env=environment,
-            text=True,
-            start_new_session=True,
-        )
+        procs: list[tuple[str, subprocess.Popen, Path, Path]] = []
         try:
-            _, err = proc.communicate(stdin, timeout=timeout_s)
-        except BaseException as exc:
-            kill_group(proc)
-            if not isinstance(exc, subprocess.TimeoutExpired):
-                raise  # an interrupt (a cancelled job): the tool and its target go with the wait
-            log = log_path.read_text(errors="replace") if log_path.is_file() else ""
-            return ToolRun(
-                tool,
-                parse(log, tool),
-                reason=f"{tool} did not finish within {timeout_s:g} s",
-                log=log,
-                seconds=time.monotonic() - started,
-            )
-        log = log_path.read_text(errors="replace") if log_path.is_file() else ""
+            for i, (tool, stdin) in enumerate(runs):
+                log_path, err_path = Path(scratch) / f"{i}-{tool}.log", Path(scratch) / f"{i}-{tool}.stderr"
+                cmd = [sanitizer, "--tool", tool, *TOOL_OPTIONS[tool], "--log-file", str(log_path)]
+                with open(err_path, "w") as err:  # a file, not a pipe: no tool waits on a full pipe
+                    proc = subprocess.Popen(
+                        [*cmd, sys.executable, *target],
+                        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                        stdout=subprocess.DEVNULL,  # the target's and its kernels' output: never read
+                        stderr=err,
+                        cwd=str(cwd) if cwd is not None else None,
+                        env=environment,
+                        text=True,
+                        start_new_session=True,
+                    )
+                procs.append((tool, proc, log_path, err_path))
+                if stdin is not None:
+                    try:
+                        proc.stdin.write(stdin)
+                        proc.stdin.close()
+                    except BrokenPipeError:  # the target is gone already: its exit status says why
+                        pass
+            out = []
+            for tool, proc, log_path, err_path in procs:
+                try:
+                    proc.wait(timeout=max(0.0, timeout_s - (time.monotonic() - started)))
+                except subprocess.TimeoutExpired:
+                    kill_group(proc)
+                    log = log_path.read_text(errors="replace") if log_path.is_file() else ""
+                    out.append(
+                        ToolRun(
+                            tool,
+                            parse(log, tool),
+                            reason=f"{tool} did not finish within {timeout_s:g} s",
+                            log=log,
+                            seconds=time.monotonic() - started,
+                        )
+                    )
+                    continue
+                out.append(_finished(tool, proc, log_path, err_path, time.monotonic() - started))
+        except BaseException:
+            for _, proc, _, _ in procs:  # an interrupt or an error: the tools and their targets go with it
+                kill_group(proc)
+            raise
+    return out
+
+
+def _finished(tool: str, proc: subprocess.Popen, log_path: Path, err_path: Path, seconds: float) -> ToolRun:
+    """A tool's run that ended by itself: its hazards, and why there is no verdict where the log has
+    no summary (the tool did not run the target to its end)."""
+    log = log_path.read_text(errors="replace") if log_path.is_file() else ""
     hazards = parse(log, tool)
     reported = summary_count(log, tool)
-    run = ToolRun(tool, hazards, reported is not None, "", reported, log, proc.returncode, time.monotonic() - started)
+    run = ToolRun(tool, hazards, reported is not None, "", reported, log, proc.returncode, seconds)
     if reported is None:
-        tail = (log.strip() or (err or "").strip())[-300:]
+        err = err_path.read_text(errors="replace") if err_path.is_file() else ""
+        tail = (log.strip() or err.strip())[-300:]
         run.reason = f"{tool} gave no summary (exit status {proc.returncode})" + (f": {tail}" if tail else "")
     return run
