@@ -7,12 +7,14 @@ PROFILE ?= gtx680
 # (and dask-cuda, for build_report.py --workers on GPUs).
 EXTRAS := test$(shell command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && echo ,gpu,dask-gpu)
 
-.PHONY: help venv report check-recordings lint test test-gpu lab wheelhouse stamp gpu-check benchmarks bench clean
+.PHONY: help venv report check-recordings lint test test-full test-gpu lab wheelhouse stamp gpu-check benchmarks bench clean
 
 help:
 	@echo "make report     set up .venv and build the report (PROFILE=$(PROFILE)): build/report-$(PROFILE)/report.html"
 	@echo "make test       set up .venv, lint (ruff check, ruff format --check) and run the test suite"
-	@echo "                (GPU tests skip without a GPU)"
+	@echo "                but the tests marked full (GPU tests skip without a GPU); 8 minutes on 2 cores"
+	@echo "make test-full  make test, then the tests marked full: Dask clusters, the browser, the"
+	@echo "                second architecture, a second profile (what CI runs)"
 	@echo "make lint       only the linter and the formatter's check (ruff format $(LINTED) fixes the layout)"
 	@echo "                (on every core; PYTEST_WORKERS=0 PYTEST_ARGS=--kernel-resources adds the table of every kernel's registers and spills)"
 	@echo "make lab        open the notebooks in JupyterLab (installed once; as root: --allow-root --no-browser)"
@@ -47,8 +49,20 @@ lint: venv
 # between workers so the slow report builds spread out.
 PYTEST_WORKERS ?= auto
 
+# make test leaves out the tests marked `full` (pyproject.toml): each is a heavier instance of a path
+# the rest covers already (a Dask cluster, Chromium driving JupyterLab or printing every handout,
+# the second compile architecture, a second profile's whole replay), about half the suite's CPU.
+# make test-full runs them after make test's, the two runs sharing one replay cache
+# (report/replay_cache.py); CI (.ci/run) runs make test-full.
+PYTEST := $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal
+
 test: lint
-	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
+	$(PYTEST) -m "not full" $(PYTEST_ARGS)
+
+test-full: lint
+	cache=$$(mktemp -d -t cudalab-replay-cache-XXXXXX) && trap 'rm -rf "$$cache"' EXIT && \
+	CUDALAB_REPLAY_CACHE=$$cache $(PYTEST) -m "not full" $(PYTEST_ARGS) && \
+	CUDALAB_REPLAY_CACHE=$$cache $(PYTEST) -m full $(PYTEST_ARGS)
 
 test-gpu: venv
 	$(PY) -m pytest -m gpu

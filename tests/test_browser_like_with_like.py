@@ -32,7 +32,7 @@ from test_browser_explorer import (  # noqa: F401 - the fixtures, a fresh server
     run_all_cells,
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.browser]
+pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.full]  # make test-full
 
 
 def _open_and_run_all(context, lab: Lab, name: str, steps: Steps, timings: dict[str, float]):

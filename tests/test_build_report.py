@@ -285,6 +285,7 @@ def _headings_and_captions(html: str, occupancy: bool = True) -> str:
     )
 
 
+@pytest.mark.full  # make test-full: every chapter of a second profile replayed
 def test_maxwell_team5_headings_and_captions_name_only_its_own_lab_gpus(tmp_path):
     """Each chapter's headings and table captions may name the lab GPUs of that chapter's own
     published tables (and the profile's device: in chapter 00, and in the caption of the occupancy

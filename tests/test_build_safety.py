@@ -107,7 +107,7 @@ def test_sigterm_keeps_the_finished_chapters_and_marks_the_report_incomplete(tmp
     assert not list(out.rglob("*.tmp")), "no half-written files"
 
 
-@pytest.mark.parametrize("pause", [0.5, 2.0])
+@pytest.mark.parametrize("pause", [0.5, pytest.param(2.0, marks=pytest.mark.full)])  # 2.0: make test-full
 def test_ctrl_c_from_a_terminal_is_quiet_leaves_no_partial_chapter_and_the_rerun_completes(
     tmp_path, pause, every_replay_runs
 ):

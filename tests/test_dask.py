@@ -97,6 +97,7 @@ def _serial_build_without_dask(out: Path) -> None:
     assert proc.stdout.strip().splitlines()[-1] == "[]", f"a plain build imported {proc.stdout}"
 
 
+@pytest.mark.full  # make test-full: a LocalCluster of two process workers
 def test_replay_on_two_local_workers_gives_the_serial_summaries_and_a_plain_build_never_imports_dask(tmp_path):
     serial, dasked = tmp_path / "serial", tmp_path / "dask"
     _serial_build_without_dask(serial)
@@ -172,6 +173,7 @@ def dask_cluster(tmp_path):
         log.close()
 
 
+@pytest.mark.full  # make test-full: a LocalCluster whose workers are killed
 def test_a_chapter_whose_workers_die_runs_once_more_then_fails_while_the_others_complete(tmp_path, dask_cluster):
     address, _, start_worker = dask_cluster
     out = tmp_path / "r"
@@ -202,6 +204,7 @@ def test_a_chapter_whose_workers_die_runs_once_more_then_fails_while_the_others_
     assert not list(out.glob(f"{STAGING_PREFIX}*"))
 
 
+@pytest.mark.full  # make test-full: a LocalCluster, interrupted
 def test_ctrl_c_leaves_no_partial_chapter_and_the_next_build_resumes(tmp_path):
     out = tmp_path / "r"
     proc = start_build(
@@ -225,6 +228,7 @@ def test_ctrl_c_leaves_no_partial_chapter_and_the_next_build_resumes(tmp_path):
 COMPARED = ("nvidia-h100-80gb-hbm3/h100", "nvidia-h100-80gb-hbm3/gtx680")
 
 
+@pytest.mark.full  # make test-full: a LocalCluster of two process workers
 def test_the_comparison_on_two_workers_joins_every_chapter_as_the_serial_one_does(tmp_path):
     """--compare with --workers 2: one task per chapter; the same joined tables as without Dask."""
     serial, dask = tmp_path / "serial", tmp_path / "dask"
@@ -249,6 +253,7 @@ def test_a_comparison_with_an_unreachable_scheduler_writes_nothing(tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.full  # make test-full: a LocalCluster of two process workers
 def test_a_chapter_whose_comparison_fails_on_dask_shows_its_reason_and_exits_1(tmp_path):
     """A table that cannot be read fails its chapter's task (twice: retried once); the other
     chapters are compared, the failed one shows its reason in its place, and the exit status is 1."""

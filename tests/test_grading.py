@@ -526,7 +526,7 @@ def test_submissions_as_dask_tasks_come_back_in_order_and_one_that_dies_costs_on
 
 
 @needs_nvcc
-@pytest.mark.parametrize("workers", [None, 2])
+@pytest.mark.parametrize("workers", [None, pytest.param(2, marks=pytest.mark.full)])  # the pool: make test-full
 def test_a_measured_class_is_scored_beside_its_reference_serially_and_on_a_pool(tmp_path, workers, monkeypatch):
     """``--grade`` measuring (a stand-in for each submission's process, no GPU here): the reference
     and the ceiling are measured in the same run, serially or as tasks on the pool beside the

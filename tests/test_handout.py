@@ -137,6 +137,7 @@ def test_a_handout_lists_the_students_kernels_and_whole_tables_and_the_key_fills
 
 
 @pytest.mark.slow
+@pytest.mark.full  # make test-full: every chapter's handout printed by Chromium
 def test_every_chapter_handout_prints_on_six_a4_pages_at_most(tmp_path_factory):
     """A teacher prints a chapter: six A4 pages at most, every chapter (PDF, where Chromium is here)."""
     import shutil

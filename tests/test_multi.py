@@ -71,6 +71,7 @@ def _check_several(out: Path, single: Path) -> list[dict]:
 
 
 @pytest.mark.slow
+@pytest.mark.full  # make test-full: two profiles' replays and the single builds beside them
 def test_two_profiles_serially_give_the_single_builds_and_an_index(tmp_path, single):
     out = tmp_path / "r"
     proc = build("--gpu", ",".join(PROFILES), "--out", str(out))
@@ -103,6 +104,7 @@ def test_a_serial_build_of_several_profiles_never_imports_dask(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.full  # make test-full: a LocalCluster per profile
 def test_two_profiles_on_two_local_workers_give_the_single_builds(tmp_path, single):
     pytest.importorskip("distributed")
     out = tmp_path / "r"
@@ -114,6 +116,7 @@ def test_two_profiles_on_two_local_workers_give_the_single_builds(tmp_path, sing
 
 
 @pytest.mark.slow
+@pytest.mark.full  # make test-full: a LocalCluster per profile, interrupted
 def test_ctrl_c_stops_every_profile_on_dask_and_leaves_no_partial_chapter(tmp_path):
     pytest.importorskip("distributed")
     out = tmp_path / "r"

@@ -152,6 +152,7 @@ def test_the_sections_figure_puts_each_point_on_its_own_scale():
 
 
 @pytest.mark.slow
+@pytest.mark.full  # make test-full: two students' builds, interrupted
 @pytest.mark.skipif(cuda_tool("nvcc") is None, reason="nvcc is not installed here")
 def test_ctrl_c_never_leaves_one_students_chapter_in_anothers_report(tmp_path, monkeypatch, capsys):
     """Issue 65, item 9: student a's sha256 on page 1 and student c's "does not fit the launch" in
