@@ -402,3 +402,48 @@ def test_a_loop_that_is_neither_host_nor_device_is_refused_before_any_work():
 
     with pytest.raises(ValueError, match="auto, host or device"):
         gpu.run_to_convergence(None, "tensor", loop_on="sideways")
+
+
+def test_the_read_floor_is_the_points_read_and_the_memberships_written_at_the_read_only_rate():
+    """Issue 68: an iteration reads its points (N x D float32) and writes its memberships (N int32),
+    so its floor is those bytes at chapter 00's read-only streaming rate, not the points alone at a
+    device copy's rate (which moves each byte twice). A recording made before keeps its copy rate."""
+    from cudalab.labs.kmeans import chapter
+
+    n, d, k = 1 << 22, 32, 32
+    stages = pd.DataFrame(
+        [
+            {"n": n, "d": d, "k": k, "variant": v, "iteration": i, "stage": "assign", "time_ms": t, "status": "ok",
+             "reason": ""}
+            for v, t in (("tensor", 0.15), ("cupy", 5.0))
+            for i in range(3)
+        ]
+    )  # fmt: skip
+    per_it = chapter.per_iteration(stages, pd.Series({"dram_read_GBps": 4800.0, "fp32_peak_GFLOPs": 66908.16}))
+    floor_ms = (n * d * 4 + n * 4) / 4.8e12 * 1e3
+    assert per_it["read_floor_ms"].tolist() == pytest.approx([floor_ms, floor_ms])
+    tensor = per_it.set_index("variant").loc["tensor"]
+    assert tensor["x_read_floor"] == pytest.approx(0.15 / floor_ms)
+    assert tensor["speedup_over_cupy"] == pytest.approx(5.0 / 0.15)
+    old_basis = pd.Series({"dram_GBps": 4168.0, "fp32_peak_GFLOPs": 66908.16})
+    old = chapter.per_iteration(stages, old_basis)
+    assert old["read_floor_ms"].iloc[0] == pytest.approx((n * d * 4 + n * 4) / 4.168e12 * 1e3)
+    assert "earlier recording" in chapter.read_rate(old_basis)[1]
+    assert "read-only" in chapter.read_rate(pd.Series({"dram_read_GBps": 1.0}))[1]
+
+
+def test_the_floors_take_chapter_00s_read_only_ceiling(monkeypatch):
+    from cudalab.labs import capabilities, ceilings_now
+    from cudalab.labs.kmeans import chapter
+
+    monkeypatch.setattr(capabilities, "present_spec", lambda: None)
+    monkeypatch.setattr(capabilities, "fp32_peak_GFLOPs", lambda spec: 66908.16)
+    monkeypatch.setattr(ceilings_now, "dram_read_now", lambda: pytest.fail("chapter 00's ceiling is here"))
+    basis = chapter.floors_basis({"dram_read_Bps": 4.8e12, "dram_Bps": 4.1e12}).set_index("quantity")["value"]
+    assert basis.to_dict() == {"dram_read_GBps": 4800.0, "fp32_peak_GFLOPs": 66908.16}
+    # a run without chapter 00 measures the read-only ceiling now, and says so
+    now = pd.DataFrame([{"value": 4700.0, "how": "read-only streaming kernel (read_stream.cu), measured now"}])
+    monkeypatch.setattr(ceilings_now, "dram_read_now", lambda: now)
+    table = chapter.floors_basis({})
+    assert table.set_index("quantity").loc["dram_read_GBps", "value"] == 4700.0
+    assert "measured now" in table.set_index("quantity").loc["dram_read_GBps", "how"]

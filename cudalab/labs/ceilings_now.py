@@ -14,7 +14,8 @@ like the table the ceiling is read from, which the ceiling's ``where`` and ``val
   the GPU's maximum clock (``capabilities.fp32_peak_GFLOPs``), as chapter 00's ``device_spec``
   table gives it: a limit no FP32 kernel passes, nothing to time.
 
-Not imported by any chapter's measurement: it decides no recorded number.
+Chapter 06's floors read ``dram_read_now`` where its run has no chapter 00 (a notebook run alone);
+with chapter 00 they read its recorded ceiling.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ it derives from them (the derivations run in replay too, without a GPU)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +58,7 @@ SHORT_NAMES = {
     "wall_over_gpu": "wall / GPU",
 }
 FLOAT32 = 4
+INT32 = 4  # a membership
 
 
 def _skipped(exc: BaseException) -> dict[str, Any]:
@@ -227,19 +228,23 @@ def check_cupy(
     return stages, pd.DataFrame([row])
 
 
-def floors_basis() -> pd.DataFrame:
-    """The two rates the floors use, measured or read in this run: the DRAM throughput a
-    device-to-device copy reaches (bytes read + written per second), and the FP32 peak."""
-    from cudalab.labs import bandwidth, capabilities
+def floors_basis(ceilings: Mapping[str, float]) -> pd.DataFrame:
+    """The two rates the floors use: chapter 00's read-only streaming ceiling (``dram_read_Bps`` of
+    ``ceilings``, ``LabHandle.ceilings``: an iteration reads its points and writes only its
+    memberships, so its bound is a read, not a copy's read and write), measured now where this run
+    has no chapter 00 (``ceilings_now.dram_read_now``, the same kernel on 2 GiB), and the FP32 peak."""
+    from cudalab.labs import capabilities, ceilings_now
 
-    copy = bandwidth.copy_ceiling(1 << 29).iloc[0]
+    read_Bps = ceilings.get("dram_read_Bps")
+    how = "chapter 00's read-only streaming ceiling (read_stream.cu), bytes read per second"
+    if not read_Bps:
+        now = ceilings_now.dram_read_now()
+        if not len(now):
+            raise RuntimeError("no read-only streaming ceiling: chapter 00's is not in this run, and none measured now")
+        read_Bps, how = float(now["value"].iloc[0]) * 1e9, str(now["how"].iloc[0])
     return pd.DataFrame(
         [
-            {
-                "quantity": "dram_GBps",
-                "value": float(copy["bandwidth_GBps"]),
-                "how": "device-to-device copy of 512 MiB, bytes read + written, median",
-            },
+            {"quantity": "dram_read_GBps", "value": float(read_Bps) / 1e9, "how": how},
             {
                 "quantity": "fp32_peak_GFLOPs",
                 "value": capabilities.fp32_peak_GFLOPs(capabilities.present_spec()),
@@ -247,6 +252,20 @@ def floors_basis() -> pd.DataFrame:
             },
         ]
     )
+
+
+def read_rate(basis: pd.Series) -> tuple[float, str]:
+    """The read floor's rate in GB/s and its name: the read-only streaming ceiling, or in a recording
+    made before it (``dram_GBps``) the device-to-device copy's rate, said so."""
+    if "dram_read_GBps" in basis:
+        return float(basis["dram_read_GBps"]), "chapter 00's read-only streaming rate"
+    return float(basis["dram_GBps"]), "a device copy's rate (an earlier recording's basis)"
+
+
+def read_floor_bytes(n: Any, d: Any) -> Any:
+    """What an iteration must move at least: its points read once (N x D float32) and its
+    memberships written (N int32); the centres and the sums are K x D, nothing beside them."""
+    return n * d * FLOAT32 + n * INT32
 
 
 def per_iteration(stages: pd.DataFrame, basis: pd.Series, wrong: Iterable[str] = ()) -> pd.DataFrame:
@@ -265,7 +284,7 @@ def per_iteration(stages: pd.DataFrame, basis: pd.Series, wrong: Iterable[str] =
     ]
     good = out["status"].eq("ok")
     out["points_per_s"] = (out["n"] / (out["time_ms"] * 1e-3)).where(good)
-    out["read_floor_ms"] = out["n"] * out["d"] * FLOAT32 / (basis["dram_GBps"] * 1e9) * 1e3
+    out["read_floor_ms"] = read_floor_bytes(out["n"], out["d"]) / (read_rate(basis)[0] * 1e9) * 1e3
     out["flop_floor_ms"] = 2.0 * out["n"] * out["k"] * out["d"] / (basis["fp32_peak_GFLOPs"] * 1e9) * 1e3
     out["floor_ms"] = out[["read_floor_ms", "flop_floor_ms"]].max(axis=1)
     out["x_read_floor"] = (out["time_ms"] / out["read_floor_ms"]).where(good)
@@ -298,7 +317,7 @@ def plot_stage_split(stages: pd.DataFrame, floors: pd.Series, ax=None, title: st
         floors["read_floor_ms"],
         color="black",
         linestyle="--",
-        label=f"read the points once ({floors['read_floor_ms']:.3f} ms)",
+        label=f"read the points, write the memberships ({floors['read_floor_ms']:.3f} ms)",
     )
     ax.axvline(
         floors["flop_floor_ms"],
