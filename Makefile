@@ -12,7 +12,7 @@ EXTRAS := test$(shell command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/d
 help:
 	@echo "make report     set up .venv and build the report (PROFILE=$(PROFILE)): build/report-$(PROFILE)/report.html"
 	@echo "make test       set up .venv, lint (ruff check, ruff format --check) and run the test suite"
-	@echo "                but the tests marked full (GPU tests skip without a GPU); 8 minutes on 2 cores"
+	@echo "                but the tests marked full (GPU tests skip without a GPU); about 6 minutes on 2 cores"
 	@echo "make test-full  make test, then the tests marked full: Dask clusters, the browser, the"
 	@echo "                second architecture, a second profile (what CI runs)"
 	@echo "make lint       only the linter and the formatter's check (ruff format $(LINTED) fixes the layout)"
