@@ -141,7 +141,7 @@ for _ in $(seq 200); do
   [ -e "$RENDEZVOUS/racecheck.started" ] && [ -e "$RENDEZVOUS/synccheck.started" ] && break
   sleep 0.1
 done
-cat > "$RENDEZVOUS/$tool.stdin"
+[ -n "$NOREAD" ] || cat > "$RENDEZVOUS/$tool.stdin"
 sleep "${HOLD:-0}"
 [ -e "$RENDEZVOUS/racecheck.started" ] && [ -e "$RENDEZVOUS/synccheck.started" ] || exit 3
 case $tool in
@@ -171,6 +171,29 @@ def test_the_tools_run_side_by_side_each_on_its_own_request(fake_sanitizer):
     ]
     assert (fake_sanitizer / "racecheck.stdin").read_text() == "one"
     assert (fake_sanitizer / "synccheck.stdin").read_text() == "two"
+
+
+def test_a_target_that_never_reads_its_request_holds_up_no_tool(fake_sanitizer, monkeypatch):
+    """Bug: the request was written into a pipe before the next tool started, so a target that did
+    not read a request past the pipe's 64 KiB left the grader waiting, with no limit, and the next
+    tool never started. The request is a file now: both tools start, and the limit ends both."""
+    import threading
+
+    monkeypatch.setenv("NOREAD", "1")
+    monkeypatch.setenv("HOLD", "30")
+    big = "x" * (1 << 20)
+    done: list = []
+    worker = threading.Thread(
+        target=lambda: done.append(
+            sanitizer.run_tools([("racecheck", big), ("synccheck", big)], ["-c", "pass"], timeout_s=2)
+        ),
+        daemon=True,
+    )
+    worker.start()
+    worker.join(60)
+    assert done, "run_tools was still waiting after a minute"
+    assert [r.reason for r in done[0]] == ["racecheck did not finish within 2 s", "synccheck did not finish within 2 s"]
+    assert (fake_sanitizer / "racecheck.started").exists() and (fake_sanitizer / "synccheck.started").exists()
 
 
 def test_tools_past_the_limit_are_all_killed_and_say_so(fake_sanitizer, monkeypatch):

@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
+import pandas as pd
 import pytest
 
 from cudalab.core.paths import KERNELS_DIR, RESULTS_DIR
@@ -51,6 +52,11 @@ def test_each_graded_build_is_measured_once_and_each_build_of_a_file_keeps_every
     assert len(block_size.points) == 2
 
 
+def time_of(source: str, file: str, label: str) -> float:
+    """The stand-in's time for a point: its own, from its source, file and label."""
+    return 1.0 + (hash((source, file, label)) % 10_000) / 100
+
+
 @pytest.fixture
 def lab(tmp_path):
     for table in ("blocking_factor_sweep", "ladder"):
@@ -73,20 +79,33 @@ def lab(tmp_path):
 @pytest.fixture
 def stood_in(monkeypatch):
     """Every process the section starts, stood in for and recorded: the workers (``isolate.run``),
-    the signature check's compiles, the race checks; the grader's judging says ok."""
-    seen = SimpleNamespace(requests=[], compiles=[], raced=[], judged=[])
+    the signature check's compiles, the race checks; the grader's judging says ok. Each point's
+    result is its own (``time_of``: its source, file and label), so a result given to another
+    point shows; ``seen.crash`` (a file) makes the student's process of that file crash at its first
+    point, the points after it "not run", as ``isolate.run`` reports them."""
+    seen = SimpleNamespace(requests=[], limits=[], compiles=[], raced=[], judged=[], crash=None)
 
     def run(request, limits, on_point=None, **_):
         seen.requests.append(json.loads(json.dumps(request)))
-        got = {"status": trials.MEASURED, "reason": "", "time_ms": 2.0, "time_ms_q1": 1.9, "time_ms_q3": 2.1,
-               "last_timed": 0}  # fmt: skip
-        for i in range(len(request["points"])):
+        seen.limits.append(limits)
+        source = R.YOURS if request["folder"] else R.REFERENCE
+        out = []
+        for i, (point, file) in enumerate(request["points"]):
+            if source == R.YOURS and file == seen.crash:
+                got = {"status": R.CRASHED if i == 0 else R.NOT_RUN, "reason": "a fault" if i == 0 else "after a fault"}
+            else:
+                ms = time_of(source, file, plan.point_label(point))
+                got = {"status": trials.MEASURED, "reason": "", "time_ms": ms, "time_ms_q1": ms, "time_ms_q3": ms,
+                       "last_timed": 0}  # fmt: skip
             if on_point is not None:
                 on_point(i, got)
-        return {"ceiling": None, "points": [dict(got) for _ in request["points"]], "wall_s": 0.0}
+            out.append(got)
+        return {"ceiling": None, "points": out, "wall_s": 0.0}
 
     def judge(kit, point, got, run_seed, key, inputs, folder, index, expected, fresh=True):
         seen.judged.append((kit, dict(point), [c.input for c in inputs], fresh, index))
+        if got["status"] != trials.MEASURED:  # as trials.judge: a point that did not answer keeps its status
+            return got
         return {**{k: v for k, v in got.items() if k != "last_timed"}, "status": R.OK, "reason": ""}
 
     def signature_problems(reference, yours, arch, includes, options=(), kernels=None):
@@ -222,3 +241,40 @@ def test_the_sanitizer_builds_each_point_by_its_own_groups_kit(monkeypatch, tmp_
     assert [k for k, _ in ran] == [trials.kit_of(first.yours.checks.kit), trials.kit_of(ladder.yours.checks.kit)]
     lines = [json.loads(line) for line in results.read_text().splitlines()]
     assert [(x["index"], x["status"]) for x in lines] == [(0, "ran"), (1, "ran")]
+
+
+def test_each_row_gets_its_own_points_result_from_each_source(lab, stood_in):
+    """Bug: a result given to another point (a slice of the wrong task, the sources swapped, an
+    index off by one between a batch and its tasks) would pass while every point's result was the
+    same. Here each point's result is its own."""
+    tasks = plan.chapter_tasks(CHAPTER, ["fw_blocked.cu"])
+    graded, swept, _ = section.graded_and_swept(lab, tasks, lab.staged, isolate.Limits(), 7, {"fw_blocked.cu": SHA})
+    rows = pd.concat([graded, swept.rename(columns={"series": "series_"})], ignore_index=True)
+    rows = rows[rows["status"].eq(R.OK)]
+    assert len(rows) >= 2 * 13
+    for row in rows.itertuples():
+        assert row.time_ms == time_of(row.source, row.file, row.point), (row.source, row.point)
+
+
+def test_a_crash_in_one_file_costs_another_files_points_nothing(lab, stood_in):
+    """Bug: every group's points ran in one process, so a student's fw_blocked.cu that crashed at its
+    graded point left fw_blocked_registers.cu's graded point "not run" (and a fault under the
+    sanitizer hid the other file's race). Now each file has its own processes and its own race
+    check, each process the budget of each task it holds."""
+    shutil.copy(KERNELS_DIR / "fw_blocked_registers.cu", lab.staged / "fw_blocked_registers.cu")
+    stood_in.crash = "fw_blocked.cu"
+    tasks = plan.chapter_tasks(CHAPTER, ["fw_blocked.cu", "fw_blocked_registers.cu"])
+    graded, _, _ = section.graded_and_swept(
+        lab, tasks, lab.staged, isolate.Limits(), 7, {"fw_blocked.cu": SHA, "fw_blocked_registers.cu": SHA}
+    )
+    mine = graded[graded["source"].eq(R.YOURS)].set_index("point")
+    assert mine.loc[GRADED, "status"] == R.CRASHED
+    registers = mine[mine["file"].eq("fw_blocked_registers.cu")]
+    assert len(registers) and registers["status"].eq(R.OK).all(), "the other file's graded point still ran"
+    files = [{f for _, f in r["points"]} for r in stood_in.requests]
+    assert all(len(f) == 1 for f in files), "one file per process"
+    assert [sorted(t.files) for t in stood_in.raced] == [["fw_blocked_registers.cu"]], (
+        "the crashed file has no answer to race-check"
+    )
+    for request, limits in zip(stood_in.requests, stood_in.limits, strict=True):
+        assert limits.submission == isolate.Limits().submission * len(request["parts"])

@@ -155,15 +155,17 @@ def request_parts(request: dict[str, Any]) -> list[tuple[int, Any]]:
 
 def graded_once(tasks: Iterable[ChapterTask]) -> list[ChapterTask]:
     """``tasks`` (a chapter's groups, in order) with each graded build measured once: a later group's
-    point that builds the same file at the same point as an earlier group's is left out, and groups
-    left with no point are dropped. A file graded at two different points keeps both, each with
+    point that builds the same file at the same point, by the same recipe and with the same checks,
+    as an earlier group's is left out, and groups left with no point are dropped (a point declared
+    with other checks keeps them). A file graded at two different points keeps both, each with
     every check and its race check: chapter 04 grades ``fw_blocked.cu`` at BF 32 (its first group)
     and at the ladder's step 7 (BF 64 in 22 registers), two builds, so a race or an edge case that
     only one of them has is still caught."""
-    graded: set[tuple[str, str]] = set()
+    graded: set[tuple[str, ...]] = set()
     out = []
     for task in tasks:
-        keys = [(f, json.dumps(p, sort_keys=True, default=str)) for p, f in task.points]
+        how = json.dumps([task.yours.recipe, task.yours.checks.model_dump(mode="json") if task.yours.checks else None])
+        keys = [(f, json.dumps(p, sort_keys=True, default=str), how) for p, f in task.points]
         kept = tuple(point for point, key in zip(task.points, keys) if key not in graded)
         graded |= set(keys)
         if kept:

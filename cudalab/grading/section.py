@@ -102,49 +102,84 @@ def measured_together(
     seed: int = 0,
     tick: Tick | None = None,
 ) -> list[pd.DataFrame]:
-    """Each part's task's points with the reference files and with the student's: every part's points
-    of one source in one process of its own (``plan.Batch``; the student's first, then the
-    reference's, the same points in the same order), each point on its own task's checks, and the
-    answers judged in this one. A frame per part, a row per point and source (``source``:
-    reference, yours). A result past the chapter's ceiling beyond its spread is "above the
-    ceiling"; a kernel file that races (``grading.races``, where the host has compute-sanitizer)
-    is "race" with its file:line: the parts marked for race checks (the graded points; a sweep's
-    others are not run under the sanitizer) go under each tool in one run. ``tick``: told as each
-    point of each source has run."""
+    """Each part's task's points with the reference files and with the student's: for each kernel
+    file, every part's points that build it in one process per source (``plan.Batch``; the
+    student's first, then the reference's, the same points in the same order), each point on its
+    own task's checks, and the answers judged in this one. A frame per part, a row per point and
+    source (``source``: reference, yours). A result past the chapter's ceiling beyond its spread is
+    "above the ceiling"; a kernel file that races (``grading.races``, where the host has
+    compute-sanitizer) is "race" with its file:line: the parts marked for race checks (the graded
+    points; a sweep's others are not run under the sanitizer) go under each tool in one run per
+    file. ``tick``: told as each point of each source has run.
+
+    One process per file, not one for everything: a file that crashes, hangs or runs out of the
+    budget leaves the points after it in its process "not run", and a sanitizer run stops at a
+    fault, so a file shares them only with its own points, never with another file's (whose
+    verdict, race included, would then be lost). Each process has the submission budget of
+    each task it holds (``limits.submission`` per task, as when each task ran alone)."""
     if not parts:
         return []
     tasks = [task for task, _ in parts]
     misfits = _misfits_each(tasks, staged)
-    fitting = [t.keeping(tuple(p for p in t.points if p[1] not in m)) for t, m in zip(tasks, misfits, strict=True)]
     for task, m in zip(tasks, misfits, strict=True):
         for point, file in task.points:
             if file in m and tick is not None:  # not run: done as far as a progress bar goes
                 tick(f"{R.YOURS}: {plan.point_label(point)} ({m[file]['status']})")
     expected = trials.Expected()
-    runs = [t for t in fitting if t.points]
-    started = time.monotonic()
-    mine = _judged(lab, plan.Batch(tuple(runs)), staged, limits, seed, expected, tick) if runs else {"points": []}
-    seconds = {R.YOURS: time.monotonic() - started}
-    started = time.monotonic()
-    reference = _judged(lab, plan.Batch(tuple(tasks)), None, limits, seed, expected, tick)
-    seconds[R.REFERENCE] = time.monotonic() - started
-    remaining = iter(mine["points"])
-    ours = [[m[f] if f in m else next(remaining) for _, f in t.points] for t, m in zip(tasks, misfits, strict=True)]
-    firsts = plan.Batch(tuple(tasks)).firsts()
-    theirs = [reference["points"][first : first + len(t.points)] for t, first in zip(tasks, firsts, strict=True)]
-    # the race checks: the marked parts with a point that answered (only those a race can charge), in one run
-    checked = [
-        t
-        for t, (_, races_too), got in zip(fitting, parts, ours, strict=True)
-        if races_too and t.points and any(p.get("status") in (R.OK, R.WRONG) for p in got)
+    mine: dict[tuple[int, int], dict[str, Any]] = {}
+    reference: dict[tuple[int, int], dict[str, Any]] = {}
+    seconds = {R.YOURS: 0.0, R.REFERENCE: 0.0}
+    for file in dict.fromkeys(f for t in tasks for _, f in t.points):
+        everyone = _picked(tasks, file)  # the reference runs the misfits' points too: a row beside theirs
+        yours = [(i, at) for i, at in everyone if file not in misfits[i]]
+        for folder, picked, into in ((staged, yours, mine), (None, everyone, reference)):
+            if not picked:
+                continue
+            batch = _batch(tasks, picked)
+            started = time.monotonic()
+            got = _judged(lab, batch, folder, _budget(limits, len(batch.tasks)), seed, expected, tick)
+            seconds[R.YOURS if folder is not None else R.REFERENCE] += time.monotonic() - started
+            into.update(zip(((i, j) for i, at in picked for j in at), got["points"], strict=True))
+    ours = [
+        [m[f] if f in m else mine[(i, j)] for j, (_, f) in enumerate(t.points)]
+        for i, (t, m) in enumerate(zip(tasks, misfits, strict=True))
     ]
+    theirs = [[reference[(i, j)] for j in range(len(t.points))] for i, t in enumerate(tasks)]
+    # the race checks: per file, the marked parts' points of it in one run of each tool, where one
+    # of those points answered (only those a race can charge)
+    raced: dict[str, dict[str, Any]] = {}
     started = time.monotonic()
-    raced = _races(lab, plan.Batch(tuple(checked)), staged, seed) if checked else {}
+    for file in dict.fromkeys(f for t in tasks for _, f in t.points):
+        checked = [
+            (i, at)
+            for i, at in _picked(tasks, file)
+            if parts[i][1] and file not in misfits[i] and any(ours[i][j].get("status") in (R.OK, R.WRONG) for j in at)
+        ]
+        if checked:
+            raced.update(_races(lab, _batch(tasks, checked), staged, seed))
     seconds[R.YOURS] += time.monotonic() - started
     return [
         _rows(lab, task, ref, got, raced if races_too else {}, seed, seconds)
         for (task, races_too), ref, got in zip(parts, theirs, ours, strict=True)
     ]
+
+
+def _picked(tasks: Sequence[plan.ChapterTask], file: str) -> list[tuple[int, list[int]]]:
+    """Per task (its index), the indices of its points that build ``file``; tasks with none left out."""
+    picked = [(i, [j for j, (_, f) in enumerate(t.points) if f == file]) for i, t in enumerate(tasks)]
+    return [(i, at) for i, at in picked if at]
+
+
+def _batch(tasks: Sequence[plan.ChapterTask], picked: list[tuple[int, list[int]]]) -> plan.Batch:
+    """The picked points of each task, in order, as one process's batch."""
+    return plan.Batch(tuple(tasks[i].keeping(tuple(tasks[i].points[j] for j in at)) for i, at in picked))
+
+
+def _budget(limits: isolate.Limits, tasks: int) -> isolate.Limits:
+    """``limits`` with the submission budget of ``tasks`` tasks: each task's, as when each ran alone."""
+    from dataclasses import replace
+
+    return replace(limits, submission=limits.submission * max(1, tasks)) if limits.submission else limits
 
 
 def _rows(

@@ -312,12 +312,19 @@ def run_tools(
         procs: list[tuple[str, subprocess.Popen, Path, Path]] = []
         try:
             for i, (tool, stdin) in enumerate(runs):
-                log_path, err_path = Path(scratch) / f"{i}-{tool}.log", Path(scratch) / f"{i}-{tool}.stderr"
+                base = Path(scratch) / f"{i}-{tool}"
+                log_path, err_path, in_path = (
+                    base.with_suffix(".log"),
+                    base.with_suffix(".stderr"),
+                    base.with_suffix(".in"),
+                )
+                in_path.write_text(stdin or "")
                 cmd = [sanitizer, "--tool", tool, *TOOL_OPTIONS[tool], "--log-file", str(log_path)]
-                with open(err_path, "w") as err:  # a file, not a pipe: no tool waits on a full pipe
+                # files, not pipes: no write waits on a target that does not read, no tool on a full pipe
+                with open(in_path) as given, open(err_path, "w") as err:
                     proc = subprocess.Popen(
                         [*cmd, sys.executable, *target],
-                        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                        stdin=given if stdin is not None else subprocess.DEVNULL,
                         stdout=subprocess.DEVNULL,  # the target's and its kernels' output: never read
                         stderr=err,
                         cwd=str(cwd) if cwd is not None else None,
@@ -326,12 +333,6 @@ def run_tools(
                         start_new_session=True,
                     )
                 procs.append((tool, proc, log_path, err_path))
-                if stdin is not None:
-                    try:
-                        proc.stdin.write(stdin)
-                        proc.stdin.close()
-                    except BrokenPipeError:  # the target is gone already: its exit status says why
-                        pass
             out = []
             for tool, proc, log_path, err_path in procs:
                 try:
@@ -352,7 +353,8 @@ def run_tools(
                 out.append(_finished(tool, proc, log_path, err_path, time.monotonic() - started))
         except BaseException:
             for _, proc, _, _ in procs:  # an interrupt or an error: the tools and their targets go with it
-                kill_group(proc)
+                if proc.returncode is None:  # (one already reaped has no group left to kill)
+                    kill_group(proc)
             raise
     return out
 
