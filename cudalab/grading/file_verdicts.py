@@ -1,5 +1,5 @@
 """A student's file in one chapter, judged once from the chapter's rows (``yours.csv``,
-``section.measured`` or ``section.compiled``): the verdict the console prints (``build_report.py
+``section.measured_together`` or ``section.compiled``): the verdict the console prints (``build_report.py
 --kernels``) and the row that leads the report's first page, with the best point, the geometric
 mean of its speed beside the reference and its slowest point.
 

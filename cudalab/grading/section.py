@@ -81,19 +81,6 @@ def _judged(
 Part = tuple[plan.ChapterTask, bool]  # a task and whether its points are race-checked (the graded ones)
 
 
-def measured(
-    lab: Any,
-    task: plan.ChapterTask,
-    staged: Path,
-    limits: isolate.Limits,
-    seed: int = 0,
-    race_checks: bool = True,
-    tick: Tick | None = None,
-) -> pd.DataFrame:
-    """One task's points with the reference files and with the student's (``measured_together``)."""
-    return measured_together(lab, [(task, race_checks)], staged, limits, seed, tick)[0]
-
-
 def measured_together(
     lab: Any,
     parts: Sequence[Part],
@@ -129,7 +116,8 @@ def measured_together(
     mine: dict[tuple[int, int], dict[str, Any]] = {}
     reference: dict[tuple[int, int], dict[str, Any]] = {}
     seconds = {R.YOURS: 0.0, R.REFERENCE: 0.0}
-    for file in dict.fromkeys(f for t in tasks for _, f in t.points):
+    files = list(dict.fromkeys(f for t in tasks for _, f in t.points))
+    for file in files:
         everyone = _picked(tasks, file)  # the reference runs the misfits' points too: a row beside theirs
         yours = [(i, at) for i, at in everyone if file not in misfits[i]]
         for folder, picked, into in ((staged, yours, mine), (None, everyone, reference)):
@@ -149,7 +137,7 @@ def measured_together(
     # of those points answered (only those a race can charge)
     raced: dict[str, dict[str, Any]] = {}
     started = time.monotonic()
-    for file in dict.fromkeys(f for t in tasks for _, f in t.points):
+    for file in files:
         checked = [
             (i, at)
             for i, at in _picked(tasks, file)
@@ -593,9 +581,9 @@ def graded_and_swept(
     every check input, a fresh one of the timed kind and the race checks), and over the chapter's
     own sweep (``grading.series``): for each group, every point of its recipe's table in this
     build that builds from a submitted file (``sweep_rest``, or ``rests`` where the caller planned
-    them already), checked lightly. Every point of one source runs in one process
-    (``measured_together``): the student's graded and swept points in one, the reference's in
-    another, the same points in the same order.
+    them already), checked lightly. Every point of one source that builds one file runs in one
+    process (``measured_together``): the student's graded and swept points of it in one, the
+    reference's in another, the same points in the same order.
 
     Returns the graded points' rows (a row per point and source), the series (a row per point and
     source, the graded points and the others, with the point's keys, ``series``, ``from_sweep`` and

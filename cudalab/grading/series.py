@@ -4,7 +4,7 @@ keyed by the recipe's axes and choices) that the chapter measured, that builds f
 file and that the file builds for (its family's kit lists the point's launches: ``fw_blocked.cu``
 at BF 128 needs 128 KiB of shared memory, so on a GPU with less that is no point of its series).
 
-Each such point is measured as a graded point is (``section.measured``: the reference file and the
+Each such point is measured as a graded point is (``section.measured_together``: the reference file and the
 student's, each in a process of its own, every timed call on an input of its own, the answers
 judged outside it on the last timed input and one fresh input, a harsh one of the point's size
 (``checked_lightly``); the graded points alone get every check input and the race checks), and drawn in
@@ -157,7 +157,7 @@ def checked_lightly(task: plan.ChapterTask) -> plan.ChapterTask:
 
 
 def as_table(measured: pd.DataFrame, task: plan.ChapterTask, sha256: dict[str, str]) -> pd.DataFrame:
-    """``section.measured``'s rows (a row per point and source) with each point's keys as columns,
+    """``section.measured_together``'s rows (a row per point and source) with each point's keys as columns,
     the table's axes the chapter says a series point stands for (``Yours.series_axes``) and
     ``series``: "reference" or the student's label (``label``) for the file at that point."""
     by_label = {plan.point_label(p): p for p, _ in task.points}

@@ -69,7 +69,7 @@ class SeriesJob:
 
 @dataclass
 class _ChapterRun:
-    """What ``section.measured`` reads of a chapter handle, from the job."""
+    """What ``section.measured_together`` reads of a chapter handle, from the job."""
 
     id: str
     out_dir: Path
